@@ -1,0 +1,90 @@
+# depwatch — build, test, run. `make V=1` shows the commands.
+.DELETE_ON_ERROR:
+
+OUT := build
+BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
+CLANG ?= clang
+CC ?= cc
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/s390x/s390/')
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+CFLAGS += $(WARN) -std=gnu11 -I$(OUT) -Ibpf -Iuser -D_GNU_SOURCE
+LDLIBS := -lbpf -lelf -lz
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+# Pure logic: no I/O, unit-tested on its own.
+LOGIC_SRCS := $(wildcard user/logic/*.c)
+# The daemon and CLI.
+APP_SRCS := $(wildcard user/*.c)
+BPF_SRCS := bpf/depwatch.bpf.c
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.PHONY: all deps test unit integration run clean bench
+all: $(OUT)/depwatch
+
+# Installs what a fresh machine lacks; a quick no-op when everything is there.
+deps:
+	$(Q)bash scripts/deps.sh
+
+$(OUT):
+	$(Q)mkdir -p $(OUT) $(OUT)/tests
+
+$(OUT)/vmlinux.h: | deps $(OUT)
+	$(call msg,VMLINUX,$@)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+
+$(OUT)/depwatch.bpf.o: $(BPF_SRCS) bpf/depwatch.h $(OUT)/vmlinux.h | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter -I$(OUT) -Ibpf -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+$(OUT)/depwatch.skel.h: $(OUT)/depwatch.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name depwatch_bpf > $@
+
+$(OUT)/depwatch: $(APP_SRCS) $(LOGIC_SRCS) $(wildcard user/*.h user/logic/*.h) bpf/depwatch.h $(OUT)/depwatch.skel.h | deps
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) $(APP_SRCS) $(LOGIC_SRCS) $(LDLIBS) -o $@
+
+# Unit tests: cmocka, under ASan and UBSan.
+$(OUT)/tests/%: tests/unit/%.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) bpf/depwatch.h | deps $(OUT)
+	$(call msg,UNIT,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LOGIC_SRCS) -lcmocka -lm -o $@
+
+unit: $(UNIT_BINS)
+	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
+
+integration: $(OUT)/depwatch
+	$(Q)python3 tests/integration/run.py
+
+# Everything, as CI runs it (root, real kernel).
+test: $(OUT)/depwatch $(UNIT_BINS)
+	$(Q)bash tests/run-all.sh $(UNIT_BINS)
+
+# Build, install what is missing, start the daemon on its embedded default config.
+run: $(OUT)/depwatch
+	$(OUT)/depwatch run
+
+clean:
+	rm -rf $(OUT)
+
+# --- Benchmark (bench/): loopback request/response A/B, without vs with depwatch. ---
+# Not part of `make test`. `make bench` needs root and takes about 4 minutes;
+# it prints a Markdown table and writes bench/RESULTS.md.
+$(OUT)/pingpong: bench/pingpong.c | $(OUT)
+	$(call msg,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@
+
+bench: $(OUT)/pingpong $(OUT)/depwatch
+	$(Q)OUT=$(OUT) bash bench/run.sh

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The "sock" backend: socket tracepoints (Linux 6.3+) feed the call model.
+ * Thin entry points only; the model is in callmodel.bpf.h.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "callmodel.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
+{
+	dw_on_send(sk, ret);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
+{
+	dw_on_recv(sk, ret, flags);
+	return 0;
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(dw_data_ready, const struct sock *sk)
+{
+	dw_on_data(sk);
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(dw_set_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	dw_on_state(sk, oldstate, newstate);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(dw_retransmit, const struct sock *sk)
+{
+	dw_on_retransmit(sk);
+	return 0;
+}
+
+/*
+ * Oldest outstanding call and connect per destination: user space walks the
+ * per-socket state every interval instead of the kernel sending an event per
+ * call. Emits one dw_pending per busy socket.
+ */
+SEC("iter/bpf_sk_storage_map")
+int dw_dump_pending(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct dw_conn *conn = ctx->value;
+	struct dw_pending rec = {};
+
+	if (!conn || conn->role != DW_ROLE_OUTBOUND)
+		return 0;
+	rec.dest = conn->dest;
+	if (conn->call_start_ns) {
+		rec.start_ns = conn->call_start_ns;
+		rec.kind = DW_PENDING_CALL;
+		bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	}
+	if (conn->connect_start_ns) {
+		rec.start_ns = conn->connect_start_ns;
+		rec.kind = DW_PENDING_CONNECT;
+		bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	}
+	return 0;
+}
+
+/*
+ * Connections open before the daemon started. Pass 1 records listening
+ * ports; pass 2 adopts each established socket whose local port is not one
+ * of them: an accepted socket has the listener's port, a connect()ed one an
+ * ephemeral or explicitly bound port of its own.
+ */
+int classify_pass;
+
+SEC("iter/tcp")
+int dw_classify(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct dw_listen_key lk = {};
+	struct tcp_sock *tp;
+	__u8 one = 1;
+
+	if (!skc)
+		return 0;
+	lk.netns = BPF_CORE_READ(skc, skc_net.net, ns.inum);
+	lk.port = skc->skc_num;
+	if (skc->skc_state == TCP_LISTEN) {
+		bpf_map_update_elem(&listen_ports, &lk, &one, BPF_ANY);
+		return 0;
+	}
+	if (classify_pass != 2 || skc->skc_state != TCP_ESTABLISHED)
+		return 0;
+	if (bpf_map_lookup_elem(&listen_ports, &lk))
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp || conn_of((struct sock *)tp))
+		return 0;
+	conn_adopt((struct sock *)tp);
+	return 0;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Every map of depwatch's BPF side, in one place. Sizes marked "set by user
+ * space" are overridden before load from the daemon's options.
+ */
+#ifndef DEPWATCH_MAPS_BPF_H
+#define DEPWATCH_MAPS_BPF_H
+
+#include "depwatch.h"
+
+/* Per-connection state. SK_STORAGE: freed with the socket, never evicted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct dw_conn);
+} conns SEC(".maps");
+
+/* Exact counters per destination, per CPU: no atomics on the hot path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__type(key, struct dw_dest_key);
+	__type(value, struct dw_dest_stats);
+} dests SEC(".maps");
+
+/*
+ * Latency histograms per destination. Shared by all CPUs: a per-CPU copy
+ * would cost 3.5 KiB per destination per CPU; an atomic add once per
+ * completed call is cheaper than that memory on a large host.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dw_dest_key);
+	__type(value, struct dw_dest_hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dw_global_stats);
+} globals SEC(".maps");
+
+/* (netns, port) of listening sockets, filled at start to tell accepted sockets from outbound ones. */
+struct dw_listen_key {
+	__u32 netns;
+	__u32 port;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct dw_listen_key);
+	__type(value, __u8);
+} listen_ports SEC(".maps");
+
+#endif /* DEPWATCH_MAPS_BPF_H */

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build, run and test depwatch,
+# and mounts the kernel filesystems depwatch needs. Idempotent: a no-op when all is there.
+set -euo pipefail
+
+PKGS=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev pkg-config make gcc python3 iproute2)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "depwatch: missing packages: ${missing[*]} (run as root to install them)" >&2
+		exit 1
+	fi
+	echo "depwatch: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# bpftool is in /usr/sbin, which a non-login root shell may not have on PATH.
+command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || { echo "depwatch: bpftool not found" >&2; exit 1; }
+
+if [ "$(id -u)" -eq 0 ]; then
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+fi
+exit 0

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test suite: the cmocka unit tests (given as arguments, built with
+# ASan/UBSan) and the integration tests against the real kernel. Prints one
+# closing line, "N passed, M failed", and exits non-zero if anything failed.
+set -u
+cd "$(dirname "$0")/.."
+
+passed=0 failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for t in "$@"; do
+	echo "== unit: $t"
+	"$t" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n1)
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+	if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+done
+
+echo "== integration (real kernel, real sockets)"
+python3 tests/integration/run.py 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
+p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+passed=$((passed + ${p:-0}))
+failed=$((failed + ${f:-0}))
+if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Per-destination figures: every interval, the kernel's cumulative counters
+ * and histograms are read, histogram deltas go into a sliding window, and
+ * the outstanding calls are scanned for the oldest one.
+ */
+#ifndef DW_COLLECT_H
+#define DW_COLLECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "logic/window.h"
+
+struct dw_bpf;
+
+struct dw_dest {
+	struct dw_dest_key key;
+	bool used;
+	struct dw_dest_stats sum;	/* kernel counters summed over CPUs; last_* of the newest CPU */
+	__u32 seen_call[DW_HIST_BUCKETS];	/* kernel histogram at the last read */
+	__u32 seen_connect[DW_HIST_BUCKETS];
+	struct dw_window call_win;
+	struct dw_window connect_win;
+	uint64_t oldest_call_ns;	/* start of the oldest outstanding call, 0 if none */
+	uint64_t oldest_connect_ns;
+	unsigned pending_calls;		/* outstanding calls the last scan saw */
+	unsigned pending_connects;
+};
+
+struct dw_collector {
+	struct dw_dest *dests;		/* open addressing, cap a power of two */
+	size_t cap;
+	size_t count;
+	unsigned nslots;		/* window / interval */
+	uint64_t now_ns;		/* CLOCK_MONOTONIC of the last poll */
+	uint64_t polls;
+	uint64_t last_poll_ns;		/* how long the last poll took */
+	struct dw_global_stats globals;
+};
+
+int dw_collect_init(struct dw_collector *c, unsigned nslots);
+void dw_collect_free(struct dw_collector *c);
+/* One polling pass. */
+int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b);
+
+/* Calls in flight (started - completed - failed), never below 0. */
+uint64_t dw_dest_inflight(const struct dw_dest *d);
+uint64_t dw_dest_connecting(const struct dw_dest *d);
+uint64_t dw_dest_connect_failures(const struct dw_dest *d);
+/* "127.0.0.1:8080", "[::1]:443", or "overflow". */
+void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len);
+
+uint64_t dw_monotonic_ns(void);
+
+#endif /* DW_COLLECT_H */

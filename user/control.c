@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include "control.h"
+#include "log.h"
+
+static int sock_addr(const char *run_dir, struct sockaddr_un *sun)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if ((size_t)snprintf(sun->sun_path, sizeof(sun->sun_path), "%s/%s", run_dir,
+			     DW_CONTROL_SOCK) >= sizeof(sun->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int dw_control_listen(const char *run_dir)
+{
+	struct sockaddr_un sun;
+	int fd, err;
+
+	if (mkdir(run_dir, 0700) && errno != EEXIST) {
+		dw_err("cannot create run dir %s: %s", run_dir, strerror(errno));
+		return -errno;
+	}
+	err = sock_addr(run_dir, &sun);
+	if (err) {
+		dw_err("run dir path too long: %s", run_dir);
+		return err;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(sun.sun_path);	/* the run-dir lock says no live daemon owns it */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) || chmod(sun.sun_path, 0600) ||
+	    listen(fd, 16)) {
+		err = -errno;
+		dw_err("cannot listen on %s: %s", sun.sun_path, strerror(errno));
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+void dw_control_close(int fd, const char *run_dir)
+{
+	struct sockaddr_un sun;
+
+	if (fd < 0)
+		return;
+	close(fd);
+	if (!sock_addr(run_dir, &sun))
+		unlink(sun.sun_path);
+}
+
+/* A client gets 200 ms to send its request line: the daemon's loop must not wait on it. */
+static int read_request(int fd, char *req, size_t len)
+{
+	size_t have = 0;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	while (have + 1 < len) {
+		ssize_t n;
+
+		if (poll(&pfd, 1, 200) <= 0)
+			return -ETIMEDOUT;
+		n = read(fd, req + have, len - 1 - have);
+		if (n <= 0)
+			return -EIO;
+		have += n;
+		if (memchr(req, '\n', have))
+			break;
+	}
+	req[have] = 0;
+	req[strcspn(req, "\r\n")] = 0;
+	return 0;
+}
+
+int dw_control_accept(int listen_fd, char *req, size_t len)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	struct timeval tv = { .tv_sec = 1 };
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (read_request(fd, req, len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void dw_control_reply(int fd, const struct dw_buf *answer)
+{
+	size_t off = 0;
+
+	while (answer->data && off < answer->len) {
+		ssize_t n = write(fd, answer->data + off, answer->len - off);
+
+		if (n <= 0)
+			break;
+		off += n;
+	}
+	close(fd);
+}
+
+static int copy_to_stdout(int fd)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (fwrite(buf, 1, n, stdout) != (size_t)n)
+			return -EIO;
+	return n < 0 ? -errno : 0;
+}
+
+int dw_control_ask(const char *run_dir, const char *request)
+{
+	struct sockaddr_un sun;
+	int fd, err;
+
+	err = sock_addr(run_dir, &sun);
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		err = -errno;
+		fprintf(stderr, "depwatch: cannot reach the daemon at %s: %s (is `depwatch run` running with this --run-dir?)\n",
+			sun.sun_path, strerror(errno));
+		close(fd);
+		return err;
+	}
+	if (dprintf(fd, "%s\n", request) < 0)
+		err = -errno;
+	else
+		err = copy_to_stdout(fd);
+	close(fd);
+	if (err)
+		fprintf(stderr, "depwatch: reading the daemon's answer: %s\n", strerror(-err));
+	return err;
+}

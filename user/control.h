@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The control socket: <run-dir>/depwatch.sock, a Unix stream socket. A
+ * client writes one request line ("status json", "status text"), the daemon
+ * answers and closes.
+ */
+#ifndef DW_CONTROL_H
+#define DW_CONTROL_H
+
+#include <stddef.h>
+#include "logic/jsonw.h"
+
+#define DW_CONTROL_SOCK "depwatch.sock"
+#define DW_REQUEST_MAX 256
+
+/* Creates the run dir (0700) and listens; returns the socket or a negative errno. */
+int dw_control_listen(const char *run_dir);
+void dw_control_close(int fd, const char *run_dir);
+
+/* Accepts one client and reads its request line into req. Returns the client fd or -1. */
+int dw_control_accept(int listen_fd, char *req, size_t len);
+/* Sends the answer and closes the client. */
+void dw_control_reply(int client_fd, const struct dw_buf *answer);
+
+/* Client side: sends request, copies the answer to stdout. 0 or a negative errno. */
+int dw_control_ask(const char *run_dir, const char *request);
+
+#endif /* DW_CONTROL_H */

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* `depwatch run`: the daemon's life, from options to clean exit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <bpf/libbpf.h>
+#include "collect.h"
+#include "commands.h"
+#include "control.h"
+#include "loader.h"
+#include "log.h"
+#include "logic/parse.h"
+#include "report.h"
+
+struct run_opts {
+	const char *config;
+	const char *pin_dir;
+	const char *run_dir;
+	uint64_t interval_ns;
+	uint64_t window_ns;
+	unsigned max_dests;
+};
+
+struct daemon {
+	struct run_opts opts;
+	struct dw_bpf bpf;
+	struct dw_collector coll;
+	struct dw_run_info info;
+	char programs[512];
+	int run_lock_fd;
+	int control_fd;
+	int signal_fd;
+	int timer_fd;
+};
+
+static const char run_usage[] =
+	"usage: depwatch run [-c FILE] [--pin-dir DIR] [--run-dir DIR] [--interval DUR] [--window DUR]\n"
+	"                    [--max-dests N] [-v]\n";
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !dw_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int parse_run_opts(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "pin-dir", required_argument, NULL, 'P' },
+		{ "run-dir", required_argument, NULL, 'R' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "max-dests", required_argument, NULL, 'm' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	uint64_t n;
+	int opt;
+
+	*o = (struct run_opts){ .pin_dir = DW_DEFAULT_PIN_DIR, .run_dir = DW_DEFAULT_RUN_DIR,
+				.interval_ns = 250000000ULL, .window_ns = 10000000000ULL,
+				.max_dests = 4096 };
+	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': o->config = optarg; break;
+		case 'P': o->pin_dir = optarg; break;
+		case 'R': o->run_dir = optarg; break;
+		case 'v': dw_verbose = true; break;
+		case 'i':
+			if (dw_parse_duration(optarg, &o->interval_ns) || o->interval_ns < 10000000ULL ||
+			    o->interval_ns > 10000000000ULL)
+				return dw_usage_error("--interval: '%s' is not a duration from 10ms to 10s", optarg);
+			break;
+		case 'w':
+			if (dw_parse_duration(optarg, &o->window_ns) || o->window_ns < 1000000000ULL ||
+			    o->window_ns > 3600000000000ULL)
+				return dw_usage_error("--window: '%s' is not a duration from 1s to 60m", optarg);
+			break;
+		case 'm':
+			if (dw_parse_uint(optarg, 16, 1000000, &n))
+				return dw_usage_error("--max-dests: '%s' is not a number from 16 to 1000000", optarg);
+			o->max_dests = n;
+			break;
+		case 'h': fputs(run_usage, stdout); exit(0);
+		default: fputs(run_usage, stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		return dw_usage_error("run: unexpected argument '%s'", argv[optind]);
+	if (o->window_ns < o->interval_ns)
+		return dw_usage_error("--window must be at least --interval");
+	return 0;
+}
+
+static int lock_run_dir(struct daemon *d)
+{
+	char path[300];
+
+	if (mkdir(d->opts.run_dir, 0700) && errno != EEXIST) {
+		dw_err("cannot create run dir %s: %s", d->opts.run_dir, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/depwatch.lock", d->opts.run_dir);
+	d->run_lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (d->run_lock_fd < 0) {
+		dw_err("cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(d->run_lock_fd, LOCK_EX | LOCK_NB)) {
+		dw_err("another depwatch daemon is running with run dir %s", d->opts.run_dir);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static int open_fds(struct daemon *d)
+{
+	struct itimerspec its = {
+		.it_interval = { .tv_sec = d->opts.interval_ns / 1000000000ULL,
+				 .tv_nsec = d->opts.interval_ns % 1000000000ULL },
+	};
+	sigset_t mask;
+
+	its.it_value = its.it_interval;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (d->signal_fd < 0 || d->timer_fd < 0 || timerfd_settime(d->timer_fd, 0, &its, NULL)) {
+		dw_err("cannot set up signals and timer: %s", strerror(errno));
+		return -errno;
+	}
+	d->control_fd = dw_control_listen(d->opts.run_dir);
+	return d->control_fd < 0 ? d->control_fd : 0;
+}
+
+static void answer(struct daemon *d, int client, const char *req)
+{
+	struct dw_buf out = {};
+
+	if (!strcmp(req, "status json"))
+		dw_report_json(&out, &d->coll, &d->info);
+	else if (!strcmp(req, "status text"))
+		dw_report_text(&out, &d->coll, &d->info);
+	else
+		dw_buf_printf(&out, "error: unknown request\n");
+	if (out.oom)
+		dw_err("out of memory answering a status request");
+	dw_control_reply(client, &out);
+	dw_buf_free(&out);
+}
+
+static void on_control(struct daemon *d)
+{
+	char req[DW_REQUEST_MAX];
+	int client = dw_control_accept(d->control_fd, req, sizeof(req));
+
+	if (client >= 0)
+		answer(d, client, req);
+}
+
+static void on_timer(struct daemon *d)
+{
+	uint64_t expirations;
+	int err;
+
+	if (read(d->timer_fd, &expirations, sizeof(expirations)) != sizeof(expirations))
+		return;
+	err = dw_collect_poll(&d->coll, &d->bpf);
+	if (err)
+		dw_err("polling the kernel maps failed: %s", strerror(-err));
+}
+
+/* Returns 1 to stop. */
+static int on_signal(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	if (read(d->signal_fd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	if (si.ssi_signo == SIGHUP) {
+		dw_notice("SIGHUP: nothing to reload without a config file");
+		return 0;
+	}
+	dw_notice("signal %d: detaching and exiting", si.ssi_signo);
+	return 1;
+}
+
+static void loop(struct daemon *d)
+{
+	struct pollfd pfds[3] = {
+		{ .fd = d->signal_fd, .events = POLLIN },
+		{ .fd = d->timer_fd, .events = POLLIN },
+		{ .fd = d->control_fd, .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(pfds, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			dw_err("poll: %s", strerror(errno));
+			return;
+		}
+		if ((pfds[0].revents & POLLIN) && on_signal(d))
+			return;
+		if (pfds[1].revents & POLLIN)
+			on_timer(d);
+		if (pfds[2].revents & POLLIN)
+			on_control(d);
+	}
+}
+
+static int start(struct daemon *d)
+{
+	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests };
+	int adopted, err;
+
+	err = lock_run_dir(d);
+	if (!err)
+		err = dw_bpf_start(&d->bpf, &bopts);
+	if (err)
+		return err;
+	dw_bpf_describe(&d->bpf, d->programs, sizeof(d->programs));
+	adopted = dw_bpf_classify_existing(&d->bpf);
+	if (adopted < 0)
+		dw_warn("cannot classify connections open before start: %s", strerror(-adopted));
+	err = dw_collect_init(&d->coll, d->opts.window_ns / d->opts.interval_ns);
+	if (!err)
+		err = open_fds(d);
+	if (err)
+		return err;
+	d->info = (struct dw_run_info){ .started_ns = dw_monotonic_ns(),
+					 .interval_ns = d->opts.interval_ns,
+					 .window_ns = d->opts.window_ns,
+					 .max_dests = d->opts.max_dests,
+					 .backend = "sock",
+					 .programs = d->programs };
+	dw_collect_poll(&d->coll, &d->bpf);
+	dw_notice("started (backend sock, pid %d, pin dir %s, run dir %s); %s", getpid(),
+		  d->opts.pin_dir, d->opts.run_dir, d->programs);
+	return 0;
+}
+
+static void stop(struct daemon *d)
+{
+	dw_control_close(d->control_fd, d->opts.run_dir);
+	if (d->signal_fd >= 0)
+		close(d->signal_fd);
+	if (d->timer_fd >= 0)
+		close(d->timer_fd);
+	dw_collect_free(&d->coll);
+	dw_bpf_stop(&d->bpf);
+	if (d->run_lock_fd >= 0)
+		close(d->run_lock_fd);
+}
+
+int dw_cmd_run(int argc, char **argv)
+{
+	struct daemon d = { .run_lock_fd = -1, .control_fd = -1, .signal_fd = -1, .timer_fd = -1 };
+	int err;
+
+	err = parse_run_opts(argc, argv, &d.opts);
+	if (err)
+		return 2;
+	if (geteuid() != 0) {
+		dw_err("run needs root (CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN): try sudo");
+		return 1;
+	}
+	if (d.opts.config) {
+		dw_err("%s: config files are not supported yet", d.opts.config);
+		return 1;
+	}
+	libbpf_set_print(libbpf_print);
+	d.bpf.pin_dir_fd = -1;
+	err = start(&d);
+	if (!err)
+		loop(&d);
+	stop(&d);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Loading, attaching and pinning the BPF side; walking its per-socket state. */
+#ifndef DW_LOADER_H
+#define DW_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "logic/dwtypes.h"
+
+struct depwatch_bpf;
+
+#define DW_MAX_PROGS 8
+
+/* One tracing program: attached, or not and why. */
+struct dw_prog_status {
+	const char *name;	/* program, e.g. "dw_send" */
+	const char *hook;	/* what it attaches to, e.g. "tp_btf/sock_send_length" */
+	bool required;
+	bool attached;
+	char why[96];		/* when not attached */
+	struct bpf_link *link;
+};
+
+struct dw_bpf {
+	struct depwatch_bpf *skel;
+	char pin_dir[256];
+	int pin_dir_fd;		/* held with flock() while the daemon runs */
+	struct dw_prog_status progs[DW_MAX_PROGS];
+	int nprogs;
+	unsigned max_dests;
+	int ncpus;
+	int dests_fd, hists_fd, globals_fd, conns_fd;
+	struct bpf_link *pending_iter;
+};
+
+struct dw_bpf_opts {
+	const char *pin_dir;
+	unsigned max_dests;
+};
+
+/* Opens, probes, loads, pins and attaches. On error, prints why and undoes what it did. */
+int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts);
+/* Detaches and unpins everything. */
+void dw_bpf_stop(struct dw_bpf *b);
+/* One line: which programs are attached, which are not and why. */
+void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len);
+
+/* Adopts connections that were open before the programs were attached. Returns how many. */
+int dw_bpf_classify_existing(struct dw_bpf *b);
+
+/* Calls fn for each outstanding call or connect (one record per busy socket). */
+typedef void (*dw_pending_fn)(const struct dw_pending *rec, void *arg);
+int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
+
+/* Sums the per-CPU global counters. */
+int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out);
+
+#endif /* DW_LOADER_H */

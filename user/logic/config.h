@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The config file: which destinations form which dependency, and the
+ * circuit-breaker settings of each. INI style:
+ *
+ *	[defaults]			at most once; every key optional
+ *	slow_call = 1s			# comments start at '#', anywhere
+ *	[dependency payments]		NAME: 1-63 of A-Z a-z 0-9 _ . -
+ *	match = 10.0.3.0/24:443		CIDR[:PORT[-PORT]], repeatable, at least one
+ *	slow_call = 500ms		overrides [defaults] wherever that section is
+ *
+ * Everything except dw_config_load() is pure: text in, struct out. Errors
+ * are one line, "FILE:LINE: what is wrong", and parsing stops at the first.
+ * Errors about the file as a whole (missing, too big) are "FILE: ...".
+ */
+#ifndef DW_CONFIG_H
+#define DW_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jsonw.h"
+
+/* Larger files are refused unread: a config is a page or two, not a log. */
+#define DW_CONFIG_MAX_BYTES (1024 * 1024)
+/* Longer lines are an error, so a line always fits a stack buffer. */
+#define DW_CONFIG_MAX_LINE 4096
+#define DW_DEP_NAME_MAX 63
+/* Room for dw_match_format() of any match, NUL included. */
+#define DW_MATCH_STRLEN 64
+
+struct dw_dep_settings {
+	uint64_t slow_call_ns, window_ns, open_for_ns;
+	double slow_rate, failure_rate;	/* fractions, 0..1 */
+	unsigned sample, min_calls, half_open_calls, max_inflight;
+	bool enforce_connect, ignore;
+};
+
+struct dw_match {
+	uint8_t family;		/* AF_INET or AF_INET6; IPv4-mapped IPv6 becomes AF_INET */
+	uint8_t prefix_len;
+	uint8_t addr[16];	/* network byte order, host bits zero; IPv4 in the first 4 */
+	uint16_t port_lo, port_hi;	/* inclusive; 0-65535 when the match names no port */
+	int line;
+};
+
+struct dw_dep_config {
+	char name[DW_DEP_NAME_MAX + 1];
+	struct dw_dep_settings s;	/* effective: [defaults] with this section's keys on top */
+	struct dw_match *matches;
+	unsigned nmatches;
+	int line;			/* of the section header */
+};
+
+struct dw_config {
+	struct dw_dep_settings defaults;	/* also for destinations no match covers */
+	struct dw_dep_config *deps;		/* in file order */
+	unsigned ndeps;
+	int syslog_facility;			/* LOG_DAEMON etc. */
+	char source[256];			/* file name errors and describe use */
+};
+
+/* The built-in config, the [defaults] block of examples/depwatch.conf. */
+extern const char dw_default_config[];
+
+/* cfg = dw_default_config parsed: [defaults] as documented, no dependencies. */
+void dw_config_defaults(struct dw_config *cfg);
+
+/*
+ * Parses len bytes of text (NUL bytes in it are an error, not an end).
+ * 0: *cfg is overwritten as a whole; it need not be initialised, and what
+ * it held before is not freed (parse into a spare, then swap). -EINVAL:
+ * err = "SOURCE:LINE: ..."; -ENOMEM. On error *cfg is not touched.
+ * err may be NULL; messages longer than errlen are cut.
+ */
+int dw_config_parse(const char *source_name, const char *text, size_t len,
+		    struct dw_config *cfg, char *err, size_t errlen);
+
+/*
+ * The only I/O here: reads path (a regular file of at most
+ * DW_CONFIG_MAX_BYTES) and parses it with path as the source name.
+ * I/O errors are "PATH: <strerror>", "PATH: is a directory", ... and
+ * return a negative errno.
+ */
+int dw_config_load(const char *path, struct dw_config *cfg, char *err, size_t errlen);
+
+/* Frees what parse allocated and zeroes cfg; safe on a zeroed cfg, and twice. */
+void dw_config_free(struct dw_config *cfg);
+
+/*
+ * The most specific match covering (family, addr, port): the dependency
+ * index, or -1. addr is 4 bytes for AF_INET, 16 for AF_INET6; IPv4-mapped
+ * IPv6 is looked up as IPv4. The config guarantees a unique winner: the
+ * longest prefix, and among equal prefixes the narrowest port range.
+ */
+int dw_config_lookup(const struct dw_config *cfg, int family, const uint8_t *addr, uint16_t port);
+
+/* m as config text: "10.0.3.0/24:443", "[2001:db8::/32]:80-90", "0.0.0.0/0". */
+void dw_match_format(const struct dw_match *m, char *buf, size_t len);
+
+/*
+ * `depwatch check`: the effective settings, [defaults] and then one block
+ * per dependency with every key spelt out. The text is itself a valid
+ * config that parses back to the same settings and matches.
+ */
+void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out);
+
+#endif /* DW_CONFIG_H */

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collect.h"
+#include "logic/hist.h"
+#include "report.h"
+
+/* Window percentiles of one destination, in ms; -1 when the window has no calls. */
+struct dest_view {
+	const struct dw_dest *d;
+	char dest[64];
+	uint64_t window_calls;
+	double p50, p90, p99;
+	double connect_p50, connect_p99;
+	double oldest_ms, oldest_connect_ms;
+};
+
+static double age_ms(uint64_t now, uint64_t start)
+{
+	return start && now > start ? (now - start) / 1e6 : 0;
+}
+
+static double pct_ms(const uint64_t *dense, double q)
+{
+	double ns = dw_hist_percentile_ns(dense, q);
+
+	return ns < 0 ? -1 : ns / 1e6;
+}
+
+static void view_of(const struct dw_collector *c, const struct dw_dest *d, struct dest_view *v,
+		    uint64_t *dense)
+{
+	memset(v, 0, sizeof(*v));
+	v->d = d;
+	dw_dest_format(&d->key, v->dest, sizeof(v->dest));
+	v->window_calls = dw_window_merge(&d->call_win, dense);
+	v->p50 = pct_ms(dense, 0.50);
+	v->p90 = pct_ms(dense, 0.90);
+	v->p99 = pct_ms(dense, 0.99);
+	dw_window_merge(&d->connect_win, dense);
+	v->connect_p50 = pct_ms(dense, 0.50);
+	v->connect_p99 = pct_ms(dense, 0.99);
+	v->oldest_ms = age_ms(c->now_ns, d->oldest_call_ns);
+	v->oldest_connect_ms = age_ms(c->now_ns, d->oldest_connect_ns);
+}
+
+/* Rows worth showing: the overflow row only once something landed in it. */
+static bool shown(const struct dw_dest *d)
+{
+	return d->used && (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
+			   d->sum.connect_attempts);
+}
+
+static int by_dest(const void *a, const void *b)
+{
+	return strcmp(((const struct dest_view *)a)->dest, ((const struct dest_view *)b)->dest);
+}
+
+/* The rows, sorted by destination text; the caller frees. */
+static struct dest_view *views_of(const struct dw_collector *c, size_t *n)
+{
+	struct dest_view *views = calloc(c->count ? c->count : 1, sizeof(*views));
+	uint64_t *dense = malloc(DW_HIST_BUCKETS * sizeof(*dense));
+
+	*n = 0;
+	if (!views || !dense) {
+		free(views);
+		free(dense);
+		return NULL;
+	}
+	for (size_t i = 0; i < c->cap; i++)
+		if (shown(&c->dests[i]))
+			view_of(c, &c->dests[i], &views[(*n)++], dense);
+	free(dense);
+	qsort(views, *n, sizeof(*views), by_dest);
+	return views;
+}
+
+static void json_ms(struct dw_buf *out, const char *name, double ms)
+{
+	dw_buf_printf(out, ",\"%s\":", name);
+	if (ms < 0)
+		dw_buf_printf(out, "null");
+	else
+		dw_json_num(out, ms, 3);
+}
+
+static void json_dest(struct dw_buf *out, const struct dest_view *v)
+{
+	const struct dw_dest *d = v->d;
+
+	dw_buf_printf(out, "{\"dest\":");
+	dw_json_str(out, v->dest);
+	dw_buf_printf(out, ",\"netns\":%u,\"calls\":%llu,\"failed\":%llu,\"inflight\":%llu",
+		      d->key.netns, (unsigned long long)d->sum.calls_completed,
+		      (unsigned long long)d->sum.calls_failed,
+		      (unsigned long long)dw_dest_inflight(d));
+	json_ms(out, "oldest_inflight_ms", v->oldest_ms);
+	dw_buf_printf(out, ",\"window_calls\":%llu", (unsigned long long)v->window_calls);
+	json_ms(out, "p50_ms", v->p50);
+	json_ms(out, "p90_ms", v->p90);
+	json_ms(out, "p99_ms", v->p99);
+	dw_buf_printf(out,
+		      ",\"connects\":%llu,\"connect_failures\":%llu,\"connect_refused\":%llu,"
+		      "\"connect_timedout\":%llu,\"connecting\":%llu",
+		      (unsigned long long)d->sum.connect_attempts,
+		      (unsigned long long)dw_dest_connect_failures(d),
+		      (unsigned long long)d->sum.connect_refused,
+		      (unsigned long long)d->sum.connect_timedout,
+		      (unsigned long long)dw_dest_connecting(d));
+	json_ms(out, "oldest_connecting_ms", v->oldest_connect_ms);
+	json_ms(out, "connect_p50_ms", v->connect_p50);
+	json_ms(out, "connect_p99_ms", v->connect_p99);
+	dw_buf_printf(out, ",\"retransmits\":%llu,\"last_caller\":",
+		      (unsigned long long)d->sum.retransmits);
+	if (!d->sum.last_call_ns) {
+		dw_buf_printf(out, "null}");
+		return;
+	}
+	dw_buf_printf(out, "{\"pid\":%u,\"comm\":", d->sum.last_pid);
+	dw_json_strn(out, d->sum.last_comm, sizeof(d->sum.last_comm));
+	dw_buf_printf(out, "}}");
+}
+
+static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info)
+{
+	dw_buf_printf(out,
+		      "\"kernel\":{\"backend\":\"%s\",\"programs\":", info->backend);
+	dw_json_str(out, info->programs);
+	dw_buf_printf(out,
+		      ",\"dests_used\":%zu,\"dests_max\":%u,\"dest_map_full\":%llu,"
+		      "\"hist_map_full\":%llu,\"conn_storage_fail\":%llu,\"poll_ms\":",
+		      c->count, info->max_dests, (unsigned long long)c->globals.dest_map_full,
+		      (unsigned long long)c->globals.hist_map_full,
+		      (unsigned long long)c->globals.conn_storage_fail);
+	dw_json_num(out, c->last_poll_ns / 1e6, 3);
+	dw_buf_printf(out, "}");
+}
+
+void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info)
+{
+	size_t n;
+	struct dest_view *views = views_of(c, &n);
+
+	dw_buf_printf(out, "{\"uptime_s\":");
+	dw_json_num(out, (c->now_ns - info->started_ns) / 1e9, 3);
+	dw_buf_printf(out, ",\"interval_ms\":%llu,\"window_ms\":%llu,",
+		      (unsigned long long)(info->interval_ns / 1000000),
+		      (unsigned long long)(info->window_ns / 1000000));
+	json_kernel(out, c, info);
+	dw_buf_printf(out, ",\"destinations\":[");
+	for (size_t i = 0; views && i < n; i++) {
+		if (i)
+			dw_buf_putc(out, ',');
+		json_dest(out, &views[i]);
+	}
+	dw_buf_printf(out, "]}\n");
+	free(views);
+}
+
+/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none. */
+static const char *cell_ms(double ms, char *buf, size_t len)
+{
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else if (ms < 1)
+		snprintf(buf, len, "%.0fus", ms * 1000);
+	else if (ms < 1000)
+		snprintf(buf, len, "%.*fms", ms < 100 ? 1 : 0, ms);
+	else
+		snprintf(buf, len, "%.2fs", ms / 1000);
+	return buf;
+}
+
+static void text_row(struct dw_buf *out, const struct dest_view *v)
+{
+	const struct dw_dest *d = v->d;
+	char oldest[16], p50[16], p90[16], p99[16];
+
+	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu ",
+		      v->dest, (unsigned long long)d->sum.calls_completed,
+		      (unsigned long long)d->sum.calls_failed,
+		      (unsigned long long)dw_dest_inflight(d),
+		      cell_ms(d->oldest_call_ns ? v->oldest_ms : -1, oldest, sizeof(oldest)),
+		      cell_ms(v->p50, p50, sizeof(p50)), cell_ms(v->p90, p90, sizeof(p90)),
+		      cell_ms(v->p99, p99, sizeof(p99)),
+		      (unsigned long long)d->sum.connect_attempts,
+		      (unsigned long long)dw_dest_connect_failures(d),
+		      (unsigned long long)dw_dest_connecting(d),
+		      (unsigned long long)d->sum.retransmits);
+	if (d->sum.last_call_ns) {
+		dw_buf_printf(out, "%u/", d->sum.last_pid);
+		dw_escape_text(out, d->sum.last_comm, sizeof(d->sum.last_comm));
+	}
+	dw_buf_putc(out, '\n');
+}
+
+void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info)
+{
+	size_t n;
+	struct dest_view *views = views_of(c, &n);
+
+	dw_buf_printf(out, "depwatch: %zu destinations, up %.0fs, percentiles over %llus; %s\n",
+		      n, (c->now_ns - info->started_ns) / 1e9,
+		      (unsigned long long)(info->window_ns / 1000000000ULL), info->programs);
+	if (c->globals.dest_map_full)
+		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
+			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
+	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %s\n", "DEST", "CALLS",
+		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
+		      "RETX", "LAST CALLER");
+	for (size_t i = 0; views && i < n; i++)
+		text_row(out, &views[i]);
+	free(views);
+}

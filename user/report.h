@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What `depwatch status` prints: JSON for machines, a table for people. */
+#ifndef DW_REPORT_H
+#define DW_REPORT_H
+
+#include <stdint.h>
+#include "logic/jsonw.h"
+
+struct dw_collector;
+
+struct dw_run_info {
+	uint64_t started_ns;	/* CLOCK_MONOTONIC */
+	uint64_t interval_ns;
+	uint64_t window_ns;
+	unsigned max_dests;
+	const char *backend;
+	const char *programs;	/* the start-up line's attached / not attached text */
+};
+
+void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info);
+void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info);
+
+#endif /* DW_REPORT_H */
