@@ -44,7 +44,7 @@ $(OUT)/vmlinux.h: | deps $(OUT)
 	$(call msg,VMLINUX,$@)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
 
-$(OUT)/depwatch.bpf.o: $(BPF_SRCS) bpf/depwatch.h $(OUT)/vmlinux.h | $(OUT)
+$(OUT)/depwatch.bpf.o: $(BPF_SRCS) $(wildcard bpf/*.h) $(OUT)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter -I$(OUT) -Ibpf -c $< -o $@
 	$(Q)llvm-strip -g $@ 2>/dev/null || true
@@ -80,7 +80,7 @@ clean:
 	rm -rf $(OUT)
 
 # --- Benchmark (bench/): loopback request/response A/B, without vs with depwatch. ---
-# Not part of `make test`. `make bench` needs root and takes about 4 minutes;
+# Not part of `make test`. `make bench` needs root and takes 4 to 6 minutes;
 # it prints a Markdown table and writes bench/RESULTS.md.
 $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 	$(call msg,BENCH,$@)

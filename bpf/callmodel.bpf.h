@@ -33,7 +33,7 @@
 #define EHOSTUNREACH 113
 
 static struct dw_dest_stats zero_stats;
-static struct dw_dest_hist zero_hist;
+static struct dw_dest_detail zero_detail;
 static const struct dw_dest_key overflow_key;
 
 static __always_inline void global_count(int field)
@@ -101,7 +101,7 @@ static __always_inline void dest_claim(struct dw_dest_key *dest)
 		__builtin_memcpy(dest, (const void *)&overflow_key, sizeof(*dest));
 		return;
 	}
-	err = bpf_map_update_elem(&hists, dest, &zero_hist, BPF_NOEXIST);
+	err = bpf_map_update_elem(&details, dest, &zero_detail, BPF_NOEXIST);
 	if (err && err != -17)
 		global_count(1);
 }
@@ -111,21 +111,80 @@ static __always_inline struct dw_dest_stats *stats_of(struct dw_conn *conn)
 	return bpf_map_lookup_elem(&dests, &conn->dest);
 }
 
-static __always_inline void hist_add(struct dw_conn *conn, __u64 ns, int is_connect)
+static __always_inline struct dw_dest_detail *detail_of(struct dw_conn *conn)
 {
-	struct dw_dest_hist *h = bpf_map_lookup_elem(&hists, &conn->dest);
+	struct dw_dest_detail *detail = bpf_map_lookup_elem(&details, &conn->dest);
+
+	if (!detail)
+		global_count(1);
+	return detail;
+}
+
+static __always_inline void hist_add(__u32 *hist, __u64 ns)
+{
 	__u32 b = dw_hist_bucket(ns);
 
-	if (!h) {
-		global_count(1);
-		return;
-	}
+	/* keeps the compiler from checking one copy of b and indexing with another */
+	barrier_var(b);
 	if (b >= DW_HIST_BUCKETS)
 		return;
-	if (is_connect)
-		__sync_fetch_and_add(&h->connect[b], 1);
-	else
-		__sync_fetch_and_add(&h->call[b], 1);
+	barrier_var(b);
+	__sync_fetch_and_add(&hist[b], 1);
+}
+
+/*
+ * Adds one to a (slice << 32 | count) counter. A counter still holding an
+ * older slice restarts at 1; one already holding a newer slice means the
+ * slot was reused while this call was outstanding: -1, the caller counts
+ * the call as late.
+ */
+static __always_inline int slice_count(__u64 *counter, __u32 slice)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)counter;
+		__u32 have = old >> 32;
+		__u64 new;
+
+		if (have == slice)
+			new = old + 1;
+		else if ((__s32)(slice - have) > 0)
+			new = ((__u64)slice << 32) | 1;
+		else
+			return -1;
+		if (__sync_val_compare_and_swap(counter, old, new) == old)
+			return 0;
+	}
+	return -1;
+}
+
+static __always_inline struct dw_slice *slice_of(struct dw_dest_detail *detail, __u64 start_ns)
+{
+	return &detail->slices[(start_ns >> DW_SLICE_SHIFT) % DW_SLICES];
+}
+
+enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED };
+
+static __always_inline __u64 slow_call_of(struct dw_conn *conn)
+{
+	__u32 dep_id = conn->dep_id;
+	struct dw_dep_cfg *cfg = bpf_map_lookup_elem(&dep_cfg, &dep_id);
+
+	return cfg ? cfg->slow_call_ns : 0;
+}
+
+/* Counts the end of a call that started at start_ns in its start slice; -1 if the slot moved on. */
+static __always_inline int slice_end(struct dw_dest_detail *detail, __u64 start_ns, __u32 field)
+{
+	struct dw_slice *sl = slice_of(detail, start_ns);
+	__u32 slice = start_ns >> DW_SLICE_SHIFT;
+
+	if ((__u32)(*(volatile __u64 *)&sl->started >> 32) != slice)
+		return -1;
+	if (field == 0)
+		return slice_count(&sl->fast, slice);
+	if (field == 1)
+		return slice_count(&sl->slow, slice);
+	return slice_count(&sl->failed, slice);
 }
 
 /* Releases the outstanding call; returns its start, or 0 if someone else ended it. */
@@ -140,32 +199,71 @@ static __always_inline __u64 call_release(struct dw_conn *conn)
 	return start;
 }
 
-static __always_inline void call_complete(struct dw_conn *conn)
+static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome)
 {
-	__u64 start = call_release(conn);
-	__u64 dur;
+	__u64 start = call_release(conn), slow_call, dur;
+	struct dw_dest_detail *detail;
 	struct dw_dest_stats *st;
+	__u32 field = 2;	/* failed */
+	int late = 1;
 
 	if (!start)
 		return;
 	dur = bpf_ktime_get_ns() - start;
-	st = stats_of(conn);
-	if (st) {
-		st->calls_completed++;
-		st->call_ns_sum += dur;
+	if (outcome == OUTCOME_COMPLETED) {
+		slow_call = slow_call_of(conn);
+		field = slow_call && dur > slow_call;
 	}
-	hist_add(conn, dur, 0);
+	detail = detail_of(conn);
+	if (detail) {
+		late = slice_end(detail, start, field);
+		if (outcome == OUTCOME_COMPLETED)
+			hist_add(detail->call, dur);
+	}
+	st = stats_of(conn);
+	if (!st)
+		return;
+	if (late)
+		st->calls_late++;
+	if (outcome == OUTCOME_FAILED) {
+		st->calls_failed++;
+		return;
+	}
+	st->calls_completed++;
+	st->calls_slow += field;
+	st->call_ns_sum += dur;
+}
+
+static __always_inline void call_complete(struct dw_conn *conn)
+{
+	call_end(conn, OUTCOME_COMPLETED);
 }
 
 static __always_inline void call_fail(struct dw_conn *conn)
 {
-	struct dw_dest_stats *st;
+	call_end(conn, OUTCOME_FAILED);
+}
 
-	if (!call_release(conn))
-		return;
-	st = stats_of(conn);
-	if (st)
-		st->calls_failed++;
+/* The configured dependency of a destination: the trie's longest prefix, then its first rule holding the port. */
+static __always_inline __u32 dep_of(const struct dw_dest_key *dest)
+{
+	struct dw_match_key key = { .prefixlen = 32 + (dest->family == AF_INET ? 32 : 128) };
+	struct dw_match_rules *rules;
+
+	if (dest->family == DW_FAMILY_OVERFLOW)
+		return 0;
+	*(__u32 *)key.data = bpf_htonl(dest->family);
+	__builtin_memcpy(key.data + 4, dest->addr, 16);
+	rules = bpf_map_lookup_elem(&dep_match, &key);
+	if (!rules)
+		return 0;
+	for (int i = 0; i < DW_MATCH_RULES; i++) {
+		if (i >= (int)rules->n)
+			break;
+		if (dest->port >= rules->rule[i].port_lo && dest->port <= rules->rule[i].port_hi)
+			return rules->rule[i].dep_id;
+	}
+	return 0;
 }
 
 /* Connection level: marks sk outbound, towards its current peer. */
@@ -179,6 +277,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk)
 		return 0;
 	}
 	dest_of(sk, &conn->dest);
+	conn->dep_id = dep_of(&conn->dest);
 	dest_claim(&conn->dest);
 	conn->role = DW_ROLE_OUTBOUND;
 	conn->call_start_ns = 0;
@@ -205,6 +304,7 @@ static __always_inline void dw_on_connect_start(const struct sock *sk)
 static __always_inline void dw_on_connect_end(const struct sock *sk, int established)
 {
 	struct dw_conn *conn = conn_of(sk);
+	struct dw_dest_detail *detail;
 	struct dw_dest_stats *st;
 	__u64 start, dur;
 	int err;
@@ -220,7 +320,9 @@ static __always_inline void dw_on_connect_end(const struct sock *sk, int establi
 		dur = bpf_ktime_get_ns() - start;
 		st->connects_ok++;
 		st->connect_ns_sum += dur;
-		hist_add(conn, dur, 1);
+		detail = detail_of(conn);
+		if (detail)
+			hist_add(detail->connect, dur);
 		return;
 	}
 	err = BPF_CORE_READ(sk, sk_err);
@@ -234,6 +336,7 @@ static __always_inline void dw_on_connect_end(const struct sock *sk, int establi
 
 static __always_inline void dw_on_send(const struct sock *sk, int ret)
 {
+	struct dw_dest_detail *detail;
 	struct dw_conn *conn;
 	struct dw_dest_stats *st;
 	__u64 now;
@@ -246,6 +349,9 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret)
 	now = bpf_ktime_get_ns();
 	if (__sync_val_compare_and_swap(&conn->call_start_ns, 0, now) != 0)
 		return;
+	detail = detail_of(conn);
+	if (detail)
+		slice_count(&slice_of(detail, now)->started, now >> DW_SLICE_SHIFT);
 	st = stats_of(conn);
 	if (!st)
 		return;

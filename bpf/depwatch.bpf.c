@@ -74,6 +74,17 @@ int dw_dump_pending(struct bpf_iter__bpf_sk_storage_map *ctx)
 	return 0;
 }
 
+/* After a config reload: every tracked connection's dependency, matched again. */
+SEC("iter/bpf_sk_storage_map")
+int dw_remap(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct dw_conn *conn = ctx->value;
+
+	if (conn && conn->role == DW_ROLE_OUTBOUND)
+		conn->dep_id = dep_of(&conn->dest);
+	return 0;
+}
+
 /*
  * Connections open before the daemon started. Pass 1 records listening
  * ports; pass 2 adopts each established socket whose local port is not one

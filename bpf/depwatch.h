@@ -25,6 +25,23 @@
 #define DW_HIST_MAX_LOG2 30
 #define DW_HIST_BUCKETS (DW_HIST_SUB + (DW_HIST_MAX_LOG2 - DW_HIST_SUB_BITS + 1) * DW_HIST_SUB)
 
+/*
+ * Start-time slices: calls are counted by when they started, in slices of
+ * 2^26 ns (67 ms); a destination keeps the newest DW_SLICES of them (8.6 s).
+ * Each counter is one __u64, (slice << 32) | count: the slice number says
+ * which slice the count belongs to, so a counter resets itself (with one
+ * compare-and-swap) when its slot is reused, and a reader ignores counters
+ * whose slice differs from the slot's `started` one.
+ */
+#define DW_SLICE_SHIFT 26
+#define DW_SLICES 128
+
+/* Configured dependencies, 1..DW_MAX_DEPS-1; 0 is every destination no match covers. */
+#define DW_MAX_DEPS 1024
+#define DW_DEP_NAME_LEN 64
+/* Rules of one prefix in the match trie, most specific first. */
+#define DW_MATCH_RULES 8
+
 /* family value of the row that collects destinations the map had no room for */
 #define DW_FAMILY_OVERFLOW 0
 
@@ -46,6 +63,7 @@ struct dw_dest_stats {
 	__u64 calls_started;
 	__u64 calls_completed;
 	__u64 calls_failed;
+	__u64 calls_slow;		/* completed, slower than their dependency's slow_call */
 	__u64 call_ns_sum;		/* sum of completed call durations */
 	__u64 connect_attempts;
 	__u64 connects_ok;
@@ -54,16 +72,87 @@ struct dw_dest_stats {
 	__u64 connect_other;		/* aborted, unreachable, closed while connecting */
 	__u64 connect_ns_sum;		/* sum of successful connect durations */
 	__u64 retransmits;
+	__u64 calls_late;		/* ended after their start slice was reused (started > 8.6 s ago) */
 	__u64 last_call_ns;		/* CLOCK_MONOTONIC start of this CPU's newest call */
 	__u32 last_pid;			/* thread group id of that call's sender */
 	char last_comm[DW_COMM_LEN];	/* its command name, as the kernel has it (not escaped) */
 	__u32 pad;
 };
 
-/* Histograms of one destination, shared by all CPUs (atomic adds). */
-struct dw_dest_hist {
+struct dw_slice {
+	__u64 started;
+	__u64 fast;	/* completed within the dependency's slow_call */
+	__u64 slow;	/* completed, slower than slow_call */
+	__u64 failed;
+};
+
+/* Histograms and start-time slices of one destination, shared by all CPUs (atomic adds). */
+struct dw_dest_detail {
 	__u32 call[DW_HIST_BUCKETS];	/* completed call durations; u32 wraps, readers take deltas */
 	__u32 connect[DW_HIST_BUCKETS];	/* successful connect durations */
+	struct dw_slice slices[DW_SLICES];	/* slot = slice % DW_SLICES */
+};
+
+/* Per dependency, written by user space: what the kernel needs to classify a call. */
+struct dw_dep_cfg {
+	__u64 slow_call_ns;
+};
+
+/*
+ * The match trie (LPM): key data is the family as a big-endian __u32, then
+ * the address; prefixlen counts the family's 32 bits. The value lists every
+ * configured rule covering that prefix, most specific first: the first
+ * whose port range holds the port names the dependency.
+ */
+struct dw_match_key {
+	__u32 prefixlen;
+	__u8 data[20];
+};
+
+struct dw_match_rule {
+	__u16 port_lo;
+	__u16 port_hi;
+	__u32 dep_id;
+};
+
+struct dw_match_rules {
+	__u32 n;
+	struct dw_match_rule rule[DW_MATCH_RULES];
+};
+
+#ifndef DW_BREAKER_ENUMS
+#define DW_BREAKER_ENUMS
+enum dw_breaker_state { DW_BREAKER_CLOSED = 0, DW_BREAKER_OPEN = 1, DW_BREAKER_HALF_OPEN = 2 };
+enum dw_breaker_reason {
+	DW_REASON_NONE = 0,
+	DW_REASON_SLOW_RATE = 1,
+	DW_REASON_FAILURE_RATE = 2,
+	DW_REASON_CONCURRENCY = 3,
+	DW_REASON_FORCED = 4,
+};
+#endif
+
+/*
+ * The pinned `breakers` map: one entry per configured dependency (dep_id
+ * set, dest zero) and per destination on its own that is not closed
+ * (dep_id 0, dest set). The daemon rewrites each entry every interval
+ * with a lease; a reader must treat an entry whose lease_expires_ns (the
+ * kernel's CLOCK_MONOTONIC, bpf_ktime_get_ns()) has passed as closed: the
+ * daemon is gone and nobody vouches for the state any more.
+ */
+struct dw_breaker_key {
+	__u32 dep_id;
+	struct dw_dest_key dest;
+};
+
+struct dw_breaker_value {
+	enum dw_breaker_state state;
+	enum dw_breaker_reason reason;
+	__u64 since_ns;			/* CLOCK_MONOTONIC when it entered this state */
+	__u64 lease_expires_ns;		/* CLOCK_MONOTONIC */
+	__u32 probes_left;		/* half_open: connects still let through */
+	__u32 forced;			/* 1: set by an operator, not by the judgement */
+	char name[DW_DEP_NAME_LEN];	/* the dependency's name, or its dest string */
 };
 
 enum dw_role {
@@ -76,8 +165,9 @@ struct dw_conn {
 	struct dw_dest_key dest;	/* row its counters go to (the overflow row if the map was full) */
 	__u64 call_start_ns;		/* 0: no call outstanding */
 	__u64 connect_start_ns;		/* 0: not connecting */
+	__u32 dep_id;			/* configured dependency, 0 for none */
 	__u8 role;			/* enum dw_role */
-	__u8 pad[7];
+	__u8 pad[3];
 };
 
 /* Global per-CPU counters of things that went wrong in the kernel side. */

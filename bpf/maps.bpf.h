@@ -25,17 +25,42 @@ struct {
 } dests SEC(".maps");
 
 /*
- * Latency histograms per destination. Shared by all CPUs: a per-CPU copy
- * would cost 3.5 KiB per destination per CPU; an atomic add once per
- * completed call is cheaper than that memory on a large host.
+ * Latency histograms and start-time slices per destination. Shared by all
+ * CPUs: a per-CPU copy would cost 7.5 KiB per destination per CPU; an
+ * atomic add per call is cheaper than that memory on a large host.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct dw_dest_key);
-	__type(value, struct dw_dest_hist);
-} hists SEC(".maps");
+	__type(value, struct dw_dest_detail);
+} details SEC(".maps");
+
+/* slow_call per dependency; index 0 for destinations no match covers. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DW_MAX_DEPS);
+	__type(key, __u32);
+	__type(value, struct dw_dep_cfg);
+} dep_cfg SEC(".maps");
+
+/* Which configured dependency a destination belongs to; looked up once per connect. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dw_match_key);
+	__type(value, struct dw_match_rules);
+} dep_match SEC(".maps");
+
+/* Breaker states, for other programs and tools; see struct dw_breaker_value. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct dw_breaker_key);
+	__type(value, struct dw_breaker_value);
+} breakers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

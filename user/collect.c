@@ -70,6 +70,7 @@ static struct dw_dest *dest_get(struct dw_collector *c, const struct dw_dest_key
 	}
 	d->key = *key;
 	d->used = true;
+	d->dep = d->own_dep = -1;
 	c->count++;
 	return d;
 }
@@ -88,6 +89,7 @@ void dw_collect_free(struct dw_collector *c)
 			continue;
 		dw_window_free(&c->dests[i].call_win);
 		dw_window_free(&c->dests[i].connect_win);
+		free(c->dests[i].pending_start);
 	}
 	free(c->dests);
 	memset(c, 0, sizeof(*c));
@@ -102,6 +104,8 @@ static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_d
 		out->calls_started += s->calls_started;
 		out->calls_completed += s->calls_completed;
 		out->calls_failed += s->calls_failed;
+		out->calls_slow += s->calls_slow;
+		out->calls_late += s->calls_late;
 		out->call_ns_sum += s->call_ns_sum;
 		out->connect_attempts += s->connect_attempts;
 		out->connects_ok += s->connects_ok;
@@ -130,16 +134,50 @@ static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now)
 	}
 }
 
-static void read_hist(struct dw_bpf *b, struct dw_dest *d, struct dw_dest_hist *hist)
+/* A counter of a slot counts for the slot's slice only if it carries the same slice number. */
+static uint32_t slice_part(__u64 counter, uint32_t slice)
 {
-	if (bpf_map_lookup_elem(b->hists_fd, &d->key, hist))
+	return (uint32_t)(counter >> 32) == slice ? (uint32_t)counter : 0;
+}
+
+static void decode_slices(struct dw_dest *d, const struct dw_dest_detail *detail)
+{
+	d->nslices = 0;
+	for (unsigned i = 0; i < DW_SLICES; i++) {
+		const struct dw_slice *sl = &detail->slices[i];
+		uint32_t slice = sl->started >> 32;
+		struct dw_slice_counts *out;
+
+		if (!(uint32_t)sl->started)
+			continue;
+		out = &d->slices[d->nslices++];
+		out->slice = slice;
+		out->started = (uint32_t)sl->started;
+		out->fast = slice_part(sl->fast, slice);
+		out->slow = slice_part(sl->slow, slice);
+		out->failed = slice_part(sl->failed, slice);
+	}
+}
+
+static void read_detail(struct dw_bpf *b, struct dw_dest *d, struct dw_dest_detail *detail)
+{
+	if (bpf_map_lookup_elem(b->details_fd, &d->key, detail))
 		return;
-	add_deltas(&d->call_win, d->seen_call, hist->call);
-	add_deltas(&d->connect_win, d->seen_connect, hist->connect);
+	add_deltas(&d->call_win, d->seen_call, detail->call);
+	add_deltas(&d->connect_win, d->seen_connect, detail->connect);
+	decode_slices(d, detail);
+}
+
+/* Histograms and slices change only when a call or connect starts or ends. */
+static bool detail_changed(const struct dw_dest_stats *was, const struct dw_dest_stats *now)
+{
+	return was->calls_started != now->calls_started ||
+	       was->calls_completed != now->calls_completed ||
+	       was->calls_failed != now->calls_failed || was->connects_ok != now->connects_ok;
 }
 
 static void update_dest(struct dw_collector *c, struct dw_bpf *b, const struct dw_dest_key *key,
-			const struct dw_dest_stats *per_cpu, struct dw_dest_hist *hist)
+			const struct dw_dest_stats *per_cpu, struct dw_dest_detail *detail)
 {
 	struct dw_dest *d = dest_get(c, key);
 	struct dw_dest_stats sum;
@@ -149,21 +187,20 @@ static void update_dest(struct dw_collector *c, struct dw_bpf *b, const struct d
 		return;
 	}
 	sum_cpus(per_cpu, b->ncpus, &sum);
-	/* the histograms only change when something completed */
-	if (sum.calls_completed != d->sum.calls_completed || sum.connects_ok != d->sum.connects_ok)
-		read_hist(b, d, hist);
+	if (detail_changed(&d->sum, &sum))
+		read_detail(b, d, detail);
 	d->sum = sum;
 }
 
 static int read_dests(struct dw_collector *c, struct dw_bpf *b)
 {
 	struct dw_dest_stats *per_cpu = calloc(b->ncpus, sizeof(*per_cpu));
-	struct dw_dest_hist *hist = malloc(sizeof(*hist));
+	struct dw_dest_detail *detail = malloc(sizeof(*detail));
 	struct dw_dest_key key, next;
 	struct dw_dest_key *prev = NULL;
 	int err = 0;
 
-	if (!per_cpu || !hist) {
+	if (!per_cpu || !detail) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -172,12 +209,26 @@ static int read_dests(struct dw_collector *c, struct dw_bpf *b)
 		prev = &key;
 		if (bpf_map_lookup_elem(b->dests_fd, &key, per_cpu))
 			continue;
-		update_dest(c, b, &key, per_cpu, hist);
+		update_dest(c, b, &key, per_cpu, detail);
 	}
 out:
 	free(per_cpu);
-	free(hist);
+	free(detail);
 	return err;
+}
+
+static void pending_push(struct dw_dest *d, uint64_t start_ns)
+{
+	if (d->pending_calls == d->pending_cap) {
+		unsigned cap = d->pending_cap ? d->pending_cap * 2 : 16;
+		uint64_t *p = realloc(d->pending_start, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		d->pending_start = p;
+		d->pending_cap = cap;
+	}
+	d->pending_start[d->pending_calls++] = start_ns;
 }
 
 static void on_pending(const struct dw_pending *rec, void *arg)
@@ -188,7 +239,7 @@ static void on_pending(const struct dw_pending *rec, void *arg)
 	if (!d->used)
 		return;
 	if (rec->kind == DW_PENDING_CALL) {
-		d->pending_calls++;
+		pending_push(d, rec->start_ns);
 		if (!d->oldest_call_ns || rec->start_ns < d->oldest_call_ns)
 			d->oldest_call_ns = rec->start_ns;
 	} else if (rec->kind == DW_PENDING_CONNECT) {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "logic/judge.h"
 #include "logic/window.h"
 
 struct dw_bpf;
@@ -26,6 +27,13 @@ struct dw_dest {
 	uint64_t oldest_connect_ns;
 	unsigned pending_calls;		/* outstanding calls the last scan saw */
 	unsigned pending_connects;
+	uint64_t *pending_start;	/* their start times */
+	unsigned pending_cap;
+	struct dw_slice_counts slices[DW_SLICES];	/* start-time slices, as last read */
+	unsigned nslices;
+	int dep;			/* index in struct dw_deps, -1 before it is assigned */
+	int own_dep;			/* its dependency of its own, if it ever had one, else -1 */
+	struct dw_dest *next_in_dep;	/* rebuilt every poll */
 };
 
 struct dw_collector {

@@ -17,6 +17,8 @@
 #include "collect.h"
 #include "commands.h"
 #include "control.h"
+#include "alert.h"
+#include "deps.h"
 #include "loader.h"
 #include "log.h"
 #include "logic/parse.h"
@@ -24,6 +26,7 @@
 
 struct run_opts {
 	const char *config;
+	const char *events;
 	const char *pin_dir;
 	const char *run_dir;
 	uint64_t interval_ns;
@@ -35,17 +38,20 @@ struct daemon {
 	struct run_opts opts;
 	struct dw_bpf bpf;
 	struct dw_collector coll;
+	struct dw_deps deps;
 	struct dw_run_info info;
 	char programs[512];
 	int run_lock_fd;
 	int control_fd;
 	int signal_fd;
 	int timer_fd;
+	struct dw_global_stats reported;	/* kernel trouble counters as last logged */
+	uint64_t reported_ns;
 };
 
 static const char run_usage[] =
 	"usage: depwatch run [-c FILE] [--pin-dir DIR] [--run-dir DIR] [--interval DUR] [--window DUR]\n"
-	"                    [--max-dests N] [-v]\n";
+	"                    [--max-dests N] [--events FILE|-] [-v]\n";
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -63,6 +69,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "max-dests", required_argument, NULL, 'm' },
+		{ "events", required_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -76,6 +83,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o->config = optarg; break;
+		case 'e': o->events = optarg; break;
 		case 'P': o->pin_dir = optarg; break;
 		case 'R': o->run_dir = optarg; break;
 		case 'v': dw_verbose = true; break;
@@ -156,9 +164,9 @@ static void answer(struct daemon *d, int client, const char *req)
 	struct dw_buf out = {};
 
 	if (!strcmp(req, "status json"))
-		dw_report_json(&out, &d->coll, &d->info);
+		dw_report_json(&out, &d->coll, &d->deps, &d->info);
 	else if (!strcmp(req, "status text"))
-		dw_report_text(&out, &d->coll, &d->info);
+		dw_report_text(&out, &d->coll, &d->deps, &d->info);
 	else
 		dw_buf_printf(&out, "error: unknown request\n");
 	if (out.oom)
@@ -176,6 +184,27 @@ static void on_control(struct daemon *d)
 		answer(d, client, req);
 }
 
+/* Full maps and failed allocations: a log line when they grow, at most once a minute. */
+static void report_kernel_trouble(struct daemon *d)
+{
+	const struct dw_global_stats *now = &d->coll.globals;
+	struct dw_global_stats *was = &d->reported;
+
+	if (!memcmp(now, was, sizeof(*now)) || d->coll.now_ns - d->reported_ns < 60000000000ULL)
+		return;
+	if (now->dest_map_full != was->dest_map_full)
+		dw_warn("destination map full (%u rows): %llu events so far counted in the overflow row; raise --max-dests",
+			d->opts.max_dests, (unsigned long long)now->dest_map_full);
+	if (now->hist_map_full != was->hist_map_full)
+		dw_warn("histogram map full: %llu completions so far not in any histogram",
+			(unsigned long long)now->hist_map_full);
+	if (now->conn_storage_fail != was->conn_storage_fail)
+		dw_warn("%llu sockets so far could not get socket-local storage and are not tracked",
+			(unsigned long long)now->conn_storage_fail);
+	*was = *now;
+	d->reported_ns = d->coll.now_ns;
+}
+
 static void on_timer(struct daemon *d)
 {
 	uint64_t expirations;
@@ -186,6 +215,27 @@ static void on_timer(struct daemon *d)
 	err = dw_collect_poll(&d->coll, &d->bpf);
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
+	dw_deps_poll(&d->deps, &d->coll, &d->bpf);
+	report_kernel_trouble(d);
+}
+
+/* SIGHUP: a new config, all or nothing; an invalid one leaves the old in force. */
+static void reload(struct daemon *d)
+{
+	struct dw_config cfg;
+	char err[512];
+	const char *path = dw_config_path(d->opts.config);
+
+	if (dw_config_read(path, &cfg, err, sizeof(err))) {
+		dw_err("reload rejected, the old config stays in force: %s", err);
+		return;
+	}
+	if (dw_deps_reload(&d->deps, &cfg, &d->coll, &d->bpf)) {
+		dw_err("reload of %s failed while applying it to the kernel", cfg.source);
+		return;
+	}
+	dw_alert_set_facility(d->deps.cfg.syslog_facility);
+	dw_notice("reloaded %s: %u dependencies", d->deps.cfg.source, d->deps.cfg.ndeps);
 }
 
 /* Returns 1 to stop. */
@@ -196,7 +246,7 @@ static int on_signal(struct daemon *d)
 	if (read(d->signal_fd, &si, sizeof(si)) != sizeof(si))
 		return 0;
 	if (si.ssi_signo == SIGHUP) {
-		dw_notice("SIGHUP: nothing to reload without a config file");
+		reload(d);
 		return 0;
 	}
 	dw_notice("signal %d: detaching and exiting", si.ssi_signo);
@@ -227,12 +277,44 @@ static void loop(struct daemon *d)
 	}
 }
 
-static int start(struct daemon *d)
+static int config_to_kernel(struct dw_bpf *b, void *arg)
 {
-	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests };
+	struct daemon *d = arg;
+
+	return dw_deps_to_kernel(&d->deps, b);
+}
+
+/* Lease of the breakers map entries: two intervals and a half-second margin for a slow poll. */
+static uint64_t lease_ns(const struct run_opts *o)
+{
+	return 2 * o->interval_ns + 500000000ULL;
+}
+
+static int open_events(struct daemon *d)
+{
+	FILE *events = NULL;
+
+	if (d->opts.events && !strcmp(d->opts.events, "-"))
+		events = stdout;
+	else if (d->opts.events && !(events = fopen(d->opts.events, "ae"))) {
+		dw_err("cannot open events file %s: %s", d->opts.events, strerror(errno));
+		return -errno;
+	}
+	dw_alert_open(d->deps.cfg.syslog_facility, events);
+	return 0;
+}
+
+static int start(struct daemon *d, struct dw_config *cfg)
+{
+	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
+				     .before_attach = config_to_kernel, .arg = d };
 	int adopted, err;
 
-	err = lock_run_dir(d);
+	err = dw_deps_init(&d->deps, cfg, lease_ns(&d->opts));
+	if (!err)
+		err = open_events(d);
+	if (!err)
+		err = lock_run_dir(d);
 	if (!err)
 		err = dw_bpf_start(&d->bpf, &bopts);
 	if (err)
@@ -253,8 +335,9 @@ static int start(struct daemon *d)
 					 .backend = "sock",
 					 .programs = d->programs };
 	dw_collect_poll(&d->coll, &d->bpf);
-	dw_notice("started (backend sock, pid %d, pin dir %s, run dir %s); %s", getpid(),
-		  d->opts.pin_dir, d->opts.run_dir, d->programs);
+	dw_notice("started (backend sock, pid %d, pin dir %s, run dir %s, config %s: %u dependencies); %s",
+		  getpid(), d->opts.pin_dir, d->opts.run_dir, d->deps.cfg.source, d->deps.cfg.ndeps,
+		  d->programs);
 	return 0;
 }
 
@@ -267,6 +350,8 @@ static void stop(struct daemon *d)
 		close(d->timer_fd);
 	dw_collect_free(&d->coll);
 	dw_bpf_stop(&d->bpf);
+	dw_deps_free(&d->deps);
+	dw_alert_close();
 	if (d->run_lock_fd >= 0)
 		close(d->run_lock_fd);
 }
@@ -274,6 +359,8 @@ static void stop(struct daemon *d)
 int dw_cmd_run(int argc, char **argv)
 {
 	struct daemon d = { .run_lock_fd = -1, .control_fd = -1, .signal_fd = -1, .timer_fd = -1 };
+	struct dw_config cfg;
+	char msg[512];
 	int err;
 
 	err = parse_run_opts(argc, argv, &d.opts);
@@ -283,13 +370,13 @@ int dw_cmd_run(int argc, char **argv)
 		dw_err("run needs root (CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN): try sudo");
 		return 1;
 	}
-	if (d.opts.config) {
-		dw_err("%s: config files are not supported yet", d.opts.config);
+	if (dw_config_read(dw_config_path(d.opts.config), &cfg, msg, sizeof(msg))) {
+		dw_err("%s", msg);
 		return 1;
 	}
 	libbpf_set_print(libbpf_print);
 	d.bpf.pin_dir_fd = -1;
-	err = start(&d);
+	err = start(&d, &cfg);
 	if (!err)
 		loop(&d);
 	stop(&d);

@@ -18,7 +18,7 @@
 #include "log.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
-static const char *const pinned_maps[] = { "dests", "hists", "globals", "conns" };
+static const char *const pinned_maps[] = { "dests", "details", "globals", "conns", "breakers" };
 
 struct prog_spec {
 	const char *name;
@@ -126,7 +126,7 @@ static int open_and_load(struct dw_bpf *b)
 		return -errno;
 	}
 	bpf_map__set_max_entries(b->skel->maps.dests, b->max_dests);
-	bpf_map__set_max_entries(b->skel->maps.hists, b->max_dests);
+	bpf_map__set_max_entries(b->skel->maps.details, b->max_dests);
 	err = probe_programs(b);
 	if (err)
 		return err;
@@ -136,7 +136,10 @@ static int open_and_load(struct dw_bpf *b)
 		return err;
 	}
 	b->dests_fd = bpf_map__fd(b->skel->maps.dests);
-	b->hists_fd = bpf_map__fd(b->skel->maps.hists);
+	b->details_fd = bpf_map__fd(b->skel->maps.details);
+	b->dep_cfg_fd = bpf_map__fd(b->skel->maps.dep_cfg);
+	b->dep_match_fd = bpf_map__fd(b->skel->maps.dep_match);
+	b->breakers_fd = bpf_map__fd(b->skel->maps.breakers);
 	b->globals_fd = bpf_map__fd(b->skel->maps.globals);
 	b->conns_fd = bpf_map__fd(b->skel->maps.conns);
 	return 0;
@@ -146,19 +149,19 @@ static int open_and_load(struct dw_bpf *b)
 static int create_overflow_rows(struct dw_bpf *b)
 {
 	struct dw_dest_key key = { .family = DW_FAMILY_OVERFLOW };
-	struct dw_dest_hist *hist = calloc(1, sizeof(*hist));
+	struct dw_dest_detail *detail = calloc(1, sizeof(*detail));
 	void *stats = calloc(b->ncpus, sizeof(struct dw_dest_stats));
 	int err = -ENOMEM;
 
-	if (!hist || !stats)
+	if (!detail || !stats)
 		goto out;
 	err = bpf_map_update_elem(b->dests_fd, &key, stats, BPF_NOEXIST);
 	if (!err)
-		err = bpf_map_update_elem(b->hists_fd, &key, hist, BPF_NOEXIST);
+		err = bpf_map_update_elem(b->details_fd, &key, detail, BPF_NOEXIST);
 	if (err)
 		dw_err("cannot create the overflow row: %s", strerror(errno));
 out:
-	free(hist);
+	free(detail);
 	free(stats);
 	return err;
 }
@@ -251,6 +254,8 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		err = create_overflow_rows(b);
 	if (!err)
 		err = pin_maps(b);
+	if (!err && opts->before_attach)
+		err = opts->before_attach(b, opts->arg);
 	if (!err) {
 		attach_tracing(b);
 		err = required_attached(b);
@@ -342,6 +347,21 @@ int dw_bpf_classify_existing(struct dw_bpf *b)
 	b->skel->bss->classify_pass = 2;
 	if (!err)
 		err = run_iter(link, buf, sizeof(buf), NULL, NULL);
+	bpf_link__destroy(link);
+	return err;
+}
+
+int dw_bpf_remap(struct dw_bpf *b)
+{
+	union bpf_iter_link_info linfo = { .map.map_fd = b->conns_fd };
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
+	struct bpf_link *link = bpf_program__attach_iter(b->skel->progs.dw_remap, &opts);
+	char buf[256];
+	int err;
+
+	if (!link)
+		return -errno;
+	err = run_iter(link, buf, sizeof(buf), NULL, NULL);
 	bpf_link__destroy(link);
 	return err;
 }

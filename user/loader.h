@@ -29,13 +29,17 @@ struct dw_bpf {
 	int nprogs;
 	unsigned max_dests;
 	int ncpus;
-	int dests_fd, hists_fd, globals_fd, conns_fd;
+	int dests_fd, details_fd, globals_fd, conns_fd;
+	int dep_cfg_fd, dep_match_fd, breakers_fd;
 	struct bpf_link *pending_iter;
 };
 
 struct dw_bpf_opts {
 	const char *pin_dir;
 	unsigned max_dests;
+	/* Fills the config maps once they exist, before any tracepoint fires. */
+	int (*before_attach)(struct dw_bpf *b, void *arg);
+	void *arg;
 };
 
 /* Opens, probes, loads, pins and attaches. On error, prints why and undoes what it did. */
@@ -47,6 +51,9 @@ void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len);
 
 /* Adopts connections that were open before the programs were attached. Returns how many. */
 int dw_bpf_classify_existing(struct dw_bpf *b);
+
+/* Matches every tracked connection to its dependency again (after a reload). */
+int dw_bpf_remap(struct dw_bpf *b);
 
 /* Calls fn for each outstanding call or connect (one record per busy socket). */
 typedef void (*dw_pending_fn)(const struct dw_pending *rec, void *arg);

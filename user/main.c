@@ -7,13 +7,16 @@
 #include <string.h>
 #include "commands.h"
 #include "control.h"
+#include "logic/config.h"
+#include <unistd.h>
 
 static const char usage[] =
 	"usage: depwatch <command> [options]\n"
 	"\n"
 	"commands:\n"
 	"  run      load the BPF programs and watch every outbound TCP call (root)\n"
-	"  status   show the running daemon's per-destination figures (--json for machines)\n"
+	"  status   show the running daemon's figures per dependency and destination (--json)\n"
+	"  check    validate a config file and print the effective settings per dependency\n"
 	"\n"
 	"`depwatch <command> --help` shows a command's options.\n";
 
@@ -27,6 +30,55 @@ int dw_usage_error(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	return -EINVAL;
+}
+
+const char *dw_config_path(const char *given)
+{
+	if (given)
+		return given;
+	return access(DW_DEFAULT_CONFIG, F_OK) == 0 ? DW_DEFAULT_CONFIG : NULL;
+}
+
+int dw_config_read(const char *path, struct dw_config *cfg, char *err, size_t errlen)
+{
+	if (!path) {
+		dw_config_defaults(cfg);
+		return 0;
+	}
+	return dw_config_load(path, cfg, err, errlen) ? -EINVAL : 0;
+}
+
+int dw_cmd_check(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *given = NULL, *path;
+	struct dw_config cfg;
+	struct dw_buf out = {};
+	char err[512];
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': given = optarg; break;
+		case 'h': puts("usage: depwatch check [-c FILE]"); return 0;
+		default: return 2;
+		}
+	}
+	path = dw_config_path(given);
+	if (dw_config_read(path, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "depwatch: %s\n", err);
+		return 1;
+	}
+	dw_config_describe(&cfg, &out);
+	if (!out.oom)
+		fwrite(out.data, 1, out.len, stdout);
+	dw_buf_free(&out);
+	dw_config_free(&cfg);
+	return 0;
 }
 
 int dw_cmd_status(int argc, char **argv)
@@ -70,6 +122,8 @@ int main(int argc, char **argv)
 		return dw_cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return dw_cmd_status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "check"))
+		return dw_cmd_check(argc - 1, argv + 1);
 	fprintf(stderr, "depwatch: unknown command '%s'\n%s", argv[1], usage);
 	return 2;
 }

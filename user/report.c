@@ -3,8 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
+#include "deps.h"
 #include "logic/hist.h"
 #include "report.h"
+
+/* A destination seen for the first time in this very poll has no dependency yet. */
+static const char v_unassigned[] = "";
 
 /* Window percentiles of one destination, in ms; -1 when the window has no calls. */
 struct dest_view {
@@ -86,12 +90,19 @@ static void json_ms(struct dw_buf *out, const char *name, double ms)
 		dw_json_num(out, ms, 3);
 }
 
-static void json_dest(struct dw_buf *out, const struct dest_view *v)
+static const char *dep_name(const struct dw_deps *deps, const struct dw_dest *d)
+{
+	return d->dep >= 0 ? deps->deps[d->dep].name : v_unassigned;
+}
+
+static void json_dest(struct dw_buf *out, const struct dest_view *v, const struct dw_deps *deps)
 {
 	const struct dw_dest *d = v->d;
 
 	dw_buf_printf(out, "{\"dest\":");
 	dw_json_str(out, v->dest);
+	dw_buf_printf(out, ",\"dependency\":");
+	dw_json_str(out, dep_name(deps, d));
 	dw_buf_printf(out, ",\"netns\":%u,\"calls\":%llu,\"failed\":%llu,\"inflight\":%llu",
 		      d->key.netns, (unsigned long long)d->sum.calls_completed,
 		      (unsigned long long)d->sum.calls_failed,
@@ -138,7 +149,61 @@ static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const 
 	dw_buf_printf(out, "}");
 }
 
-void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info)
+static bool dep_shown(const struct dw_dep *dep)
+{
+	return dep->used && (dep->id || dep->ndests);
+}
+
+static double rate_or_zero(double r)
+{
+	return r >= 0 && r <= 1 ? r : 0;
+}
+
+static void json_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+{
+	dw_buf_printf(out, "{\"name\":");
+	dw_json_str(out, dep->name);
+	dw_buf_printf(out, ",\"configured\":%s,\"breaker\":\"%s\",\"reason\":\"%s\",\"since_s\":",
+		      dep->id ? "true" : "false", dw_breaker_state_name(dep->br.state),
+		      dw_breaker_reason_name(dep->br.reason));
+	dw_json_num(out, (now - dep->br.since_ns) / 1e9, 3);
+	dw_buf_printf(out, ",\"slow_rate\":");
+	dw_json_num(out, rate_or_zero(dep->j.slow_rate), 4);
+	dw_buf_printf(out, ",\"failure_rate\":");
+	dw_json_num(out, rate_or_zero(dep->j.failure_rate), 4);
+	dw_buf_printf(out, ",\"decided\":");
+	dw_json_num(out, dep->j.decided, 1);
+	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu,"
+		      "\"max_inflight\":%u,\"destinations\":%u",
+		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
+		      (unsigned long long)dep->slow, (unsigned long long)dep->inflight,
+		      dep->s->max_inflight, dep->ndests);
+	json_ms(out, "oldest_inflight_ms", age_ms(now, dep->oldest_call_ns));
+	json_ms(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50));
+	json_ms(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99));
+	dw_buf_printf(out, ",\"slow_call_ms\":");
+	dw_json_num(out, dep->s->slow_call_ns / 1e6, 3);
+	dw_buf_printf(out, "}");
+}
+
+static void json_deps(struct dw_buf *out, const struct dw_deps *deps, uint64_t now)
+{
+	bool first = true;
+
+	dw_buf_printf(out, ",\"dependencies\":[");
+	for (unsigned i = 0; i < deps->n; i++) {
+		if (!dep_shown(&deps->deps[i]))
+			continue;
+		if (!first)
+			dw_buf_putc(out, ',');
+		first = false;
+		json_dep(out, &deps->deps[i], now);
+	}
+	dw_buf_printf(out, "]");
+}
+
+void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		    const struct dw_run_info *info)
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
@@ -149,11 +214,12 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->interval_ns / 1000000),
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
+	json_deps(out, deps, c->now_ns);
 	dw_buf_printf(out, ",\"destinations\":[");
 	for (size_t i = 0; views && i < n; i++) {
 		if (i)
 			dw_buf_putc(out, ',');
-		json_dest(out, &views[i]);
+		json_dest(out, &views[i], deps);
 	}
 	dw_buf_printf(out, "]}\n");
 	free(views);
@@ -196,7 +262,35 @@ static void text_row(struct dw_buf *out, const struct dest_view *v)
 	dw_buf_putc(out, '\n');
 }
 
-void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info)
+static void text_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+{
+	char oldest[16], p50[16], p99[16];
+
+	dw_buf_printf(out, "%-24.24s %-9s %-12s %5.1f%% %5.1f%% %8llu %6llu %5llu %7s %7s %7s\n", dep->name,
+		      dw_breaker_state_name(dep->br.state),
+		      dep->br.state == DW_BREAKER_CLOSED ? "" : dw_breaker_reason_name(dep->br.reason),
+		      100 * rate_or_zero(dep->j.slow_rate), 100 * rate_or_zero(dep->j.failure_rate),
+		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
+		      (unsigned long long)dep->inflight,
+		      cell_ms(dep->oldest_call_ns ? age_ms(now, dep->oldest_call_ns) : -1, oldest,
+			      sizeof(oldest)),
+		      cell_ms(dw_dep_percentile_ms(dep, 0.50), p50, sizeof(p50)),
+		      cell_ms(dw_dep_percentile_ms(dep, 0.99), p99, sizeof(p99)));
+}
+
+static void text_deps(struct dw_buf *out, const struct dw_deps *deps, uint64_t now)
+{
+	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
+		      "BREAKER", "REASON", "SLOW", "FAIL", "CALLS", "FAILED", "INFL", "OLDEST", "P50",
+		      "P99");
+	for (unsigned i = 0; i < deps->n; i++)
+		if (dep_shown(&deps->deps[i]))
+			text_dep(out, &deps->deps[i], now);
+	dw_buf_putc(out, '\n');
+}
+
+void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		    const struct dw_run_info *info)
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
@@ -207,6 +301,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	if (c->globals.dest_map_full)
 		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
 			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
+	text_deps(out, deps, c->now_ns);
 	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %s\n", "DEST", "CALLS",
 		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
 		      "RETX", "LAST CALLER");

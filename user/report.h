@@ -7,6 +7,7 @@
 #include "logic/jsonw.h"
 
 struct dw_collector;
+struct dw_deps;
 
 struct dw_run_info {
 	uint64_t started_ns;	/* CLOCK_MONOTONIC */
@@ -17,7 +18,9 @@ struct dw_run_info {
 	const char *programs;	/* the start-up line's attached / not attached text */
 };
 
-void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info);
-void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_run_info *info);
+void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		    const struct dw_run_info *info);
+void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		    const struct dw_run_info *info);
 
 #endif /* DW_REPORT_H */

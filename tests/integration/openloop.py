@@ -1,0 +1,120 @@
+"""Open-loop load on loopback: a stand-in dependency whose delay the caller
+controls, and a client that starts calls at a fixed rate whether or not
+earlier ones have come back (as real traffic does), on pooled keep-alive
+connections. Used by the breaker tests and by `make demo`."""
+
+import queue
+import random
+import socket
+import threading
+import time
+
+
+class SlowServer:
+    """Answers each request after `delay` seconds (changeable at any time);
+    `tail` = (fraction, delay) makes that share of calls take the other delay."""
+
+    def __init__(self, delay, tail=None, host="127.0.0.1"):
+        self.delay = delay
+        self.tail = tail
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, 0))
+        self.sock.listen(1024)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = threading.Event()
+        self.rng = random.Random(42)
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _pick_delay(self):
+        if self.tail and self.rng.random() < self.tail[0]:
+            return self.tail[1]
+        return self.delay
+
+    def _serve(self, conn):
+        try:
+            while not self.stopped.is_set():
+                if not conn.recv(4096):
+                    return
+                delay = self._pick_delay()
+                if self.stopped.wait(delay):
+                    return
+                conn.sendall(b"ok\n")
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stopped.set()
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+class OpenLoopClient:
+    """Starts `rate` calls a second to (host, port) until stop(); each call
+    takes an idle pooled connection or opens one."""
+
+    def __init__(self, host, port, rate):
+        self.addr = (host, port)
+        self.interval = 1.0 / rate
+        self.pool = queue.LifoQueue()
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.started = self.completed = self.failed = 0
+        self.thread = threading.Thread(target=self._arrivals, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def _arrivals(self):
+        next_at = time.monotonic()
+        while not self.stopped.is_set():
+            threading.Thread(target=self._call, daemon=True).start()
+            next_at += self.interval
+            self.stopped.wait(max(0.0, next_at - time.monotonic()))
+
+    def _conn(self):
+        try:
+            return self.pool.get_nowait()
+        except queue.Empty:
+            return socket.create_connection(self.addr, timeout=30)
+
+    def _call(self):
+        with self.lock:
+            self.started += 1
+        try:
+            conn = self._conn()
+            conn.sendall(b"call\n")
+            if not conn.recv(64):
+                raise OSError("closed")
+            self.pool.put(conn)
+            with self.lock:
+                self.completed += 1
+        except OSError:
+            with self.lock:
+                self.failed += 1
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join()
+        while True:
+            try:
+                self.pool.get_nowait().close()
+            except queue.Empty:
+                return

@@ -1,0 +1,876 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dwtest.h"
+
+#include "logic/judge.h"
+
+#define MS 1000000ULL
+#define SEC (1000ULL * MS)
+/* written out, not DW_SLICE_SHIFT: the tests pin the kernel's slice length */
+#define SLICE_NS 67108864ULL
+/* the kernel keeps this many slices per destination */
+#define RING_SLICES 128
+
+/* ---- hand-built inputs ---- */
+
+struct fix {
+	struct dw_dep_settings s;
+	struct dw_slice_counts slices[512];
+	unsigned nslices;
+	uint64_t pending[512];
+	unsigned npending;
+};
+
+/* The spec's example settings: slow_call 500 ms, sample 20, min_calls 5, 50%. */
+static void fix_init(struct fix *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->s.slow_call_ns = 500 * MS;
+	f->s.window_ns = 10 * SEC;
+	f->s.open_for_ns = 30 * SEC;
+	f->s.slow_rate = 0.5;
+	f->s.failure_rate = 0.5;
+	f->s.sample = 20;
+	f->s.min_calls = 5;
+	f->s.half_open_calls = 5;
+}
+
+static void add_slice(struct fix *f, uint64_t slice, uint64_t started, uint64_t fast, uint64_t slow,
+		      uint64_t failed)
+{
+	struct dw_slice_counts *c = &f->slices[f->nslices++];
+
+	c->slice = slice;
+	c->started = started;
+	c->fast = fast;
+	c->slow = slow;
+	c->failed = failed;
+}
+
+static void add_pending(struct fix *f, uint64_t start_ns)
+{
+	f->pending[f->npending++] = start_ns;
+}
+
+static struct dw_judge_input fix_input(const struct fix *f, uint64_t now)
+{
+	struct dw_judge_input in = {
+		.now_ns = now,
+		.slices = f->slices,
+		.nslices = f->nslices,
+		.pending_start_ns = f->pending,
+		.npending = f->npending,
+		.s = &f->s,
+	};
+
+	return in;
+}
+
+static void judge(const struct fix *f, uint64_t now, struct dw_judgement *j)
+{
+	struct dw_judge_input in = fix_input(f, now);
+
+	memset(j, 0xa5, sizeof(*j)); /* every field must be written */
+	dw_judge(&in, j);
+}
+
+static void probes(const struct fix *f, uint64_t now, uint64_t since, unsigned limit,
+		   struct dw_probe_result *p)
+{
+	struct dw_judge_input in = fix_input(f, now);
+
+	memset(p, 0xa5, sizeof(*p));
+	dw_judge_probes(&in, since, limit, p);
+}
+
+/* start of slice n, in ns */
+static uint64_t at(uint64_t n)
+{
+	return n * SLICE_NS;
+}
+
+/* slice numbers near 15000 s of uptime */
+#define BASE 223517ULL
+
+/* ---- a model of the kernel: calls in, slices and pending out ---- */
+
+struct call {
+	uint64_t start, dur;
+	bool fail;
+};
+
+static void shuffle_u64(uint64_t *a, unsigned n, uint64_t *seed)
+{
+	for (unsigned i = n; i > 1; i--) {
+		unsigned k = dwt_rand(seed) % i;
+		uint64_t t = a[i - 1];
+
+		a[i - 1] = a[k];
+		a[k] = t;
+	}
+}
+
+static void shuffle_slices(struct dw_slice_counts *a, unsigned n, uint64_t *seed)
+{
+	for (unsigned i = n; i > 1; i--) {
+		unsigned k = dwt_rand(seed) % i;
+		struct dw_slice_counts t = a[i - 1];
+
+		a[i - 1] = a[k];
+		a[k] = t;
+	}
+}
+
+/*
+ * What the daemon sees at now: the kernel keeps the newest RING_SLICES
+ * slices, classifies a call when it ends, and the scan lists every call
+ * still outstanding. calls[] is sorted by start; from is the first call
+ * that can still matter (moved on as time passes). Inputs come shuffled.
+ */
+static void observe(struct fix *f, const struct call *calls, unsigned ncalls, unsigned *from,
+		    uint64_t now, uint64_t *seed)
+{
+	uint64_t now_slice = now / SLICE_NS, slice;
+	const struct call *c;
+	struct dw_slice_counts *sc;
+	unsigned i;
+
+	f->nslices = 0;
+	f->npending = 0;
+	/* 20 s back covers the ring and every call of these tests still outstanding */
+	while (*from < ncalls && calls[*from].start + 20 * SEC < now)
+		(*from)++;
+	for (i = *from; i < ncalls && calls[i].start <= now; i++) {
+		c = &calls[i];
+		slice = c->start / SLICE_NS;
+		if (c->start + c->dur > now)
+			add_pending(f, c->start);
+		if (slice + RING_SLICES <= now_slice)
+			continue;
+		sc = f->nslices ? &f->slices[f->nslices - 1] : NULL;
+		if (!sc || sc->slice != slice) {
+			add_slice(f, slice, 0, 0, 0, 0);
+			sc = &f->slices[f->nslices - 1];
+		}
+		sc->started++;
+		if (c->start + c->dur > now)
+			continue;
+		if (c->fail)
+			sc->failed++;
+		else if (c->dur > f->s.slow_call_ns)
+			sc->slow++;
+		else
+			sc->fast++;
+	}
+	shuffle_slices(f->slices, f->nslices, seed);
+	shuffle_u64(f->pending, f->npending, seed);
+}
+
+/* ---- tests ---- */
+
+static void test_slice_shift(void **state)
+{
+	(void)state;
+	assert_int_equal(1ULL << DW_SLICE_SHIFT, SLICE_NS);
+}
+
+static void test_empty(void **state)
+{
+	struct dw_probe_result p;
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	judge(&f, 1000 * SEC, &j);
+	assert_double_eq(j.decided, 0);
+	assert_double_eq(j.slow, 0);
+	assert_double_eq(j.failed, 0);
+	assert_double_eq(j.slow_rate, 0);
+	assert_double_eq(j.failure_rate, 0);
+	assert_false(j.enough);
+	assert_int_equal(j.undecided_slices, 0);
+
+	probes(&f, 1000 * SEC, 999 * SEC, 5, &p);
+	assert_double_eq(p.decided, 0);
+	assert_double_eq(p.bad, 0);
+	assert_false(p.done);
+}
+
+/* Slices that started calls but counted none of them ending: nothing decided, no 0/0. */
+static void test_nothing_decided_yet(void **state)
+{
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 4, 0, 0, 0);
+	add_slice(&f, BASE + 1, 3, 0, 0, 0);
+	judge(&f, at(BASE + 3), &j);
+	assert_double_eq(j.decided, 0);
+	assert_double_eq(j.slow_rate, 0);
+	assert_double_eq(j.failure_rate, 0);
+	assert_false(j.enough);
+	assert_int_equal(j.undecided_slices, 0);
+}
+
+static void test_counts_and_min_calls(void **state)
+{
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 4, 2, 1, 1);
+	judge(&f, at(BASE + 20), &j);
+	assert_double_eq(j.decided, 4);
+	assert_double_eq(j.slow, 1);
+	assert_double_eq(j.failed, 1);
+	assert_double_eq(j.slow_rate, 0.25);
+	assert_double_eq(j.failure_rate, 0.25);
+	assert_false(j.enough); /* 4 < min_calls 5 */
+
+	add_slice(&f, BASE + 1, 1, 1, 0, 0);
+	judge(&f, at(BASE + 20), &j);
+	assert_double_eq(j.decided, 5);
+	assert_double_eq(j.slow_rate, 0.2);
+	assert_double_eq(j.failure_rate, 0.2);
+	assert_true(j.enough);
+}
+
+/*
+ * Newest first, the last slice in part: sample 10 takes all 6 of the
+ * newest slice and 4 of the 7 of the older one, whose 3 slow and 2 failed
+ * calls count 4/7 each. The oldest slice is not reached at all.
+ */
+static void test_fraction_of_last_slice(void **state)
+{
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	f.s.sample = 10;
+	add_slice(&f, BASE, 9, 0, 9, 0);	/* all slow, never reached */
+	add_slice(&f, BASE + 5, 7, 2, 3, 2);
+	add_slice(&f, BASE + 9, 6, 3, 2, 1);
+	judge(&f, at(BASE + 30), &j);
+	assert_double_eq(j.decided, 10);
+	assert_near(j.slow, 2 + 3.0 * 4 / 7, 1e-12);
+	assert_near(j.failed, 1 + 2.0 * 4 / 7, 1e-12);
+	assert_near(j.slow_rate, (2 + 12.0 / 7) / 10, 1e-12);
+	assert_near(j.failure_rate, (1 + 8.0 / 7) / 10, 1e-12);
+	assert_true(j.enough);
+
+	/* exactly filling the sample takes no part of the next slice */
+	f.s.sample = 13;
+	judge(&f, at(BASE + 30), &j);
+	assert_double_eq(j.decided, 13);
+	assert_double_eq(j.slow, 5);
+	assert_double_eq(j.failed, 3);
+}
+
+/*
+ * A young outstanding call hides its whole slice: its 10 fast completions
+ * would otherwise count before the call is known to be slow or not. The
+ * older slice is still used. Once the call is older than slow_call, it
+ * counts as slow and the slice is back.
+ */
+static void test_young_call_hides_its_slice(void **state)
+{
+	uint64_t now = at(BASE + 10) + 5 * MS;
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 10, 5, 5, 0);
+	add_slice(&f, BASE + 9, 11, 10, 0, 0);
+	add_pending(&f, at(BASE + 9) + 1 * MS);
+	judge(&f, now, &j);
+	assert_int_equal(j.undecided_slices, 1);
+	assert_double_eq(j.decided, 10);
+	assert_double_eq(j.slow, 5);
+	assert_double_eq(j.slow_rate, 0.5);
+
+	/* exactly slow_call old is not slow yet ("exceeds") */
+	judge(&f, at(BASE + 9) + 1 * MS + 500 * MS, &j);
+	assert_int_equal(j.undecided_slices, 1);
+	assert_double_eq(j.decided, 10);
+
+	/* 1 ns later it is: 11 of the newer slice, then 9 of the 10 older */
+	judge(&f, at(BASE + 9) + 1 * MS + 500 * MS + 1, &j);
+	assert_int_equal(j.undecided_slices, 0);
+	assert_double_eq(j.decided, 20);
+	assert_near(j.slow, 1 + 5 * 0.9, 1e-12);
+	assert_near(j.slow_rate, 5.5 / 20, 1e-12);
+}
+
+/* A hanging call in a newer slice does not hide an older decided one, and counts once slow. */
+static void test_slow_now_and_undecided_mix(void **state)
+{
+	uint64_t now = at(BASE + 20);
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE + 19, 2, 1, 0, 0);	/* young call outstanding */
+	add_pending(&f, at(BASE + 19) + 10 * MS);
+	add_slice(&f, BASE + 5, 3, 0, 0, 0);	/* three calls hanging for a second */
+	add_pending(&f, at(BASE + 5));
+	add_pending(&f, at(BASE + 5) + 1);
+	add_pending(&f, at(BASE + 5) + 2);
+	add_slice(&f, BASE + 2, 4, 4, 0, 0);
+	judge(&f, now, &j);
+	assert_int_equal(j.undecided_slices, 1);
+	assert_double_eq(j.decided, 7);
+	assert_double_eq(j.slow, 3);
+	assert_near(j.slow_rate, 3.0 / 7, 1e-12);
+	assert_true(j.enough);
+}
+
+/*
+ * Counters that say more calls are outstanding than the scan found: the
+ * rest ended after the counters were read, and are ignored. The pending
+ * list is the truth, also when it is all that is left of a slice whose
+ * slot the kernel reused.
+ */
+static void test_pending_is_the_truth(void **state)
+{
+	uint64_t now = at(BASE + 40);
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE + 30, 10, 3, 0, 0);	/* 7 "outstanding", none pending */
+	judge(&f, now, &j);
+	assert_double_eq(j.decided, 3);
+	assert_int_equal(j.undecided_slices, 0);
+
+	/* one of the 7 is really outstanding, young: the slice is hidden */
+	add_pending(&f, now - 100 * MS);
+	f.pending[0] = at(BASE + 30) + 1;
+	judge(&f, at(BASE + 30) + 300 * MS, &j);
+	assert_int_equal(j.undecided_slices, 1);
+	assert_double_eq(j.decided, 0);
+
+	/* hanging calls of slices the counters no longer have still count as slow */
+	f.npending = 0;
+	add_pending(&f, at(BASE + 10));
+	add_pending(&f, at(BASE + 10) + 7);
+	add_pending(&f, at(BASE + 11));
+	judge(&f, now, &j);
+	assert_double_eq(j.decided, 6);
+	assert_double_eq(j.slow, 3);
+	assert_double_eq(j.slow_rate, 0.5);
+	assert_true(j.enough);
+
+	/* a start stamped after now (clocks read apart) is young, not slow */
+	f.npending = 0;
+	add_pending(&f, now + 2 * SEC);
+	add_slice(&f, (now + 2 * SEC) / SLICE_NS, 1, 0, 0, 0);
+	judge(&f, now, &j);
+	assert_double_eq(j.decided, 3);
+	assert_double_eq(j.slow, 0);
+	assert_int_equal(j.undecided_slices, 1);
+}
+
+/*
+ * window 1 s. Slices that start before now - window are not used, except
+ * the one straddling the edge; the same for outstanding calls in them.
+ */
+static void test_window(void **state)
+{
+	uint64_t now, edge;
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	f.s.window_ns = 1 * SEC;
+	f.s.sample = 100;
+	edge = at(BASE) + 30 * MS;	/* now - window falls inside slice BASE */
+	now = edge + f.s.window_ns;
+	add_slice(&f, BASE - 1, 8, 0, 8, 0);	/* ends before the edge: out */
+	add_pending(&f, at(BASE - 1) + 5);	/* hanging there: out too */
+	add_slice(&f, BASE, 2, 1, 1, 0);	/* straddles: in */
+	add_slice(&f, BASE + 3, 3, 3, 0, 0);
+	judge(&f, now, &j);
+	assert_double_eq(j.decided, 5);
+	assert_double_eq(j.slow, 1);
+
+	/* the edge exactly at a slice start: that slice is in, the one before out */
+	now = at(BASE) + f.s.window_ns;
+	judge(&f, now, &j);
+	assert_double_eq(j.decided, 5);
+
+	/* one ns later slice BASE - 1 is still out; one ns earlier it is back */
+	judge(&f, now - 1, &j);
+	assert_double_eq(j.decided, 5 + 8 + 1);
+	assert_double_eq(j.slow, 1 + 8 + 1);
+
+	/* everything older than the window: nothing */
+	judge(&f, at(BASE + 4) + f.s.window_ns, &j);
+	assert_double_eq(j.decided, 0);
+	assert_false(j.enough);
+}
+
+static void test_failures(void **state)
+{
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE + 1, 6, 1, 0, 5);
+	add_slice(&f, BASE + 2, 4, 1, 1, 2);
+	judge(&f, at(BASE + 30), &j);
+	assert_double_eq(j.decided, 10);
+	assert_double_eq(j.failed, 7);
+	assert_double_eq(j.slow, 1);
+	assert_double_eq(j.failure_rate, 0.7);
+	assert_double_eq(j.slow_rate, 0.1);
+
+	/* failures and slow-now calls are separate shares */
+	add_pending(&f, at(BASE + 2) + 3);
+	add_pending(&f, at(BASE + 2) + 4);
+	judge(&f, at(BASE + 30), &j);
+	assert_double_eq(j.decided, 12);
+	assert_double_eq(j.slow, 3);
+	assert_near(j.failure_rate, 7.0 / 12, 1e-12);
+	assert_double_eq(j.slow_rate, 0.25);
+}
+
+/* The input order does not matter. */
+static void test_any_order(void **state)
+{
+	struct dw_judgement a, b;
+	uint64_t seed = 7;
+	struct fix f;
+	unsigned i;
+
+	(void)state;
+	fix_init(&f);
+	f.s.sample = 37;
+	for (i = 0; i < 30; i++)
+		add_slice(&f, BASE + i, 5, 5 - i % 3, i % 2, (i % 3 == 2));
+	for (i = 0; i < 40; i++)
+		add_pending(&f, at(BASE + i % 31) + i);
+	judge(&f, at(BASE + 31) + 100 * MS, &a);
+	for (i = 0; i < 20; i++) {
+		shuffle_slices(f.slices, f.nslices, &seed);
+		shuffle_u64(f.pending, f.npending, &seed);
+		judge(&f, at(BASE + 31) + 100 * MS, &b);
+		assert_double_eq(b.decided, a.decided);
+		assert_double_eq(b.slow, a.slow);
+		assert_double_eq(b.failed, a.failed);
+		assert_int_equal(b.undecided_slices, a.undecided_slices);
+	}
+}
+
+/* ---- a plain reference: every slice number in turn, no cleverness ---- */
+
+struct ref {
+	double decided, slow, failed;
+	unsigned undecided;
+	bool stopped;
+};
+
+static void ref_slice(const struct fix *f, uint64_t now, uint64_t n, double *decided, double *slow,
+		      double *failed, bool *young)
+{
+	unsigned i;
+
+	*decided = *slow = *failed = 0;
+	*young = false;
+	for (i = 0; i < f->nslices; i++) {
+		if (f->slices[i].slice != n)
+			continue;
+		*decided += f->slices[i].fast + f->slices[i].slow + f->slices[i].failed;
+		*slow += f->slices[i].slow;
+		*failed += f->slices[i].failed;
+	}
+	for (i = 0; i < f->npending; i++) {
+		if (f->pending[i] / SLICE_NS != n)
+			continue;
+		if (now > f->pending[i] && now - f->pending[i] > f->s.slow_call_ns) {
+			*decided += 1;
+			*slow += 1;
+		} else {
+			*young = true;
+		}
+	}
+}
+
+/* Takes slice n into r; false when the walk is over. */
+static bool ref_take(const struct fix *f, uint64_t now, uint64_t n, double limit, bool probe,
+		     struct ref *r)
+{
+	double d, s, fl, part;
+	bool young;
+
+	if (r->decided >= limit)
+		return false;
+	ref_slice(f, now, n, &d, &s, &fl, &young);
+	if (young) {
+		r->undecided++;
+		return !probe;
+	}
+	part = d > limit - r->decided ? (limit - r->decided) / d : 1;
+	r->decided = part < 1 ? limit : r->decided + d;
+	r->slow += s * part;
+	r->failed += fl * part;
+	return true;
+}
+
+/* Slices of the random inputs lie in BASE..BASE+span; now is beyond them. */
+static void ref_judge(const struct fix *f, uint64_t now, unsigned span, struct ref *r)
+{
+	uint64_t lo = now > f->s.window_ns ? (now - f->s.window_ns) / SLICE_NS : 0;
+	uint64_t n;
+
+	memset(r, 0, sizeof(*r));
+	for (n = BASE + span; n >= lo && n >= BASE; n--)
+		if (!ref_take(f, now, n, f->s.sample, false, r))
+			break;
+}
+
+static void ref_probes(const struct fix *f, uint64_t now, uint64_t since, unsigned limit,
+		       unsigned span, struct ref *r)
+{
+	uint64_t n;
+
+	memset(r, 0, sizeof(*r));
+	for (n = since / SLICE_NS; n <= BASE + span; n++)
+		if (!ref_take(f, now, n, limit, true, r))
+			break;
+}
+
+/*
+ * Random inputs, with far more slices than judge.c walks at once, against
+ * the reference: sparse and dense slices, pending calls hanging, young,
+ * and in slices the counters do not list.
+ */
+static void test_against_reference(void **state)
+{
+	struct dw_probe_result p;
+	struct dw_judgement j;
+	uint64_t seed = 12345, now, since;
+	unsigned round, i, span, limit;
+	struct ref r;
+	static struct fix f;
+
+	(void)state;
+	for (round = 0; round < 400; round++) {
+		fix_init(&f);
+		span = 1 + dwt_rand(&seed) % 300;
+		f.s.sample = 1 + dwt_rand(&seed) % 400;
+		f.s.min_calls = 1 + dwt_rand(&seed) % f.s.sample;
+		f.s.slow_call_ns = (1 + dwt_rand(&seed) % 40) * 50 * MS;
+		f.s.window_ns = (1 + dwt_rand(&seed) % 30) * SEC;
+		now = at(BASE + span) + dwt_rand(&seed) % (2 * SEC);
+		for (i = 0; i <= span; i++) {
+			if (dwt_rand(&seed) % 3 == 0)
+				continue;
+			add_slice(&f, BASE + i, 0, dwt_rand(&seed) % 4, dwt_rand(&seed) % 3,
+				  dwt_rand(&seed) % 2);
+			f.slices[f.nslices - 1].started = 9;
+		}
+		for (i = 0; i < 1 + dwt_rand(&seed) % 200; i++)
+			add_pending(&f, at(BASE) + dwt_rand(&seed) % (now - at(BASE) + 1));
+		shuffle_slices(f.slices, f.nslices, &seed);
+
+		judge(&f, now, &j);
+		ref_judge(&f, now, span, &r);
+		assert_near(j.decided, r.decided, 1e-12);
+		assert_near(j.slow, r.slow, 1e-12);
+		assert_near(j.failed, r.failed, 1e-12);
+		assert_int_equal(j.undecided_slices, r.undecided);
+		assert_true(j.decided <= f.s.sample);
+		assert_int_equal(j.enough, r.decided >= f.s.min_calls);
+		if (r.decided > 0)
+			assert_near(j.slow_rate, r.slow / r.decided, 1e-12);
+
+		since = at(BASE) + dwt_rand(&seed) % (now - at(BASE) + 1);
+		limit = dwt_rand(&seed) % 30;
+		probes(&f, now, since, limit, &p);
+		ref_probes(&f, now, since, limit, span, &r);
+		assert_near(p.decided, r.decided, 1e-12);
+		assert_near(p.bad, r.slow + r.failed, 1e-12);
+		assert_int_equal(p.done, r.decided >= limit || r.slow + r.failed > 0);
+	}
+}
+
+/* ---- probes ---- */
+
+static void test_probes_oldest_first(void **state)
+{
+	uint64_t since = at(BASE + 10) + 40 * MS;
+	struct dw_probe_result p;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE + 9, 5, 0, 5, 0);	/* before half_open: not a probe */
+	add_slice(&f, BASE + 10, 2, 2, 0, 0);	/* holds since: counts whole */
+	add_slice(&f, BASE + 11, 2, 2, 0, 0);
+	add_slice(&f, BASE + 12, 3, 0, 3, 0);	/* beyond the 5th probe */
+	probes(&f, at(BASE + 40), since, 3, &p);
+	assert_double_eq(p.decided, 3);
+	assert_double_eq(p.bad, 0);
+	assert_true(p.done);
+
+	/* not enough yet */
+	probes(&f, at(BASE + 40), since, 4, &p);
+	assert_double_eq(p.decided, 4);
+	assert_true(p.done);
+	f.slices[3].slow = 0;
+	f.slices[3].started = 0;
+	f.nslices = 3;
+	probes(&f, at(BASE + 40), since, 5, &p);
+	assert_double_eq(p.decided, 4);
+	assert_false(p.done);
+}
+
+/* A bad call in the part of the last slice taken counts by its share, and any share is bad. */
+static void test_probes_fraction(void **state)
+{
+	struct dw_probe_result p;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 2, 2, 0, 0);
+	add_slice(&f, BASE + 1, 4, 2, 1, 1);
+	probes(&f, at(BASE + 40), at(BASE), 3, &p);
+	assert_double_eq(p.decided, 3);
+	assert_double_eq(p.bad, 0.5);
+	assert_true(p.done);
+}
+
+/* Probes are judged in order: the first undecided slice ends the walk. */
+static void test_probes_stop_at_undecided(void **state)
+{
+	uint64_t now = at(BASE + 3) + 100 * MS;
+	struct dw_probe_result p;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 2, 2, 0, 0);
+	add_slice(&f, BASE + 1, 3, 2, 0, 0);
+	add_pending(&f, at(BASE + 1) + 20 * MS);	/* 180 ms old */
+	add_slice(&f, BASE + 2, 5, 0, 0, 5);		/* after it: not looked at */
+	probes(&f, now, at(BASE), 5, &p);
+	assert_double_eq(p.decided, 2);
+	assert_double_eq(p.bad, 0);
+	assert_false(p.done);
+
+	/* the call passes slow_call: bad at once, and the walk goes on */
+	probes(&f, at(BASE + 1) + 20 * MS + 500 * MS + 1, at(BASE), 5, &p);
+	assert_double_eq(p.decided, 5);
+	assert_double_eq(p.bad, 1);
+	assert_true(p.done);
+}
+
+/* A single probe that hangs is bad once older than slow_call, with nothing else going on. */
+static void test_probe_hanging(void **state)
+{
+	uint64_t start = at(BASE) + 3 * MS;
+	struct dw_probe_result p;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 1, 0, 0, 0);
+	add_pending(&f, start);
+	probes(&f, start + 500 * MS, start, 5, &p);
+	assert_double_eq(p.decided, 0);
+	assert_false(p.done);
+	probes(&f, start + 500 * MS + 1, start, 5, &p);
+	assert_double_eq(p.decided, 1);
+	assert_double_eq(p.bad, 1);
+	assert_true(p.done);
+}
+
+static void test_probes_zero_limit(void **state)
+{
+	struct dw_probe_result p;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 1, 0, 1, 0);
+	probes(&f, at(BASE + 40), at(BASE), 0, &p);
+	assert_double_eq(p.decided, 0);
+	assert_double_eq(p.bad, 0);
+	assert_true(p.done);
+}
+
+/* ---- the issue's numbers ---- */
+
+/* 40 calls/s; before t0 every call takes 20 ms, from t0 on 3 s. */
+#define EX_CALLS 520
+static struct call ex_calls[EX_CALLS];
+
+static unsigned example_calls(uint64_t t0)
+{
+	unsigned n = 0;
+	uint64_t start;
+	int k;
+
+	for (k = -400; k < 120; k++) {
+		start = t0 + (uint64_t)((int64_t)k * 25 * (int64_t)MS);
+		ex_calls[n].start = start;
+		ex_calls[n].dur = k < 0 ? 20 * MS : 3 * SEC;
+		ex_calls[n].fail = false;
+		n++;
+	}
+	return n;
+}
+
+/* ms after t0 of the first poll (every 50 ms) that sees slow_rate >= 50%; -1: none */
+static int example_first_open(uint64_t t0, uint64_t *seed)
+{
+	static struct fix f;
+	unsigned n = example_calls(t0), from = 0;
+	struct dw_judgement j;
+	int ms;
+
+	fix_init(&f);
+	for (ms = -2000; ms <= 3000; ms += 50) {
+		observe(&f, ex_calls, n, &from, t0 + (uint64_t)((int64_t)ms * (int64_t)MS), seed);
+		judge(&f, t0 + (uint64_t)((int64_t)ms * (int64_t)MS), &j);
+		if (ms < 0) {
+			/* healthy: a full sample of fast calls */
+			assert_true(j.enough);
+			assert_double_eq(j.decided, 20);
+			assert_double_eq(j.slow_rate, 0);
+			continue;
+		}
+		if (j.enough && j.slow_rate >= f.s.slow_rate)
+			return ms;
+	}
+	return -1;
+}
+
+/*
+ * The issue's worked example: half of a 20-call sample is slow 250 ms of
+ * starts after the slowdown, and those calls are known slow 500 ms after
+ * they start, so the rate reaches 50% about 750 ms after t0 (up to one
+ * slice and one poll later). t0 at several offsets into a slice.
+ */
+static void test_issue_example(void **state)
+{
+	uint64_t seed = 99;
+	unsigned off;
+	int ms;
+
+	(void)state;
+	for (off = 0; off < 8; off++) {
+		ms = example_first_open(at(BASE) + off * (SLICE_NS / 8) + 12345, &seed);
+		if (ms < 700 || ms > 900)
+			fail_msg("t0 offset %u/8 slice: slow_rate >= 50%% at t0 + %d ms", off, ms);
+	}
+}
+
+/*
+ * A healthy dependency with a tail: 40 calls/s for 5 minutes, one call in
+ * each 20 (5%) takes 700 ms, the rest 5-80 ms. Slow calls hide their slice
+ * while young, but the rate never gets near 50%: at most a few slow calls
+ * share any 20 decided ones. And it does see them: the mean is near 5%.
+ */
+#define TAIL_CALLS (40 * 300)
+static struct call tail_calls[TAIL_CALLS];
+
+static void test_healthy_tail(void **state)
+{
+	uint64_t seed = 2024, t0 = at(BASE), now;
+	double max = 0, sum = 0;
+	unsigned i, from = 0, slow_at = 0, judged = 0, polls = 0;
+	static struct fix f;
+	struct dw_judgement j;
+
+	(void)state;
+	fix_init(&f);
+	for (i = 0; i < TAIL_CALLS; i++) {
+		if (i % 20 == 0)
+			slow_at = i + dwt_rand(&seed) % 20;
+		tail_calls[i].start = t0 + i * 25 * MS + dwt_rand(&seed) % (10 * MS);
+		tail_calls[i].dur = i == slow_at ? 700 * MS : 5 * MS + dwt_rand(&seed) % (75 * MS);
+		tail_calls[i].fail = false;
+	}
+	for (now = t0 + 10 * SEC; now < t0 + 300 * SEC; now += 50 * MS) {
+		observe(&f, tail_calls, TAIL_CALLS, &from, now, &seed);
+		judge(&f, now, &j);
+		polls++;
+		if (!j.enough)
+			continue;
+		judged++;
+		sum += j.slow_rate;
+		if (j.slow_rate > max)
+			max = j.slow_rate;
+	}
+	assert_int_equal(judged, polls);
+	if (!(max < 0.25))
+		fail_msg("max slow_rate %.3f", max);
+	if (!(max >= 0.05))
+		fail_msg("max slow_rate %.3f: the slow calls were never seen", max);
+	if (!(sum / judged > 0.03 && sum / judged < 0.07))
+		fail_msg("mean slow_rate %.4f, want about 0.05", sum / judged);
+}
+
+/* A dependency that stops answering: all calls hang, none ever completes. */
+static void test_total_hang(void **state)
+{
+	uint64_t seed = 5, t0 = at(BASE) + 7 * MS;
+	unsigned n = example_calls(t0), i, from = 0;
+	static struct fix f;
+	struct dw_judgement j;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		ex_calls[i].dur = UINT64_MAX / 2;
+	fix_init(&f);
+	observe(&f, ex_calls, n, &from, t0 + 2 * SEC, &seed);
+	judge(&f, t0 + 2 * SEC, &j);
+	assert_true(j.enough);
+	assert_double_eq(j.decided, 20);
+	assert_double_eq(j.slow_rate, 1);
+	assert_true(j.undecided_slices >= 7); /* 500 ms of young calls */
+	assert_true(j.undecided_slices <= 9);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_slice_shift),
+	    cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_nothing_decided_yet),
+	    cmocka_unit_test(test_counts_and_min_calls),
+	    cmocka_unit_test(test_fraction_of_last_slice),
+	    cmocka_unit_test(test_young_call_hides_its_slice),
+	    cmocka_unit_test(test_slow_now_and_undecided_mix),
+	    cmocka_unit_test(test_pending_is_the_truth),
+	    cmocka_unit_test(test_window),
+	    cmocka_unit_test(test_failures),
+	    cmocka_unit_test(test_any_order),
+	    cmocka_unit_test(test_against_reference),
+	    cmocka_unit_test(test_probes_oldest_first),
+	    cmocka_unit_test(test_probes_fraction),
+	    cmocka_unit_test(test_probes_stop_at_undecided),
+	    cmocka_unit_test(test_probe_hanging),
+	    cmocka_unit_test(test_probes_zero_limit),
+	    cmocka_unit_test(test_issue_example),
+	    cmocka_unit_test(test_healthy_tail),
+	    cmocka_unit_test(test_total_hang),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

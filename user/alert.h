@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Alerts: one syslog(3) line per breaker transition or warning, as
+ * key=value pairs, and the same event as a JSON line with --events.
+ */
+#ifndef DW_ALERT_H
+#define DW_ALERT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct dw_alert {
+	int severity;			/* LOG_WARNING, LOG_NOTICE, ... */
+	const char *dependency;
+	const char *event;		/* "transition" or "warning" */
+	const char *state;		/* breaker state after the event */
+	const char *from;		/* for transitions */
+	const char *reason;		/* why it opened, or what the warning is about */
+	double slow_rate, failure_rate;
+	uint64_t slow_call_ns;
+	uint64_t calls;			/* decided calls the rates are over */
+	uint64_t inflight;
+	unsigned max_inflight;
+	double oldest_ms, p99_ms;	/* -1: none */
+	unsigned suppressed;		/* lines rate-limited away since the last one */
+};
+
+/* ident "depwatch", the given facility; events to this stream if not NULL. */
+void dw_alert_open(int facility, FILE *events);
+void dw_alert_set_facility(int facility);
+void dw_alert_close(void);
+void dw_alert_emit(const struct dw_alert *a);
+
+#endif /* DW_ALERT_H */

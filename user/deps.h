@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Dependencies: configured ones (a name and matches) and, for destinations
+ * no match covers, each destination on its own. Every poll they are judged
+ * from their destinations' start-time slices, their breakers stepped, the
+ * pinned `breakers` map rewritten with a fresh lease, and alerts raised.
+ */
+#ifndef DW_DEPS_H
+#define DW_DEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "logic/breaker.h"
+#include "logic/config.h"
+#include "logic/judge.h"
+
+struct dw_bpf;
+struct dw_collector;
+struct dw_dest;
+
+struct dw_dep {
+	bool used;
+	char name[DW_DEP_NAME_LEN];	/* configured name, or the destination's dest string */
+	unsigned id;			/* 1.. for a configured dependency, 0 for a destination */
+	struct dw_dest_key dest;	/* id 0: the destination */
+	const struct dw_dep_settings *s;
+	struct dw_breaker br;
+	struct dw_judgement j;
+	struct dw_probe_result probes;
+	/* figures of the last poll, over its destinations */
+	struct dw_dest *dests;		/* list through next_in_dep */
+	unsigned ndests;
+	uint64_t calls, failed, slow, inflight, oldest_call_ns;
+	/* alert rate limit: a token bucket, and whether an open was announced */
+	double tokens;
+	uint64_t tokens_ns;
+	unsigned suppressed;
+	bool open_alerted;
+	bool in_map;			/* has an entry in the breakers map */
+};
+
+struct dw_deps {
+	struct dw_config cfg;
+	struct dw_dep *deps;		/* configured and per-destination, by index */
+	unsigned n, cap;
+	int index_of_id[DW_MAX_DEPS];	/* configured id -> index, -1 */
+	uint64_t lease_ns;		/* how long a breakers map entry is good for */
+};
+
+/* Takes cfg over (it is freed with the deps). */
+int dw_deps_init(struct dw_deps *deps, struct dw_config *cfg, uint64_t lease_ns);
+void dw_deps_free(struct dw_deps *deps);
+/* Writes slow_call per dependency and the match trie to the kernel. */
+int dw_deps_to_kernel(struct dw_deps *deps, struct dw_bpf *b);
+/* A new config: same-named dependencies keep their breakers; maps rewritten, connections re-matched. */
+int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collector *c,
+		   struct dw_bpf *b);
+/* After each collector poll. */
+void dw_deps_poll(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b);
+/* Percentile over the window of every destination of dep, in ms; -1 when no calls. */
+double dw_dep_percentile_ms(const struct dw_dep *dep, double q);
+
+#endif /* DW_DEPS_H */

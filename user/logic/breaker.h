@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The circuit breaker of one dependency:
+ *
+ *	closed --(slow_rate, failure_rate, concurrency)--> open
+ *	open --(open_for)--> half_open
+ *	half_open --(half_open_calls good probes)--> closed
+ *	half_open --(a bad probe, or concurrency)--> open, open_for doubled
+ *
+ * Pure: the caller judges (judge.h), steps the breaker once per poll, and
+ * reports the events it returns. No I/O, no allocation.
+ */
+#ifndef DW_BREAKER_H
+#define DW_BREAKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dwtypes.h"
+#include "config.h"
+#include "judge.h"
+
+/* bpf/depwatch.h carries the same enums under the same guard, for the breakers map. */
+#ifndef DW_BREAKER_ENUMS
+#define DW_BREAKER_ENUMS
+enum dw_breaker_state { DW_BREAKER_CLOSED = 0, DW_BREAKER_OPEN = 1, DW_BREAKER_HALF_OPEN = 2 };
+enum dw_breaker_reason {
+	DW_REASON_NONE = 0,
+	DW_REASON_SLOW_RATE = 1,
+	DW_REASON_FAILURE_RATE = 2,
+	DW_REASON_CONCURRENCY = 3,
+	DW_REASON_FORCED = 4,
+};
+#endif
+
+/* A reopened breaker waits at most this many times the configured open_for. */
+#define DW_OPEN_FOR_CAP_FACTOR 8
+/* Warnings come at this share of a limit, before the breaker opens. */
+#define DW_WARN_PERCENT 80
+
+struct dw_breaker {
+	enum dw_breaker_state state;
+	enum dw_breaker_reason reason;	/* why it opened; kept through half_open, none when closed */
+	uint64_t since_ns;		/* of the current state */
+	uint64_t open_for_ns;		/* current open period: doubles on reopen, capped, reset on close */
+	uint64_t half_open_since_ns;	/* probes are judged from here */
+	unsigned opens;			/* closed/half_open -> open transitions */
+	bool warned_slow, warned_inflight;	/* a warning is raised once until it clears */
+};
+
+struct dw_breaker_inputs {
+	uint64_t now_ns;
+	const struct dw_judgement *j;	/* NULL: nothing judged, nothing opens on rates */
+	/* judged since half_open_since_ns for half_open_calls; may be NULL when not half_open */
+	const struct dw_probe_result *probes;
+	unsigned inflight;
+};
+
+enum dw_breaker_event_kind {
+	DW_EV_NONE,
+	DW_EV_TRANSITION,	/* from -> to, for reason (none when closing) */
+	DW_EV_WARN_SLOW_RATE,	/* from == to == closed, reason slow_rate */
+	DW_EV_WARN_INFLIGHT,	/* from == to == closed, reason concurrency */
+};
+
+struct dw_breaker_events {
+	unsigned n;
+	struct {
+		enum dw_breaker_event_kind kind;
+		enum dw_breaker_state from, to;
+		enum dw_breaker_reason reason;
+	} ev[4];
+};
+
+/* Closed, since now_ns, with the configured open_for. */
+void dw_breaker_init(struct dw_breaker *b, const struct dw_dep_settings *s, uint64_t now_ns);
+
+/*
+ * One poll: at most one transition, then (still closed) the warnings.
+ * out is overwritten. With s->ignore the breaker is closed at once and
+ * says nothing.
+ */
+void dw_breaker_step(struct dw_breaker *b, const struct dw_dep_settings *s,
+		     const struct dw_breaker_inputs *in, struct dw_breaker_events *out);
+
+/* "closed", "open", "half_open"; "unknown" for anything else. */
+const char *dw_breaker_state_name(enum dw_breaker_state st);
+
+/* "none", "slow_rate", "failure_rate", "concurrency", "forced"; "unknown" otherwise. */
+const char *dw_breaker_reason_name(enum dw_breaker_reason r);
+
+#endif /* DW_BREAKER_H */

@@ -1,0 +1,1337 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "parse.h"
+
+/*
+ * The built-in config. dw_config_defaults() parses it, so these lines are
+ * the only place the default values live; examples/depwatch.conf carries
+ * the same text, and a unit test holds the two together.
+ */
+const char dw_default_config[] =
+	"[defaults]\n"
+	"slow_call = 1s          # a call slower than this is slow\n"
+	"slow_rate = 50%         # open when at least this share of recent calls is slow\n"
+	"failure_rate = 50%      # open when at least this share of recent calls failed\n"
+	"sample = 20             # a decision looks at the newest this-many decided calls...\n"
+	"window = 10s            # ...none of them started longer ago than this\n"
+	"min_calls = 10          # fewer decided calls than this decide nothing\n"
+	"open_for = 30s          # open -> half_open after this\n"
+	"half_open_calls = 5     # calls judged in half_open before closing or reopening\n"
+	"max_inflight = 0        # concurrency limit (bulkhead); 0 = none\n"
+	"enforce = off           # off | connect\n"
+	"ignore = no             # yes: trace but never judge\n"
+	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
+
+#define NS_PER_MS 1000000ULL
+#define NS_PER_S 1000000000ULL
+#define NS_PER_H (3600 * NS_PER_S)
+
+#define IS_SPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\r')
+
+enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE };
+
+struct key_def {
+	const char *name;
+	enum key_kind kind;
+	size_t off;		/* of the field in struct dw_dep_settings */
+	uint64_t min, max;	/* KIND_DURATION and KIND_UINT */
+};
+
+#define FIELD(f) offsetof(struct dw_dep_settings, f)
+
+/* The per-dependency keys, in the order describe prints them. */
+static const struct key_def keys[] = {
+	{ "slow_call", KIND_DURATION, FIELD(slow_call_ns), NS_PER_MS, NS_PER_H },
+	{ "slow_rate", KIND_PERCENT, FIELD(slow_rate), 0, 0 },
+	{ "failure_rate", KIND_PERCENT, FIELD(failure_rate), 0, 0 },
+	{ "sample", KIND_UINT, FIELD(sample), 1, 10000 },
+	{ "window", KIND_DURATION, FIELD(window_ns), NS_PER_S, NS_PER_H },
+	/* the upper bound is sample's, checked once both are known */
+	{ "min_calls", KIND_UINT, FIELD(min_calls), 1, 10000 },
+	{ "open_for", KIND_DURATION, FIELD(open_for_ns), NS_PER_S, 24 * NS_PER_H },
+	{ "half_open_calls", KIND_UINT, FIELD(half_open_calls), 1, 1000 },
+	{ "max_inflight", KIND_UINT, FIELD(max_inflight), 0, 1000000 },
+	{ "enforce", KIND_ENFORCE, FIELD(enforce_connect), 0, 0 },
+	{ "ignore", KIND_BOOL, FIELD(ignore), 0, 0 },
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+#define KEY_SAMPLE 3
+#define KEY_MIN_CALLS 5
+
+struct facility_def {
+	const char *name;
+	int value;
+};
+
+static const struct facility_def facilities[] = {
+	{ "daemon", LOG_DAEMON }, { "user", LOG_USER },
+	{ "local0", LOG_LOCAL0 }, { "local1", LOG_LOCAL1 },
+	{ "local2", LOG_LOCAL2 }, { "local3", LOG_LOCAL3 },
+	{ "local4", LOG_LOCAL4 }, { "local5", LOG_LOCAL5 },
+	{ "local6", LOG_LOCAL6 }, { "local7", LOG_LOCAL7 },
+};
+
+#define NFACILITIES (sizeof(facilities) / sizeof(facilities[0]))
+
+enum section { SEC_NONE, SEC_DEFAULTS, SEC_DEP };
+
+/* A [dependency] section as read: dep.s holds only the keys it set. */
+struct pdep {
+	struct dw_dep_config dep;
+	int key_line[NKEYS];	/* line that set each key; 0: inherited from [defaults] */
+	unsigned mcap;
+};
+
+struct parser {
+	const char *src;
+	char *err;
+	size_t errlen;
+	int err_line, err_sub;	/* of the message in err; 0: none yet */
+	int line;
+	enum section sec;
+	int defaults_line;
+	struct dw_dep_settings defaults;
+	int key_line[NKEYS];	/* of [defaults] */
+	int facility, facility_line;
+	struct pdep *deps;
+	unsigned ndeps, cap;
+};
+
+/*
+ * Echoed user text is cut to CLIP_MAX bytes: a 4 KiB value would otherwise
+ * push the useful part of the message out of err.
+ */
+#define CLIP_MAX 80
+#define CLIP_BUF (CLIP_MAX + 4)
+
+static const char *clip(const char *s, char *buf)
+{
+	size_t n = strlen(s);
+
+	if (n <= CLIP_MAX)
+		return s;
+	n = CLIP_MAX;
+	/* back up to the start of a UTF-8 sequence rather than split one */
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(buf, s, n);
+	memcpy(buf + n, "...", 4);
+	return buf;
+}
+
+/*
+ * Records "SRC:LINE: message" unless an earlier error is already there.
+ * While reading lines the first error stops the parse anyway; the checks
+ * that need the whole file report everything and the earliest (by line,
+ * then sub) wins, so the message does not depend on check order.
+ */
+static int __attribute__((format(printf, 4, 5)))
+fail_at(struct parser *p, int line, int sub, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (p->err_line && (line > p->err_line || (line == p->err_line && sub >= p->err_sub)))
+		return -EINVAL;
+	p->err_line = line;
+	p->err_sub = sub;
+	if (!p->err || p->errlen == 0)
+		return -EINVAL;
+	n = snprintf(p->err, p->errlen, "%s:%d: ", p->src, line);
+	if (n < 0 || (size_t)n >= p->errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+#define fail(p, ...) fail_at(p, (p)->line, 0, __VA_ARGS__)
+
+/* For the whole file rather than a line of it. */
+static int __attribute__((format(printf, 4, 5)))
+fail_file(const char *src, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!err || errlen == 0)
+		return -EINVAL;
+	n = snprintf(err, errlen, "%s: ", src);
+	if (n < 0 || (size_t)n >= errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (IS_SPACE(*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && IS_SPACE(end[-1]))
+		end--;
+	*end = '\0';
+	return s;
+}
+
+static void section_name(const struct parser *p, char *buf, size_t len)
+{
+	if (p->sec == SEC_DEFAULTS)
+		snprintf(buf, len, "[defaults]");
+	else
+		snprintf(buf, len, "[dependency %s]", p->deps[p->ndeps - 1].dep.name);
+}
+
+/* ---- bytes and lines ---- */
+
+/* Length of the valid UTF-8 sequence at s (n bytes left); 0 if there is none. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* overlong forms, UTF-16 surrogates, beyond U+10FFFF */
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * A config is UTF-8 text: tabs, a CR before the newline, no other control
+ * bytes. Anything else means someone pointed us at the wrong file, and
+ * saying so beats a confusing syntax error about its first line.
+ */
+static int check_text(struct parser *p, const unsigned char *s, size_t n)
+{
+	size_t i = 0, len;
+
+	while (i < n) {
+		if (s[i] == '\0')
+			return fail(p, "binary content (NUL byte at column %zu)", i + 1);
+		if ((s[i] < 0x20 && s[i] != '\t' && !(s[i] == '\r' && i == n - 1)) || s[i] == 0x7f)
+			return fail(p, "binary content (control byte 0x%02x at column %zu)", s[i],
+				    i + 1);
+		len = utf8_len(s + i, n - i);
+		if (len == 0)
+			return fail(p, "binary content (byte 0x%02x at column %zu is not UTF-8)",
+				    s[i], i + 1);
+		i += len;
+	}
+	return 0;
+}
+
+/* ---- values ---- */
+
+static int find_key(const char *name)
+{
+	size_t k;
+
+	for (k = 0; k < NKEYS; k++)
+		if (strcmp(keys[k].name, name) == 0)
+			return k;
+	return -1;
+}
+
+static unsigned min3(unsigned a, unsigned b, unsigned c)
+{
+	unsigned m = a < b ? a : b;
+
+	return m < c ? m : c;
+}
+
+/* Levenshtein distance; b is one of our key names, shorter than 32. */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	unsigned row[32], prev, tmp, i, j, lb = strlen(b);
+
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; a[i - 1]; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			tmp = row[j];
+			row[j] = min3(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] != b[j - 1]));
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+/* The known key within two typos of name, for "did you mean"; NULL if none. */
+static const char *suggest_key(const char *name)
+{
+	static const char *const extra[] = { "match", "syslog_facility" };
+	const char *best = NULL, *cand;
+	unsigned d, best_d = 3;
+	size_t i;
+
+	if (strlen(name) > 32)
+		return NULL;
+	for (i = 0; i < NKEYS + 2; i++) {
+		cand = i < NKEYS ? keys[i].name : extra[i - NKEYS];
+		d = edit_distance(name, cand);
+		if (d < best_d) {
+			best_d = d;
+			best = cand;
+		}
+	}
+	return best;
+}
+
+static int fail_unknown_key(struct parser *p, const char *key)
+{
+	const char *hint = suggest_key(key);
+	char sec[DW_DEP_NAME_MAX + 16], c[CLIP_BUF];
+
+	section_name(p, sec, sizeof(sec));
+	if (hint)
+		return fail(p, "unknown key '%s' in %s (did you mean '%s'?)", clip(key, c), sec,
+			    hint);
+	return fail(p, "unknown key '%s' in %s", clip(key, c), sec);
+}
+
+static int fail_value(struct parser *p, const struct key_def *k, const char *val)
+{
+	char lo[DW_DURATION_STRLEN], hi[DW_DURATION_STRLEN], c[CLIP_BUF];
+
+	val = clip(val, c);
+	switch (k->kind) {
+	case KIND_DURATION:
+		dw_format_duration(k->min, lo, sizeof(lo));
+		dw_format_duration(k->max, hi, sizeof(hi));
+		return fail(p, "%s: '%s' is not a duration from %s to %s (units: us, ms, s, m)",
+			    k->name, val, lo, hi);
+	case KIND_PERCENT:
+		return fail(p, "%s: '%s' is not a percentage from 0%% to 100%%", k->name, val);
+	case KIND_UINT:
+		return fail(p, "%s: '%s' is not a whole number from %llu to %llu", k->name, val,
+			    (unsigned long long)k->min, (unsigned long long)k->max);
+	case KIND_BOOL:
+		return fail(p, "%s: '%s' is not yes or no (or on/off, true/false, 1/0)", k->name,
+			    val);
+	case KIND_ENFORCE:
+		return fail(p, "%s: '%s' is not off or connect", k->name, val);
+	}
+	return -EINVAL;
+}
+
+/* val into k's field of s; -EINVAL for a bad or out-of-range value. */
+static int parse_value(const struct key_def *k, const char *val, struct dw_dep_settings *s)
+{
+	void *field = (char *)s + k->off;
+	uint64_t u;
+	double d;
+	bool b;
+
+	switch (k->kind) {
+	case KIND_DURATION:
+		if (dw_parse_duration(val, &u) || u < k->min || u > k->max)
+			return -EINVAL;
+		*(uint64_t *)field = u;
+		return 0;
+	case KIND_PERCENT:
+		if (dw_parse_percent(val, &d))
+			return -EINVAL;
+		*(double *)field = d;
+		return 0;
+	case KIND_UINT:
+		if (dw_parse_uint(val, k->min, k->max, &u))
+			return -EINVAL;
+		*(unsigned *)field = u;
+		return 0;
+	case KIND_BOOL:
+		if (dw_parse_bool(val, &b))
+			return -EINVAL;
+		*(bool *)field = b;
+		return 0;
+	case KIND_ENFORCE:
+		if (strcasecmp(val, "off") && strcasecmp(val, "connect"))
+			return -EINVAL;
+		*(bool *)field = strcasecmp(val, "connect") == 0;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static size_t kind_size(enum key_kind kind)
+{
+	switch (kind) {
+	case KIND_DURATION:
+		return sizeof(uint64_t);
+	case KIND_PERCENT:
+		return sizeof(double);
+	case KIND_UINT:
+		return sizeof(unsigned);
+	case KIND_BOOL:
+	case KIND_ENFORCE:
+		return sizeof(bool);
+	}
+	return 0;
+}
+
+static void copy_key(const struct key_def *k, struct dw_dep_settings *dst,
+		     const struct dw_dep_settings *src)
+{
+	memcpy((char *)dst + k->off, (const char *)src + k->off, kind_size(k->kind));
+}
+
+/* ---- matches ---- */
+
+static unsigned max_bits(int family)
+{
+	return family == AF_INET ? 32 : 128;
+}
+
+/* Zeroes the bits of a after the first len. */
+static void mask_prefix(uint8_t *a, unsigned len)
+{
+	unsigned i;
+
+	for (i = 0; i < 16; i++) {
+		if (len >= 8 * (i + 1))
+			continue;
+		a[i] &= len > 8 * i ? (uint8_t)(0xff << (8 - (len - 8 * i))) : 0;
+	}
+}
+
+/* Whether the first prefix_len bits of a are m's. */
+static bool prefix_covers(const struct dw_match *m, const uint8_t *a)
+{
+	unsigned full = m->prefix_len / 8, rest = m->prefix_len % 8;
+	uint8_t mask;
+
+	if (memcmp(m->addr, a, full))
+		return false;
+	if (rest == 0)
+		return true;
+	mask = 0xff << (8 - rest);
+	return ((m->addr[full] ^ a[full]) & mask) == 0;
+}
+
+static bool is_v4_mapped(const uint8_t *a)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return memcmp(a, pfx, sizeof(pfx)) == 0;
+}
+
+/* The kernel side counts ::ffff:a.b.c.d as IPv4, so matches have to as well. */
+static void normalise_mapped(struct dw_match *m)
+{
+	if (m->family != AF_INET6 || m->prefix_len < 96 || !is_v4_mapped(m->addr))
+		return;
+	m->family = AF_INET;
+	m->prefix_len -= 96;
+	memmove(m->addr, m->addr + 12, 4);
+	memset(m->addr + 4, 0, 12);
+}
+
+void dw_match_format(const struct dw_match *m, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN], ports[16] = "";
+
+	if (len == 0)
+		return;
+	if ((m->family != AF_INET && m->family != AF_INET6) ||
+	    !inet_ntop(m->family, m->addr, a, sizeof(a))) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	if (m->port_lo == m->port_hi)
+		snprintf(ports, sizeof(ports), ":%u", m->port_lo);
+	else if (m->port_lo != 0 || m->port_hi != 65535)
+		snprintf(ports, sizeof(ports), ":%u-%u", m->port_lo, m->port_hi);
+	if (m->family == AF_INET)
+		snprintf(buf, len, "%s/%u%s", a, m->prefix_len, ports);
+	else
+		snprintf(buf, len, "[%s/%u]%s", a, m->prefix_len, ports);
+}
+
+/* "PORT" or "LOW-HIGH" into m; s NULL: all ports. */
+static int parse_ports(struct parser *p, const char *text, char *s, struct dw_match *m)
+{
+	char c[CLIP_BUF], *dash;
+	uint64_t lo, hi;
+
+	m->port_lo = 0;
+	m->port_hi = 65535;
+	if (!s)
+		return 0;
+	dash = strchr(s, '-');
+	if (dash)
+		*dash = '\0';
+	if (dw_parse_uint(s, 1, 65535, &lo) || (dash && dw_parse_uint(dash + 1, 1, 65535, &hi)))
+		return fail(p, "match '%s': bad port range: ports are 1 to 65535, as PORT or LOW-HIGH",
+			    clip(text, c));
+	if (!dash)
+		hi = lo;
+	if (lo > hi)
+		return fail(p, "match '%s': bad port range: %llu is above %llu", clip(text, c),
+			    (unsigned long long)lo, (unsigned long long)hi);
+	m->port_lo = lo;
+	m->port_hi = hi;
+	return 0;
+}
+
+/* "ADDR[/LEN]" of family into m. */
+static int parse_prefix(struct parser *p, const char *text, char *s, int family,
+			struct dw_match *m)
+{
+	char c[CLIP_BUF], c2[CLIP_BUF], *slash = strchr(s, '/');
+	uint64_t len = max_bits(family);
+
+	if (slash) {
+		*slash = '\0';
+		if (dw_parse_uint(slash + 1, 0, max_bits(family), &len))
+			return fail(p, "match '%s': prefix length '/%s' is not 0 to %u",
+				    clip(text, c), clip(slash + 1, c2), max_bits(family));
+	}
+	memset(m->addr, 0, sizeof(m->addr));
+	if (inet_pton(family, s, m->addr) != 1) {
+		if (family == AF_INET)
+			return fail(p, "match '%s': '%s' is not an IPv4 address (IPv6 goes in brackets: [2001:db8::/32]:443)",
+				    clip(text, c), clip(s, c2));
+		return fail(p, "match '%s': '%s' is not an IPv6 address", clip(text, c),
+			    clip(s, c2));
+	}
+	m->family = family;
+	m->prefix_len = len;
+	return 0;
+}
+
+/* Bits past the prefix mean a typo more often than not: refuse them. */
+static int check_host_bits(struct parser *p, const char *text, const struct dw_match *m)
+{
+	char c[CLIP_BUF], net[DW_MATCH_STRLEN];
+	struct dw_match masked = *m;
+
+	mask_prefix(masked.addr, m->prefix_len);
+	if (memcmp(masked.addr, m->addr, sizeof(m->addr)) == 0)
+		return 0;
+	dw_match_format(&masked, net, sizeof(net));
+	return fail(p, "match '%s': host bits set (did you mean '%s'?)", clip(text, c), net);
+}
+
+/* CIDR[:PORT[-PORT]], IPv6 as [CIDR][:PORT[-PORT]]. */
+static int parse_match(struct parser *p, const char *text, struct dw_match *m)
+{
+	char buf[DW_CONFIG_MAX_LINE + 1], c[CLIP_BUF], c2[CLIP_BUF];
+	char *addr = buf, *ports, *close;
+	int family = AF_INET, err;
+
+	memset(m, 0, sizeof(*m));
+	snprintf(buf, sizeof(buf), "%s", text);
+	if (buf[0] == '[') {
+		family = AF_INET6;
+		addr = buf + 1;
+		close = strchr(addr, ']');
+		if (!close)
+			return fail(p, "match '%s': missing ']' after the IPv6 address",
+				    clip(text, c));
+		*close = '\0';
+		ports = close + 1;
+		if (*ports && *ports != ':')
+			return fail(p, "match '%s': unexpected '%s' after ']'", clip(text, c),
+				    clip(ports, c2));
+	} else {
+		ports = strchr(buf, ':');
+		if (ports && strchr(ports + 1, ':'))
+			return fail(p, "match '%s': IPv6 addresses go in brackets, as in [2001:db8::/32]:443",
+				    clip(text, c));
+	}
+	if (ports && *ports == ':')
+		*ports++ = '\0';
+	else
+		ports = NULL;
+	err = parse_prefix(p, text, addr, family, m);
+	if (!err)
+		err = parse_ports(p, text, ports, m);
+	if (!err)
+		err = check_host_bits(p, text, m);
+	if (err)
+		return err;
+	normalise_mapped(m);
+	m->line = p->line;
+	return 0;
+}
+
+/* ---- sections and settings ---- */
+
+static bool valid_name(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > DW_DEP_NAME_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static int begin_defaults(struct parser *p)
+{
+	if (p->defaults_line)
+		return fail(p, "duplicate [defaults] section (the first is at line %d)",
+			    p->defaults_line);
+	p->defaults_line = p->line;
+	p->sec = SEC_DEFAULTS;
+	return 0;
+}
+
+/* Duplicate names are found once the whole file is read (check_names). */
+static int begin_dep(struct parser *p, const char *name)
+{
+	struct pdep *d;
+	char c[CLIP_BUF];
+	unsigned cap;
+
+	if (!*name)
+		return fail(p, "missing dependency name: [dependency NAME]");
+	if (!valid_name(name))
+		return fail(p, "invalid dependency name '%s': use 1 to %d of A-Z a-z 0-9 _ . -",
+			    clip(name, c), DW_DEP_NAME_MAX);
+	if (p->ndeps == p->cap) {
+		cap = p->cap ? 2 * p->cap : 8;
+		d = realloc(p->deps, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		p->deps = d;
+		p->cap = cap;
+	}
+	d = &p->deps[p->ndeps++];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dep.name, sizeof(d->dep.name), "%s", name);
+	d->dep.line = p->line;
+	p->sec = SEC_DEP;
+	return 0;
+}
+
+/* s: a trimmed line starting with '['. */
+static int parse_section(struct parser *p, char *s)
+{
+	char c[CLIP_BUF], *close = strchr(s, ']'), *inner;
+
+	if (!close)
+		return fail(p, "unterminated section header '%s': missing ']'", clip(s, c));
+	if (close[1])
+		return fail(p, "unexpected '%s' after the section header",
+			    clip(trim(close + 1), c));
+	*close = '\0';
+	inner = trim(s + 1);
+	if (strcmp(inner, "defaults") == 0)
+		return begin_defaults(p);
+	if (strncmp(inner, "dependency", 10) == 0 && (inner[10] == '\0' || IS_SPACE(inner[10])))
+		return begin_dep(p, trim(inner + 10));
+	return fail(p, "unknown section '[%s]': expected [defaults] or [dependency NAME]",
+		    clip(inner, c));
+}
+
+static int add_match(struct parser *p, const char *val)
+{
+	struct pdep *d = &p->deps[p->ndeps - 1];
+	struct dw_match m, *ms;
+	unsigned cap;
+	int err;
+
+	err = parse_match(p, val, &m);
+	if (err)
+		return err;
+	if (d->dep.nmatches == d->mcap) {
+		cap = d->mcap ? 2 * d->mcap : 4;
+		ms = realloc(d->dep.matches, cap * sizeof(*ms));
+		if (!ms)
+			return -ENOMEM;
+		d->dep.matches = ms;
+		d->mcap = cap;
+	}
+	d->dep.matches[d->dep.nmatches++] = m;
+	return 0;
+}
+
+static int set_facility(struct parser *p, const char *val)
+{
+	char c[CLIP_BUF];
+	size_t i;
+
+	if (p->sec != SEC_DEFAULTS)
+		return fail(p, "syslog_facility belongs in [defaults], not in [dependency %s]",
+			    p->deps[p->ndeps - 1].dep.name);
+	if (p->facility_line)
+		return fail(p, "duplicate key 'syslog_facility' in [defaults] (first set at line %d)",
+			    p->facility_line);
+	for (i = 0; i < NFACILITIES; i++) {
+		if (strcasecmp(val, facilities[i].name) == 0) {
+			p->facility = facilities[i].value;
+			p->facility_line = p->line;
+			return 0;
+		}
+	}
+	return fail(p, "syslog_facility: '%s' is not daemon, user or local0 to local7",
+		    clip(val, c));
+}
+
+static int set_key(struct parser *p, int k, const char *val)
+{
+	struct dw_dep_settings *s = &p->defaults;
+	int *line = &p->key_line[k];
+	char sec[DW_DEP_NAME_MAX + 16];
+
+	if (p->sec == SEC_DEP) {
+		s = &p->deps[p->ndeps - 1].dep.s;
+		line = &p->deps[p->ndeps - 1].key_line[k];
+	}
+	if (*line) {
+		section_name(p, sec, sizeof(sec));
+		return fail(p, "duplicate key '%s' in %s (first set at line %d)", keys[k].name, sec,
+			    *line);
+	}
+	if (parse_value(&keys[k], val, s))
+		return fail_value(p, &keys[k], val);
+	*line = p->line;
+	return 0;
+}
+
+/* s: a trimmed, non-empty line that is not a section header. */
+static int parse_setting(struct parser *p, char *s)
+{
+	char c[CLIP_BUF], *eq = strchr(s, '='), *key, *val;
+	int k;
+
+	if (!eq)
+		return fail(p, "expected 'key = value' or '[section]', not '%s'", clip(s, c));
+	*eq = '\0';
+	key = trim(s);
+	val = trim(eq + 1);
+	if (!*key)
+		return fail(p, "empty key before '='");
+	if (!*val)
+		return fail(p, "empty value for '%s'", clip(key, c));
+	if (p->sec == SEC_NONE)
+		return fail(p, "'%s' is outside any section: start with [defaults] or [dependency NAME]",
+			    clip(key, c));
+	if (strcmp(key, "match") == 0) {
+		if (p->sec == SEC_DEFAULTS)
+			return fail(p, "match is not allowed in [defaults]: put it in a [dependency NAME]");
+		return add_match(p, val);
+	}
+	if (strcmp(key, "syslog_facility") == 0)
+		return set_facility(p, val);
+	k = find_key(key);
+	if (k < 0)
+		return fail_unknown_key(p, key);
+	return set_key(p, k, val);
+}
+
+static int parse_line(struct parser *p, const char *s, size_t n)
+{
+	char buf[DW_CONFIG_MAX_LINE + 1], *line, *hash;
+	int err;
+
+	err = check_text(p, (const unsigned char *)s, n);
+	if (err)
+		return err;
+	if (n > DW_CONFIG_MAX_LINE)
+		return fail(p, "line is longer than %d bytes", DW_CONFIG_MAX_LINE);
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	hash = strchr(buf, '#');
+	if (hash)
+		*hash = '\0';
+	line = trim(buf);
+	if (!*line)
+		return 0;
+	if (*line == '[')
+		return parse_section(p, line);
+	return parse_setting(p, line);
+}
+
+static int parse_lines(struct parser *p, const char *text, size_t len)
+{
+	const char *nl;
+	size_t pos = 0, n;
+	int err;
+
+	/* editors on some systems start UTF-8 files with a byte order mark */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+		pos = 3;
+	while (pos < len) {
+		p->line++;
+		nl = memchr(text + pos, '\n', len - pos);
+		n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+		err = parse_line(p, text + pos, n);
+		if (err)
+			return err;
+		pos += n + 1;
+	}
+	return 0;
+}
+
+/* ---- checks that need the whole file ---- */
+
+/* The line a min_calls/sample conflict is reported at: the later of the two set. */
+static void check_min_calls(struct parser *p, const struct dw_dep_settings *s,
+			    const int *key_line, const char *where)
+{
+	int line = key_line[KEY_MIN_CALLS];
+
+	if (key_line[KEY_SAMPLE] > line)
+		line = key_line[KEY_SAMPLE];
+	if (line == 0 || s->min_calls <= s->sample)
+		return;
+	fail_at(p, line, 0, "min_calls (%u) is larger than sample (%u)%s", s->min_calls, s->sample,
+		where);
+}
+
+static int cmp_pdep_name(const void *a, const void *b)
+{
+	const struct pdep *x = *(const struct pdep *const *)a, *y = *(const struct pdep *const *)b;
+	int c = strcmp(x->dep.name, y->dep.name);
+
+	if (c)
+		return c;
+	return x->dep.line - y->dep.line;
+}
+
+/* Sorted rather than compared pairwise: a 1 MiB file can hold 30000 sections. */
+static int check_names(struct parser *p)
+{
+	struct pdep **v;
+	unsigned i;
+
+	if (p->ndeps < 2)
+		return 0;
+	v = malloc(p->ndeps * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < p->ndeps; i++)
+		v[i] = &p->deps[i];
+	qsort(v, p->ndeps, sizeof(*v), cmp_pdep_name);
+	for (i = 1; i < p->ndeps; i++)
+		if (strcmp(v[i - 1]->dep.name, v[i]->dep.name) == 0)
+			fail_at(p, v[i]->dep.line, 0,
+				"duplicate dependency name '%s' (the first [dependency %s] is at line %d)",
+				v[i]->dep.name, v[i]->dep.name, v[i - 1]->dep.line);
+	free(v);
+	return 0;
+}
+
+struct mref {
+	const struct dw_match *m;
+	const char *dep;
+	unsigned group_end;	/* index after the last mref with the same prefix */
+};
+
+static int cmp_mref(const void *a, const void *b)
+{
+	const struct dw_match *x = ((const struct mref *)a)->m, *y = ((const struct mref *)b)->m;
+	int c;
+
+	if (x->family != y->family)
+		return x->family - y->family;
+	c = memcmp(x->addr, y->addr, sizeof(x->addr));
+	if (c)
+		return c;
+	if (x->prefix_len != y->prefix_len)
+		return x->prefix_len - y->prefix_len;
+	if (x->port_lo != y->port_lo)
+		return x->port_lo - y->port_lo;
+	return y->port_hi - x->port_hi;	/* wider first */
+}
+
+static bool same_prefix(const struct dw_match *x, const struct dw_match *y)
+{
+	return x->family == y->family && x->prefix_len == y->prefix_len &&
+	       memcmp(x->addr, y->addr, sizeof(x->addr)) == 0;
+}
+
+/* Whether x's ports are all y's. */
+static bool ports_within(const struct dw_match *x, const struct dw_match *y)
+{
+	return x->port_lo >= y->port_lo && x->port_hi <= y->port_hi;
+}
+
+static bool ports_meet(const struct dw_match *x, const struct dw_match *y)
+{
+	return x->port_lo <= y->port_hi && y->port_lo <= x->port_hi;
+}
+
+/*
+ * a's prefix covers b's and their ports intersect: fine if b is strictly
+ * more specific (or a is, for equal prefixes), since that one wins lookups.
+ */
+static bool has_winner(const struct dw_match *a, const struct dw_match *b)
+{
+	if (b->prefix_len > a->prefix_len)
+		return ports_within(b, a);
+	if (a->port_lo == b->port_lo && a->port_hi == b->port_hi)
+		return false;
+	return ports_within(b, a) || ports_within(a, b);
+}
+
+static void report_overlap(struct parser *p, const struct mref *x, const struct mref *y)
+{
+	char later[DW_MATCH_STRLEN], earlier[DW_MATCH_STRLEN];
+
+	if (x->m->line < y->m->line) {
+		const struct mref *t = x;
+
+		x = y;
+		y = t;
+	}
+	dw_match_format(x->m, later, sizeof(later));
+	dw_match_format(y->m, earlier, sizeof(earlier));
+	fail_at(p, x->m->line, y->m->line,
+		"match '%s' overlaps '%s:%d' with no more specific winner ('%s' of [dependency %s])",
+		later, p->src, y->m->line, earlier, y->dep);
+}
+
+/*
+ * In (family, address, prefix length) order, the matches a prefix covers
+ * follow it as one run, so each match is only compared with what it
+ * covers. Equal prefixes are further sorted by port, and a run of them
+ * is left as soon as the ports have passed.
+ */
+static void scan_overlaps(struct parser *p, const struct mref *r, unsigned n)
+{
+	const struct dw_match *a, *b;
+	unsigned i, j;
+
+	for (i = 0; i < n; i++) {
+		a = r[i].m;
+		for (j = i + 1; j < n; j++) {
+			b = r[j].m;
+			if (b->family != a->family || !prefix_covers(a, b->addr))
+				break;
+			if (b->prefix_len == a->prefix_len && b->port_lo > a->port_hi) {
+				j = r[i].group_end - 1;
+				continue;
+			}
+			if (ports_meet(a, b) && !has_winner(a, b))
+				report_overlap(p, &r[i], &r[j]);
+		}
+	}
+}
+
+static int check_overlaps(struct parser *p)
+{
+	unsigned n = 0, i, k;
+	struct mref *r;
+
+	for (i = 0; i < p->ndeps; i++)
+		n += p->deps[i].dep.nmatches;
+	if (n < 2)
+		return 0;
+	r = malloc(n * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	n = 0;
+	for (i = 0; i < p->ndeps; i++) {
+		for (k = 0; k < p->deps[i].dep.nmatches; k++) {
+			r[n].m = &p->deps[i].dep.matches[k];
+			r[n++].dep = p->deps[i].dep.name;
+		}
+	}
+	qsort(r, n, sizeof(*r), cmp_mref);
+	r[n - 1].group_end = n;
+	for (i = n - 1; i-- > 0;)
+		r[i].group_end = same_prefix(r[i].m, r[i + 1].m) ? r[i + 1].group_end : i + 1;
+	scan_overlaps(p, r, n);
+	free(r);
+	return 0;
+}
+
+/* [defaults] with the section's own keys on top, then the section's own checks. */
+static void resolve_dep(struct parser *p, struct pdep *d)
+{
+	char where[DW_DEP_NAME_MAX + 32];
+	size_t k;
+
+	for (k = 0; k < NKEYS; k++)
+		if (!d->key_line[k])
+			copy_key(&keys[k], &d->dep.s, &p->defaults);
+	if (d->dep.nmatches == 0)
+		fail_at(p, d->dep.line, 0, "[dependency %s] has no match: add 'match = CIDR[:PORT[-PORT]]'",
+			d->dep.name);
+	snprintf(where, sizeof(where), " in [dependency %s]", d->dep.name);
+	check_min_calls(p, &d->dep.s, d->key_line, where);
+}
+
+/* Keys [defaults] did not set come from base; base NULL: every key must be set. */
+static void resolve_defaults(struct parser *p, const struct dw_config *base)
+{
+	size_t k;
+
+	for (k = 0; k < NKEYS; k++) {
+		if (p->key_line[k])
+			continue;
+		if (!base) {
+			fail_at(p, 1, 0, "the built-in config does not set '%s'", keys[k].name);
+			continue;
+		}
+		copy_key(&keys[k], &p->defaults, &base->defaults);
+	}
+	if (!p->facility_line && base)
+		p->facility = base->syslog_facility;
+	else if (!p->facility_line)
+		fail_at(p, 1, 0, "the built-in config does not set 'syslog_facility'");
+	check_min_calls(p, &p->defaults, p->key_line, "");
+}
+
+static int finish(struct parser *p, const struct dw_config *base)
+{
+	unsigned i;
+	int err;
+
+	resolve_defaults(p, base);
+	for (i = 0; i < p->ndeps; i++)
+		resolve_dep(p, &p->deps[i]);
+	err = check_names(p);
+	if (!err)
+		err = check_overlaps(p);
+	if (err)
+		return err;
+	return p->err_line ? -EINVAL : 0;
+}
+
+/* Hands the parsed dependencies over to out; p keeps nothing. */
+static int build(struct parser *p, struct dw_config *out)
+{
+	struct dw_dep_config *deps = NULL;
+	unsigned i;
+
+	if (p->ndeps) {
+		deps = calloc(p->ndeps, sizeof(*deps));
+		if (!deps)
+			return -ENOMEM;
+	}
+	for (i = 0; i < p->ndeps; i++) {
+		deps[i] = p->deps[i].dep;
+		p->deps[i].dep.matches = NULL;
+	}
+	memset(out, 0, sizeof(*out));
+	out->defaults = p->defaults;
+	out->deps = deps;
+	out->ndeps = p->ndeps;
+	out->syslog_facility = p->facility;
+	snprintf(out->source, sizeof(out->source), "%s", p->src);
+	return 0;
+}
+
+static void parser_free(struct parser *p)
+{
+	unsigned i;
+
+	for (i = 0; i < p->ndeps; i++)
+		free(p->deps[i].dep.matches);
+	free(p->deps);
+}
+
+static int parse_config(const char *src, const char *text, size_t len,
+			const struct dw_config *base, struct dw_config *cfg, char *err,
+			size_t errlen)
+{
+	struct parser p = { .src = src, .err = err, .errlen = errlen };
+	int ret;
+
+	ret = parse_lines(&p, text, len);
+	if (!ret)
+		ret = finish(&p, base);
+	if (!ret)
+		ret = build(&p, cfg);
+	if (ret == -ENOMEM)
+		fail_file(src, err, errlen, "out of memory");
+	parser_free(&p);
+	return ret;
+}
+
+/* ---- the public functions ---- */
+
+void dw_config_defaults(struct dw_config *cfg)
+{
+	/* fixed text, no dependencies, nothing allocated: it cannot fail unless it is broken */
+	if (parse_config("<built-in>", dw_default_config, strlen(dw_default_config), NULL, cfg,
+			 NULL, 0))
+		abort();
+}
+
+int dw_config_parse(const char *source_name, const char *text, size_t len,
+		    struct dw_config *cfg, char *err, size_t errlen)
+{
+	struct dw_config base;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!source_name)
+		source_name = "<config>";
+	if (len > DW_CONFIG_MAX_BYTES)
+		return fail_file(source_name, err, errlen, "file is larger than 1 MiB (%zu bytes)",
+				 len);
+	if (!text && len)
+		return fail_file(source_name, err, errlen, "no text");
+	dw_config_defaults(&base);
+	return parse_config(source_name, text ? text : "", len, &base, cfg, err, errlen);
+}
+
+void dw_config_free(struct dw_config *cfg)
+{
+	unsigned i;
+
+	for (i = 0; i < cfg->ndeps; i++)
+		free(cfg->deps[i].matches);
+	free(cfg->deps);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+/* True if m is more specific than best (or there is no best yet). */
+static bool more_specific(const struct dw_match *m, const struct dw_match *best)
+{
+	if (!best || m->prefix_len != best->prefix_len)
+		return !best || m->prefix_len > best->prefix_len;
+	return m->port_hi - m->port_lo < best->port_hi - best->port_lo;
+}
+
+int dw_config_lookup(const struct dw_config *cfg, int family, const uint8_t *addr, uint16_t port)
+{
+	const struct dw_match *m, *best = NULL;
+	uint8_t a[16] = { 0 };
+	unsigned i, k;
+	int idx = -1;
+
+	if (!cfg || !addr)
+		return -1;
+	if (family == AF_INET6 && is_v4_mapped(addr)) {
+		family = AF_INET;
+		memcpy(a, addr + 12, 4);
+	} else if (family == AF_INET || family == AF_INET6) {
+		memcpy(a, addr, family == AF_INET ? 4 : 16);
+	} else {
+		return -1;
+	}
+	for (i = 0; i < cfg->ndeps; i++) {
+		for (k = 0; k < cfg->deps[i].nmatches; k++) {
+			m = &cfg->deps[i].matches[k];
+			if (m->family != family || port < m->port_lo || port > m->port_hi ||
+			    !prefix_covers(m, a) || !more_specific(m, best))
+				continue;
+			best = m;
+			idx = i;
+		}
+	}
+	return idx;
+}
+
+static void describe_value(struct dw_buf *out, const struct key_def *k,
+			   const struct dw_dep_settings *s)
+{
+	const void *field = (const char *)s + k->off;
+	char d[DW_DURATION_STRLEN];
+
+	switch (k->kind) {
+	case KIND_DURATION:
+		dw_format_duration(*(const uint64_t *)field, d, sizeof(d));
+		dw_buf_printf(out, "%s", d);
+		return;
+	case KIND_PERCENT:
+		/* %.15g: 0.07 * 100 is 7.000000000000001, and must read "7%" */
+		dw_buf_printf(out, "%.15g%%", *(const double *)field * 100);
+		return;
+	case KIND_UINT:
+		dw_buf_printf(out, "%u", *(const unsigned *)field);
+		return;
+	case KIND_BOOL:
+		dw_buf_printf(out, "%s", *(const bool *)field ? "yes" : "no");
+		return;
+	case KIND_ENFORCE:
+		dw_buf_printf(out, "%s", *(const bool *)field ? "connect" : "off");
+		return;
+	}
+}
+
+static void describe_settings(struct dw_buf *out, const struct dw_dep_settings *s)
+{
+	size_t k;
+
+	for (k = 0; k < NKEYS; k++) {
+		dw_buf_printf(out, "%s = ", keys[k].name);
+		describe_value(out, &keys[k], s);
+		dw_buf_putc(out, '\n');
+	}
+}
+
+static const char *facility_name(int value)
+{
+	size_t i;
+
+	for (i = 0; i < NFACILITIES; i++)
+		if (facilities[i].value == value)
+			return facilities[i].name;
+	return NULL;
+}
+
+void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out)
+{
+	const struct dw_dep_config *d;
+	const char *fac = facility_name(cfg->syslog_facility);
+	char m[DW_MATCH_STRLEN];
+	unsigned i, k;
+
+	/* the source name may hold anything; escaped, it cannot break the comment */
+	dw_buf_printf(out, "# ");
+	dw_escape_text(out, cfg->source, sizeof(cfg->source));
+	dw_buf_printf(out, ": %u %s; destinations no match covers get [defaults]\n", cfg->ndeps,
+		      cfg->ndeps == 1 ? "dependency" : "dependencies");
+	dw_buf_printf(out, "[defaults]\n");
+	describe_settings(out, &cfg->defaults);
+	if (fac)
+		dw_buf_printf(out, "syslog_facility = %s\n", fac);
+	else
+		dw_buf_printf(out, "# syslog_facility = %d (not one a config can name)\n",
+			      cfg->syslog_facility);
+	for (i = 0; i < cfg->ndeps; i++) {
+		d = &cfg->deps[i];
+		dw_buf_printf(out, "\n[dependency %s]\t# line %d\n", d->name, d->line);
+		for (k = 0; k < d->nmatches; k++) {
+			dw_match_format(&d->matches[k], m, sizeof(m));
+			dw_buf_printf(out, "match = %s\n", m);
+		}
+		describe_settings(out, &d->s);
+	}
+}
+
+/* ---- the one function that does I/O ---- */
+
+static int io_fail(const char *path, int e, char *err, size_t errlen)
+{
+	char buf[128];
+
+	fail_file(path, err, errlen, "%s", strerror_r(e, buf, sizeof(buf)));
+	return -e;
+}
+
+/* Why fstat() rules the file out, before any of it is read. */
+static int refuse(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+	if (S_ISDIR(st->st_mode)) {
+		fail_file(path, err, errlen, "is a directory");
+		return -EISDIR;
+	}
+	if (!S_ISREG(st->st_mode))
+		return fail_file(path, err, errlen, "is not a regular file");
+	fail_file(path, err, errlen, "file is larger than 1 MiB (%lld bytes)",
+		  (long long)st->st_size);
+	return -EFBIG;
+}
+
+/*
+ * path into *text (malloc'd, *len bytes). Only a regular file: a FIFO or a
+ * device could block or never end. Reads up to one byte past the cap
+ * rather than trusting st_size, which /proc files report as 0 and which a
+ * file being written can outgrow.
+ */
+static int read_config_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
+{
+	size_t n = 0, cap = DW_CONFIG_MAX_BYTES + 1;
+	struct stat st;
+	char *buf;
+	ssize_t r = 0;
+	int fd, e;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return io_fail(path, errno, err, errlen);
+	if (fstat(fd, &st)) {
+		e = errno;
+		close(fd);
+		return io_fail(path, e, err, errlen);
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > DW_CONFIG_MAX_BYTES) {
+		close(fd);
+		return refuse(path, &st, err, errlen);
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return io_fail(path, ENOMEM, err, errlen);
+	}
+	while (n < cap) {
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	e = r < 0 ? errno : 0;
+	close(fd);
+	if (e) {
+		free(buf);
+		return io_fail(path, e, err, errlen);
+	}
+	if (n > DW_CONFIG_MAX_BYTES) {
+		free(buf);
+		fail_file(path, err, errlen, "file is larger than 1 MiB");
+		return -EFBIG;
+	}
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+int dw_config_load(const char *path, struct dw_config *cfg, char *err, size_t errlen)
+{
+	char *text = NULL;	/* set on success only; gcc -O3 cannot tell */
+	size_t len = 0;
+	int ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	ret = read_config_file(path, &text, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = dw_config_parse(path, text, len, cfg, err, errlen);
+	free(text);
+	return ret;
+}

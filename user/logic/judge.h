@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Slow-call judgement by start time. The kernel counts calls per
+ * destination in start-time slices; user space also knows the start of
+ * every outstanding call. A call is slow once its duration, or while still
+ * in flight its age, exceeds slow_call.
+ *
+ * A slice is used only once every call started in it is decided
+ * (completed, failed, or already slow): counting the fast completions of a
+ * slice while its slow calls still hang would bias the rate low. The rate
+ * is taken over the newest `sample` decided calls, so it follows the latest
+ * calls instead of averaging the whole window.
+ *
+ * Pure: no I/O, no allocation.
+ */
+#ifndef DW_JUDGE_H
+#define DW_JUDGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dwtypes.h"
+#include "config.h"
+
+/* 2^26 ns = 67.1 ms; bpf/depwatch.h has the kernel's copy, which must agree. */
+#ifndef DW_SLICE_SHIFT
+#define DW_SLICE_SHIFT 26
+#endif
+
+/* One start-time slice: slice = start_ns >> DW_SLICE_SHIFT. */
+struct dw_slice_counts {
+	uint64_t slice;
+	uint64_t started, fast, slow, failed;	/* fast: duration <= slow_call */
+};
+
+/*
+ * What one judgement looks at. Slices may come in any order, with distinct
+ * slice numbers; a slice not listed had no counted calls. pending_start_ns
+ * is the truth about outstanding calls: a slice's counters may say more
+ * calls are outstanding than pending lists (they ended after the scan and
+ * are not counted yet; they are ignored), and a pending call may lie in a
+ * slice that is not listed (its slot was reused; it still counts).
+ */
+struct dw_judge_input {
+	uint64_t now_ns;
+	const struct dw_slice_counts *slices;
+	unsigned nslices;
+	const uint64_t *pending_start_ns;	/* any order */
+	unsigned npending;
+	const struct dw_dep_settings *s;
+};
+
+struct dw_judgement {
+	double decided;			/* calls in the sample, at most s->sample; may be fractional */
+	double slow, failed;		/* of them; a slow-now outstanding call counts as slow */
+	double slow_rate, failure_rate;	/* slow/decided, failed/decided; 0 when decided == 0 */
+	bool enough;			/* decided >= s->min_calls */
+	unsigned undecided_slices;	/* skipped on the way to the sample: a young call is outstanding */
+};
+
+/*
+ * The newest s->sample decided calls by start time, from slices that do
+ * not start before now - s->window (the slice straddling that edge is
+ * used). Slices are walked newest first; the last one taken may be taken
+ * in part, its slow and failed calls scaled by the same fraction, so that
+ * decided never exceeds the sample.
+ */
+void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out);
+
+struct dw_probe_result {
+	double decided, bad;	/* bad = slow + failed among the decided */
+	bool done;		/* decided >= limit, or bad > 0 */
+};
+
+/*
+ * Half-open probes: the calls of slices numbered since_ns >> DW_SLICE_SHIFT
+ * and later, oldest first, until limit decided calls (the last slice in
+ * part, as above). Probes are judged in order, so the first undecided
+ * slice ends the walk. The window does not apply. A probe still in flight
+ * past slow_call is bad at once, as soon as its slice holds no younger
+ * outstanding call: a hanging probe cannot wedge half_open.
+ */
+void dw_judge_probes(const struct dw_judge_input *in, uint64_t since_ns, unsigned limit,
+		     struct dw_probe_result *out);
+
+#endif /* DW_JUDGE_H */
