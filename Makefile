@@ -30,7 +30,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all deps test unit integration run clean bench
+.PHONY: all deps test unit integration run demo clean bench
 all: $(OUT)/depwatch
 
 # Installs what a fresh machine lacks; a quick no-op when everything is there.
@@ -75,6 +75,10 @@ test: $(OUT)/depwatch $(UNIT_BINS)
 # Build, install what is missing, start the daemon on its embedded default config.
 run: $(OUT)/depwatch
 	$(OUT)/depwatch run
+
+# The slow-dependency story on loopback, about 40 s (root).
+demo: $(OUT)/depwatch
+	python3 scripts/demo.py
 
 clean:
 	rm -rf $(OUT)

@@ -205,18 +205,22 @@ static void report_kernel_trouble(struct daemon *d)
 	d->reported_ns = d->coll.now_ns;
 }
 
-static void on_timer(struct daemon *d)
+static void poll_once(struct daemon *d)
 {
-	uint64_t expirations;
-	int err;
+	int err = dw_collect_poll(&d->coll, &d->bpf);
 
-	if (read(d->timer_fd, &expirations, sizeof(expirations)) != sizeof(expirations))
-		return;
-	err = dw_collect_poll(&d->coll, &d->bpf);
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
 	dw_deps_poll(&d->deps, &d->coll, &d->bpf);
 	report_kernel_trouble(d);
+}
+
+static void on_timer(struct daemon *d)
+{
+	uint64_t expirations;
+
+	if (read(d->timer_fd, &expirations, sizeof(expirations)) == sizeof(expirations))
+		poll_once(d);
 }
 
 /* SIGHUP: a new config, all or nothing; an invalid one leaves the old in force. */
@@ -334,7 +338,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .max_dests = d->opts.max_dests,
 					 .backend = "sock",
 					 .programs = d->programs };
-	dw_collect_poll(&d->coll, &d->bpf);
+	poll_once(d);
 	dw_notice("started (backend sock, pid %d, pin dir %s, run dir %s, config %s: %u dependencies); %s",
 		  getpid(), d->opts.pin_dir, d->opts.run_dir, d->deps.cfg.source, d->deps.cfg.ndeps,
 		  d->programs);

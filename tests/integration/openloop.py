@@ -98,6 +98,7 @@ class OpenLoopClient:
     def _call(self):
         with self.lock:
             self.started += 1
+        conn = None
         try:
             conn = self._conn()
             conn.sendall(b"call\n")
@@ -107,6 +108,8 @@ class OpenLoopClient:
             with self.lock:
                 self.completed += 1
         except OSError:
+            if conn is not None:
+                conn.close()
             with self.lock:
                 self.failed += 1
 
