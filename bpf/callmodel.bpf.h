@@ -282,6 +282,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk)
 	conn->role = DW_ROLE_OUTBOUND;
 	conn->call_start_ns = 0;
 	conn->connect_start_ns = 0;
+	conn->established = 0;
 	return conn;
 }
 
@@ -319,6 +320,8 @@ static __always_inline void dw_on_connect_end(const struct sock *sk, int establi
 	if (established) {
 		dur = bpf_ktime_get_ns() - start;
 		st->connects_ok++;
+		st->conns_opened++;
+		conn->established = 1;
 		st->connect_ns_sum += dur;
 		detail = detail_of(conn);
 		if (detail)
@@ -413,6 +416,18 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 		call_fail(conn);
 }
 
+static __always_inline void conn_closed(struct dw_conn *conn)
+{
+	struct dw_dest_stats *st;
+
+	if (!conn->established)
+		return;
+	conn->established = 0;
+	st = stats_of(conn);
+	if (st)
+		st->conns_closed++;
+}
+
 static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int newstate)
 {
 	struct dw_conn *conn;
@@ -429,7 +444,11 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	    newstate != TCP_LAST_ACK)
 		return;
 	conn = conn_of(sk);
-	if (!conn || !conn->call_start_ns)
+	if (!conn)
+		return;
+	if (newstate == TCP_CLOSE)
+		conn_closed(conn);
+	if (!conn->call_start_ns)
 		return;
 	if (newstate == TCP_CLOSE_WAIT)
 		peer_closed(sk, conn);

@@ -9,6 +9,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "callmodel.bpf.h"
+#include "enforce.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -45,6 +46,18 @@ int BPF_PROG(dw_retransmit, const struct sock *sk)
 {
 	dw_on_retransmit(sk);
 	return 0;
+}
+
+SEC("cgroup/connect4")
+int dw_enforce4(struct bpf_sock_addr *ctx)
+{
+	return dw_enforce_connect(ctx, AF_INET);
+}
+
+SEC("cgroup/connect6")
+int dw_enforce6(struct bpf_sock_addr *ctx)
+{
+	return dw_enforce_connect(ctx, AF_INET6);
 }
 
 /*
@@ -98,6 +111,8 @@ int dw_classify(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
 	struct dw_listen_key lk = {};
+	struct dw_dest_stats *st;
+	struct dw_conn *conn;
 	struct tcp_sock *tp;
 	__u8 one = 1;
 
@@ -116,6 +131,12 @@ int dw_classify(struct bpf_iter__tcp *ctx)
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp || conn_of((struct sock *)tp))
 		return 0;
-	conn_adopt((struct sock *)tp);
+	conn = conn_adopt((struct sock *)tp);
+	if (!conn)
+		return 0;
+	conn->established = 1;
+	st = stats_of(conn);
+	if (st)
+		st->conns_opened++;
 	return 0;
 }

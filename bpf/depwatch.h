@@ -72,6 +72,9 @@ struct dw_dest_stats {
 	__u64 connect_other;		/* aborted, unreachable, closed while connecting */
 	__u64 connect_ns_sum;		/* sum of successful connect durations */
 	__u64 retransmits;
+	__u64 connects_rejected;	/* connect() failed at once by an enforced open breaker */
+	__u64 conns_opened;		/* connections established (or adopted at start) */
+	__u64 conns_closed;		/* of those, closed since: open now = opened - closed */
 	__u64 calls_late;		/* ended after their start slice was reused (started > 8.6 s ago) */
 	__u64 last_call_ns;		/* CLOCK_MONOTONIC start of this CPU's newest call */
 	__u32 last_pid;			/* thread group id of that call's sender */
@@ -96,6 +99,8 @@ struct dw_dest_detail {
 /* Per dependency, written by user space: what the kernel needs to classify a call. */
 struct dw_dep_cfg {
 	__u64 slow_call_ns;
+	__u32 enforce;		/* 1: fail connect() while the breaker is open */
+	__u32 pad;
 };
 
 /*
@@ -167,7 +172,8 @@ struct dw_conn {
 	__u64 connect_start_ns;		/* 0: not connecting */
 	__u32 dep_id;			/* configured dependency, 0 for none */
 	__u8 role;			/* enum dw_role */
-	__u8 pad[3];
+	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
+	__u8 pad[2];
 };
 
 /* Global per-CPU counters of things that went wrong in the kernel side. */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdarg.h>
 #include <syslog.h>
 #include <time.h>
 #include "alert.h"
@@ -108,4 +109,16 @@ void dw_alert_emit(const struct dw_alert *a)
 		fflush(events_out);
 	}
 	dw_buf_free(&line);
+}
+
+void dw_alert_note(int severity, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	syslog(severity, "%s", line);
+	dw_log(severity, "%s", line);
 }

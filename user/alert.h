@@ -30,5 +30,7 @@ void dw_alert_open(int facility, FILE *events);
 void dw_alert_set_facility(int facility);
 void dw_alert_close(void);
 void dw_alert_emit(const struct dw_alert *a);
+/* A line that is no breaker event (an operator's override): syslog and the daemon's log. */
+void dw_alert_note(int severity, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* DW_ALERT_H */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,18 +113,19 @@ void dw_control_reply(int fd, const struct dw_buf *answer)
 	close(fd);
 }
 
-static int copy_to_stdout(int fd)
+static int read_all(int fd, struct dw_buf *answer)
 {
 	char buf[65536];
 	ssize_t n;
 
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		if (fwrite(buf, 1, n, stdout) != (size_t)n)
-			return -EIO;
-	return n < 0 ? -errno : 0;
+		dw_buf_write(answer, buf, n);
+	if (n < 0)
+		return -errno;
+	return answer->oom ? -ENOMEM : 0;
 }
 
-int dw_control_ask(const char *run_dir, const char *request)
+int dw_control_request(const char *run_dir, const char *request, struct dw_buf *answer)
 {
 	struct sockaddr_un sun;
 	int fd, err;
@@ -144,9 +146,21 @@ int dw_control_ask(const char *run_dir, const char *request)
 	if (dprintf(fd, "%s\n", request) < 0)
 		err = -errno;
 	else
-		err = copy_to_stdout(fd);
+		err = read_all(fd, answer);
 	close(fd);
 	if (err)
 		fprintf(stderr, "depwatch: reading the daemon's answer: %s\n", strerror(-err));
 	return err;
+}
+
+int dw_control_ask(const char *run_dir, const char *request)
+{
+	struct dw_buf answer = {};
+	int err = dw_control_request(run_dir, request, &answer);
+	bool refused = !err && answer.len >= 6 && !strncmp(answer.data, "error:", 6);
+
+	if (!err && answer.len)
+		fwrite(answer.data, 1, answer.len, refused ? stderr : stdout);
+	dw_buf_free(&answer);
+	return err ? err : refused ? -EINVAL : 0;
 }

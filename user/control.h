@@ -22,7 +22,9 @@ int dw_control_accept(int listen_fd, char *req, size_t len);
 /* Sends the answer and closes the client. */
 void dw_control_reply(int client_fd, const struct dw_buf *answer);
 
-/* Client side: sends request, copies the answer to stdout. 0 or a negative errno. */
+/* Client side: sends request, reads the whole answer. 0 or a negative errno (said on stderr). */
+int dw_control_request(const char *run_dir, const char *request, struct dw_buf *answer);
+/* Same, and prints the answer: to stderr, and -EINVAL, when it starts with "error:". */
 int dw_control_ask(const char *run_dir, const char *request);
 
 #endif /* DW_CONTROL_H */

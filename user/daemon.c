@@ -159,12 +159,36 @@ static int open_fds(struct daemon *d)
 	return d->control_fd < 0 ? d->control_fd : 0;
 }
 
+/* "open NAME", "close NAME", "auto NAME" */
+static void force(struct daemon *d, const char *args, struct dw_buf *out)
+{
+	static const char *const verbs[] = { "close", "open", "auto" };
+	static const int states[] = { DW_BREAKER_CLOSED, DW_BREAKER_OPEN, -1 };
+
+	for (int i = 0; i < 3; i++) {
+		size_t n = strlen(verbs[i]);
+
+		if (strncmp(args, verbs[i], n) || args[n] != ' ')
+			continue;
+		if (dw_deps_force(&d->deps, args + n + 1, states[i], dw_monotonic_ns(), &d->bpf))
+			dw_buf_printf(out, "error: no dependency named '%s'\n", args + n + 1);
+		else
+			dw_buf_printf(out, "ok\n");
+		return;
+	}
+	dw_buf_printf(out, "error: breaker takes open, close or auto and a dependency name\n");
+}
+
 static void answer(struct daemon *d, int client, const char *req)
 {
 	struct dw_buf out = {};
 
-	if (!strcmp(req, "status json"))
+	if (!strncmp(req, "breaker ", 8))
+		force(d, req + 8, &out);
+	else if (!strcmp(req, "status json"))
 		dw_report_json(&out, &d->coll, &d->deps, &d->info);
+	else if (!strcmp(req, "top tsv"))
+		dw_report_tsv(&out, &d->coll, &d->deps);
 	else if (!strcmp(req, "status text"))
 		dw_report_text(&out, &d->coll, &d->deps, &d->info);
 	else
@@ -311,6 +335,7 @@ static int open_events(struct daemon *d)
 static int start(struct daemon *d, struct dw_config *cfg)
 {
 	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
+				     .cgroup = NULL,
 				     .before_attach = config_to_kernel, .arg = d };
 	int adopted, err;
 

@@ -34,6 +34,7 @@ static struct dw_dep *dep_add(struct dw_deps *deps)
 	memset(dep, 0, sizeof(*dep));
 	dep->used = true;
 	dep->tokens = ALERT_BURST;
+	dep->forced = -1;
 	return dep;
 }
 
@@ -93,7 +94,8 @@ void dw_deps_free(struct dw_deps *deps)
 
 static int dep_cfg_write(struct dw_deps *deps, struct dw_bpf *b)
 {
-	struct dw_dep_cfg dc = { .slow_call_ns = deps->cfg.defaults.slow_call_ns };
+	struct dw_dep_cfg dc = { .slow_call_ns = deps->cfg.defaults.slow_call_ns,
+				 .enforce = deps->cfg.defaults.enforce_connect };
 	__u32 id = 0;
 
 	if (bpf_map_update_elem(b->dep_cfg_fd, &id, &dc, BPF_ANY))
@@ -105,6 +107,7 @@ static int dep_cfg_write(struct dw_deps *deps, struct dw_bpf *b)
 			continue;
 		id = dep->id;
 		dc.slow_call_ns = dep->s->slow_call_ns;
+		dc.enforce = dep->s->enforce_connect;
 		if (bpf_map_update_elem(b->dep_cfg_fd, &id, &dc, BPF_ANY))
 			return -errno;
 	}
@@ -255,6 +258,7 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 		dep->dests = NULL;
 		dep->ndests = 0;
 		dep->calls = dep->failed = dep->slow = dep->inflight = dep->oldest_call_ns = 0;
+		dep->rejected = dep->conns = 0;
 	}
 	for (size_t i = 0; i < c->cap; i++) {
 		struct dw_dest *d = &c->dests[i];
@@ -274,6 +278,9 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 		dep->failed += d->sum.calls_failed;
 		dep->slow += d->sum.calls_slow;
 		dep->inflight += dw_dest_inflight(d);
+		dep->rejected += d->sum.connects_rejected;
+		if (d->sum.conns_opened > d->sum.conns_closed)
+			dep->conns += d->sum.conns_opened - d->sum.conns_closed;
 		if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
 			dep->oldest_call_ns = d->oldest_call_ns;
 	}
@@ -398,8 +405,12 @@ static void alert(struct dw_dep *dep, const struct dw_collector *c, int kind,
 		return;
 	if (transition)
 		a.reason = dw_breaker_reason_name(reason);
+	else if (kind == DW_EV_WARN_INFLIGHT)
+		a.reason = "inflight";
+	else if (kind == DW_EV_WARN_SLOW_RATE)
+		a.reason = "slow_rate";
 	else
-		a.reason = kind == DW_EV_WARN_INFLIGHT ? "inflight" : "slow_rate";
+		a.reason = "rejecting_connects";
 	a.severity = closing ? LOG_NOTICE : LOG_WARNING;
 	if (transition && dep->br.state == DW_BREAKER_OPEN)
 		a.severity = LOG_ERR;
@@ -419,6 +430,24 @@ static void breaker_key(const struct dw_dep *dep, struct dw_breaker_key *key)
 		key->dest = dep->dest;
 }
 
+/*
+ * The kernel spends the half-open probe budget; the lease renewal must not
+ * refill it. A new state (or a new half-open period) gets a fresh budget.
+ * A probe taken between this read and the write is given back: at most one
+ * extra probe per interval.
+ */
+static __u32 probes_left(const struct dw_dep *dep, struct dw_bpf *b, const struct dw_breaker_key *key)
+{
+	struct dw_breaker_value old;
+
+	if (dep->br.state != DW_BREAKER_HALF_OPEN)
+		return 0;
+	if (dep->in_map && !bpf_map_lookup_elem(b->breakers_fd, key, &old) &&
+	    old.state == DW_BREAKER_HALF_OPEN && old.since_ns == dep->br.since_ns)
+		return old.probes_left;
+	return dep->s->half_open_calls;
+}
+
 /* Configured dependencies always have an entry; destinations only while not closed. */
 static void publish(struct dw_dep *dep, struct dw_bpf *b, uint64_t now, uint64_t lease_ns)
 {
@@ -433,10 +462,11 @@ static void publish(struct dw_dep *dep, struct dw_bpf *b, uint64_t now, uint64_t
 		return;
 	}
 	v.state = dep->br.state;
-	v.reason = dep->br.reason;
+	v.reason = dep->forced >= 0 ? DW_REASON_FORCED : dep->br.reason;
 	v.since_ns = dep->br.since_ns;
 	v.lease_expires_ns = now + lease_ns;
-	v.probes_left = dep->br.state == DW_BREAKER_HALF_OPEN ? dep->s->half_open_calls : 0;
+	v.forced = dep->forced >= 0;
+	v.probes_left = probes_left(dep, b, &key);
 	snprintf(v.name, sizeof(v.name), "%s", dep->name);
 	if (bpf_map_update_elem(b->breakers_fd, &key, &v, BPF_ANY)) {
 		dw_debug("breakers map: cannot write %s: %s", dep->name, strerror(errno));
@@ -455,9 +485,50 @@ static void step(struct dw_dep *dep, const struct dw_collector *c)
 	};
 	struct dw_breaker_events ev = {};
 
-	dw_breaker_step(&dep->br, dep->s, &in, &ev);
-	for (unsigned i = 0; i < ev.n; i++)
+	if (dep->forced < 0)
+		dw_breaker_step(&dep->br, dep->s, &in, &ev);
+	for (unsigned i = 0; i < ev.n; i++) {
+		if (ev.ev[i].kind == DW_EV_TRANSITION && ev.ev[i].to == DW_BREAKER_OPEN) {
+			dep->rejected_at_open = dep->rejected;
+			dep->rejection_alerted = false;
+		}
 		alert(dep, c, ev.ev[i].kind, ev.ev[i].from, ev.ev[i].reason);
+	}
+	if (dep->br.state != DW_BREAKER_CLOSED && dep->rejected > dep->rejected_at_open &&
+	    !dep->rejection_alerted) {
+		dep->rejection_alerted = true;
+		alert(dep, c, DW_EV_NONE, dep->br.state, DW_REASON_NONE);
+	}
+}
+
+int dw_deps_force(struct dw_deps *deps, const char *name, int state, uint64_t now,
+		  struct dw_bpf *b)
+{
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dw_dep *dep = &deps->deps[i];
+
+		if (!dep->used || strcmp(dep->name, name))
+			continue;
+		dep->forced = state;
+		if (state < 0) {
+			dw_breaker_init(&dep->br, dep->s, now);
+			dw_alert_note(LOG_NOTICE, "dependency=%s event=override breaker=auto state=closed", name);
+			publish(dep, b, now, deps->lease_ns);
+			return 0;
+		}
+		dep->br.state = state;
+		dep->br.reason = DW_REASON_FORCED;
+		dep->br.since_ns = now;
+		dep->br.half_open_since_ns = now;
+		dep->rejected_at_open = dep->rejected;
+		dep->rejection_alerted = false;
+		dw_alert_note(LOG_WARNING, "dependency=%s event=override state=%s forced=yes", name,
+			      dw_breaker_state_name(state));
+		/* the kernel acts on it now, not at the next poll */
+		publish(dep, b, now, deps->lease_ns);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 /* A destination's own dependency once a reload moved the destination into a configured one. */

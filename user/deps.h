@@ -31,6 +31,11 @@ struct dw_dep {
 	struct dw_dest *dests;		/* list through next_in_dep */
 	unsigned ndests;
 	uint64_t calls, failed, slow, inflight, oldest_call_ns;
+	uint64_t rejected;		/* connects refused by enforcement, since start */
+	uint64_t conns;			/* connections open now */
+	uint64_t rejected_at_open;	/* rejected when this open period began */
+	bool rejection_alerted;		/* the first rejection of this open period went to syslog */
+	int forced;			/* -1, or the state an operator forced */
 	/* alert rate limit: a token bucket, and whether an open was announced */
 	double tokens;
 	uint64_t tokens_ns;
@@ -57,6 +62,9 @@ int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collec
 		   struct dw_bpf *b);
 /* After each collector poll. */
 void dw_deps_poll(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b);
+/* depwatch breaker open|close|auto NAME: state is -1 for auto. 0, or -ENOENT. */
+int dw_deps_force(struct dw_deps *deps, const char *name, int state, uint64_t now,
+		  struct dw_bpf *b);
 /* Percentile over the window of every destination of dep, in ms; -1 when no calls. */
 double dw_dep_percentile_ms(const struct dw_dep *dep, double q);
 

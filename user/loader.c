@@ -35,6 +35,24 @@ static const struct prog_spec prog_specs[] = {
 	{ "dw_retransmit", "tcp_retransmit_skb", false, "retransmits are not counted" },
 };
 
+/* The cgroup v2 mount: /sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid hosts. */
+static int cgroup2_root(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char dev[256], dir[256], type[64];
+	int found = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (found && fscanf(f, "%255s %255s %63s %*[^\n]", dev, dir, type) == 3)
+		if (!strcmp(type, "cgroup2")) {
+			snprintf(buf, len, "%s", dir);
+			found = 0;
+		}
+	fclose(f);
+	return found;
+}
+
 static int pin_dir_open(struct dw_bpf *b, const char *dir)
 {
 	struct statfs fs;
@@ -209,6 +227,41 @@ static void attach_tracing(struct dw_bpf *b)
 	}
 }
 
+/* Enforcement is optional: without it depwatch still watches, and the start line says why not. */
+static void attach_enforce(struct dw_bpf *b, const char *want)
+{
+	struct bpf_program *progs[2] = { b->skel->progs.dw_enforce4, b->skel->progs.dw_enforce6 };
+	static const char *const hooks[2] = { "cgroup/connect4", "cgroup/connect6" };
+	char path[256];
+	int fd, err = 0;
+
+	if (want && *want)
+		snprintf(path, sizeof(path), "%s", want);
+	else
+		err = cgroup2_root(path, sizeof(path));
+	fd = err ? -1 : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; i < 2; i++) {
+		struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+		ps->name = bpf_program__name(progs[i]);
+		ps->hook = hooks[i];
+		if (err || fd < 0) {
+			snprintf(ps->why, sizeof(ps->why), "no cgroup v2 directory %s: %s", err ? "mounted" : path,
+				 strerror(err ? -err : errno));
+			continue;
+		}
+		ps->link = bpf_program__attach_cgroup(progs[i], fd);
+		if (!ps->link) {
+			snprintf(ps->why, sizeof(ps->why), "attach to %s failed: %s", path, strerror(errno));
+			continue;
+		}
+		ps->attached = true;
+		snprintf(b->cgroup, sizeof(b->cgroup), "%s", path);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 static int required_attached(const struct dw_bpf *b)
 {
 	for (int i = 0; i < b->nprogs; i++)
@@ -260,6 +313,8 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		attach_tracing(b);
 		err = required_attached(b);
 	}
+	if (!err)
+		attach_enforce(b, opts->cgroup);
 	if (!err)
 		err = attach_pending_iter(b);
 	if (err)

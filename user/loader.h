@@ -17,7 +17,7 @@ struct dw_prog_status {
 	const char *hook;	/* what it attaches to, e.g. "tp_btf/sock_send_length" */
 	bool required;
 	bool attached;
-	char why[96];		/* when not attached */
+	char why[320];		/* when not attached */
 	struct bpf_link *link;
 };
 
@@ -32,11 +32,13 @@ struct dw_bpf {
 	int dests_fd, details_fd, globals_fd, conns_fd;
 	int dep_cfg_fd, dep_match_fd, breakers_fd;
 	struct bpf_link *pending_iter;
+	char cgroup[256];	/* where enforcement is attached, "" if it is not */
 };
 
 struct dw_bpf_opts {
 	const char *pin_dir;
 	unsigned max_dests;
+	const char *cgroup;	/* where enforcement attaches; NULL or "": the cgroup v2 root */
 	/* Fills the config maps once they exist, before any tracepoint fires. */
 	int (*before_attach)(struct dw_bpf *b, void *arg);
 	void *arg;

@@ -17,6 +17,7 @@ static const char usage[] =
 	"  run      load the BPF programs and watch every outbound TCP call (root)\n"
 	"  status   show the running daemon's figures per dependency and destination (--json)\n"
 	"  check    validate a config file and print the effective settings per dependency\n"
+	"  breaker  open|close|auto NAME: force a dependency's breaker, or hand it back\n"
 	"\n"
 	"`depwatch <command> --help` shows a command's options.\n";
 
@@ -112,6 +113,37 @@ int dw_cmd_status(int argc, char **argv)
 	return dw_control_ask(run_dir, json ? "status json" : "status text") ? 1 : 0;
 }
 
+int dw_cmd_breaker(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "run-dir", required_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *run_dir = DW_DEFAULT_RUN_DIR;
+	char request[DW_REQUEST_MAX];
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'R': run_dir = optarg; break;
+		case 'h': puts("usage: depwatch breaker open|close|auto NAME [--run-dir DIR]"); return 0;
+		default: return 2;
+		}
+	}
+	if (argc - optind != 2 || (strcmp(argv[optind], "open") && strcmp(argv[optind], "close") &&
+				   strcmp(argv[optind], "auto"))) {
+		dw_usage_error("usage: depwatch breaker open|close|auto NAME [--run-dir DIR]");
+		return 2;
+	}
+	if (strlen(argv[optind + 1]) > DW_DEP_NAME_MAX || strpbrk(argv[optind + 1], " \n")) {
+		dw_usage_error("breaker: '%s' is not a dependency name", argv[optind + 1]);
+		return 2;
+	}
+	snprintf(request, sizeof(request), "breaker %s %s", argv[optind], argv[optind + 1]);
+	return dw_control_ask(run_dir, request) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -124,6 +156,8 @@ int main(int argc, char **argv)
 		return dw_cmd_status(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "check"))
 		return dw_cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "breaker"))
+		return dw_cmd_breaker(argc - 1, argv + 1);
 	fprintf(stderr, "depwatch: unknown command '%s'\n%s", argv[1], usage);
 	return 2;
 }

@@ -123,8 +123,11 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 	json_ms(out, "oldest_connecting_ms", v->oldest_connect_ms);
 	json_ms(out, "connect_p50_ms", v->connect_p50);
 	json_ms(out, "connect_p99_ms", v->connect_p99);
-	dw_buf_printf(out, ",\"retransmits\":%llu,\"last_caller\":",
-		      (unsigned long long)d->sum.retransmits);
+	dw_buf_printf(out, ",\"retransmits\":%llu,\"rejected\":%llu,\"connections\":%llu,\"last_caller\":",
+		      (unsigned long long)d->sum.retransmits,
+		      (unsigned long long)d->sum.connects_rejected,
+		      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
+					   d->sum.conns_opened - d->sum.conns_closed : 0));
 	if (!d->sum.last_call_ns) {
 		dw_buf_printf(out, "null}");
 		return;
@@ -174,10 +177,13 @@ static void json_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
 	dw_buf_printf(out, ",\"decided\":");
 	dw_json_num(out, dep->j.decided, 1);
 	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu,"
-		      "\"max_inflight\":%u,\"destinations\":%u",
+		      "\"max_inflight\":%u,\"destinations\":%u,\"rejected\":%llu,\"connections\":%llu,"
+		      "\"enforce\":%s,\"forced\":%s",
 		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
 		      (unsigned long long)dep->slow, (unsigned long long)dep->inflight,
-		      dep->s->max_inflight, dep->ndests);
+		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->rejected,
+		      (unsigned long long)dep->conns, dep->s->enforce_connect ? "true" : "false",
+		      dep->forced >= 0 ? "true" : "false");
 	json_ms(out, "oldest_inflight_ms", age_ms(now, dep->oldest_call_ns));
 	json_ms(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50));
 	json_ms(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99));
@@ -308,4 +314,26 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	for (size_t i = 0; views && i < n; i++)
 		text_row(out, &views[i]);
 	free(views);
+}
+
+static void tsv_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+{
+	dw_escape_text(out, dep->name, sizeof(dep->name));
+	dw_buf_printf(out, "\t%u\t%llu\t%llu\t%.3f\t%.3f\t%.4f\t%.4f\t%llu\t%u\t%.1f\t%s\t%s\t%llu\t%llu\t%d\n",
+		      dep->ndests, (unsigned long long)dep->calls, (unsigned long long)dep->failed,
+		      dw_dep_percentile_ms(dep, 0.50), dw_dep_percentile_ms(dep, 0.99),
+		      rate_or_zero(dep->j.slow_rate), rate_or_zero(dep->j.failure_rate),
+		      (unsigned long long)dep->inflight, dep->s->max_inflight,
+		      age_ms(now, dep->oldest_call_ns), dw_breaker_state_name(dep->br.state),
+		      dw_breaker_reason_name(dep->br.reason), (unsigned long long)dep->rejected,
+		      (unsigned long long)dep->conns, dep->forced >= 0);
+}
+
+void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps)
+{
+	dw_buf_printf(out, "name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"
+		      "max_inflight\toldest_ms\tbreaker\treason\trejected\tconns\tforced\n");
+	for (unsigned i = 0; i < deps->n; i++)
+		if (dep_shown(&deps->deps[i]))
+			tsv_dep(out, &deps->deps[i], c->now_ns);
 }

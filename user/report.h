@@ -23,4 +23,12 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		    const struct dw_run_info *info);
 
+/*
+ * For `depwatch top`: a header line, then one line per dependency, fields
+ * separated by tabs (names are escaped and never hold a tab):
+ * name dests calls failed p50_ms p99_ms slow_rate failure_rate inflight max_inflight
+ * oldest_ms breaker reason rejected conns forced. Percentiles are -1 when there are no calls.
+ */
+void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps);
+
 #endif /* DW_REPORT_H */

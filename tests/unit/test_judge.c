@@ -20,7 +20,7 @@ struct fix {
 	struct dw_dep_settings s;
 	struct dw_slice_counts slices[512];
 	unsigned nslices;
-	uint64_t pending[512];
+	uint64_t pending[1024];
 	unsigned npending;
 };
 
@@ -58,12 +58,12 @@ static void add_pending(struct fix *f, uint64_t start_ns)
 static struct dw_judge_input fix_input(const struct fix *f, uint64_t now)
 {
 	struct dw_judge_input in = {
-		.now_ns = now,
-		.slices = f->slices,
-		.nslices = f->nslices,
-		.pending_start_ns = f->pending,
-		.npending = f->npending,
-		.s = &f->s,
+	    .now_ns = now,
+	    .slices = f->slices,
+	    .nslices = f->nslices,
+	    .pending_start_ns = f->pending,
+	    .npending = f->npending,
+	    .s = &f->s,
 	};
 
 	return in;
@@ -255,7 +255,7 @@ static void test_fraction_of_last_slice(void **state)
 	(void)state;
 	fix_init(&f);
 	f.s.sample = 10;
-	add_slice(&f, BASE, 9, 0, 9, 0);	/* all slow, never reached */
+	add_slice(&f, BASE, 9, 0, 9, 0); /* all slow, never reached */
 	add_slice(&f, BASE + 5, 7, 2, 3, 2);
 	add_slice(&f, BASE + 9, 6, 3, 2, 1);
 	judge(&f, at(BASE + 30), &j);
@@ -319,9 +319,9 @@ static void test_slow_now_and_undecided_mix(void **state)
 
 	(void)state;
 	fix_init(&f);
-	add_slice(&f, BASE + 19, 2, 1, 0, 0);	/* young call outstanding */
+	add_slice(&f, BASE + 19, 2, 1, 0, 0); /* young call outstanding */
 	add_pending(&f, at(BASE + 19) + 10 * MS);
-	add_slice(&f, BASE + 5, 3, 0, 0, 0);	/* three calls hanging for a second */
+	add_slice(&f, BASE + 5, 3, 0, 0, 0); /* three calls hanging for a second */
 	add_pending(&f, at(BASE + 5));
 	add_pending(&f, at(BASE + 5) + 1);
 	add_pending(&f, at(BASE + 5) + 2);
@@ -348,14 +348,13 @@ static void test_pending_is_the_truth(void **state)
 
 	(void)state;
 	fix_init(&f);
-	add_slice(&f, BASE + 30, 10, 3, 0, 0);	/* 7 "outstanding", none pending */
+	add_slice(&f, BASE + 30, 10, 3, 0, 0); /* 7 "outstanding", none pending */
 	judge(&f, now, &j);
 	assert_double_eq(j.decided, 3);
 	assert_int_equal(j.undecided_slices, 0);
 
 	/* one of the 7 is really outstanding, young: the slice is hidden */
-	add_pending(&f, now - 100 * MS);
-	f.pending[0] = at(BASE + 30) + 1;
+	add_pending(&f, at(BASE + 30) + 1);
 	judge(&f, at(BASE + 30) + 300 * MS, &j);
 	assert_int_equal(j.undecided_slices, 1);
 	assert_double_eq(j.decided, 0);
@@ -395,11 +394,11 @@ static void test_window(void **state)
 	fix_init(&f);
 	f.s.window_ns = 1 * SEC;
 	f.s.sample = 100;
-	edge = at(BASE) + 30 * MS;	/* now - window falls inside slice BASE */
+	edge = at(BASE) + 30 * MS; /* now - window falls inside slice BASE */
 	now = edge + f.s.window_ns;
-	add_slice(&f, BASE - 1, 8, 0, 8, 0);	/* ends before the edge: out */
-	add_pending(&f, at(BASE - 1) + 5);	/* hanging there: out too */
-	add_slice(&f, BASE, 2, 1, 1, 0);	/* straddles: in */
+	add_slice(&f, BASE - 1, 8, 0, 8, 0); /* ends before the edge: out */
+	add_pending(&f, at(BASE - 1) + 5);   /* hanging there: out too */
+	add_slice(&f, BASE, 2, 1, 1, 0);     /* straddles: in */
 	add_slice(&f, BASE + 3, 3, 3, 0, 0);
 	judge(&f, now, &j);
 	assert_double_eq(j.decided, 5);
@@ -410,7 +409,7 @@ static void test_window(void **state)
 	judge(&f, now, &j);
 	assert_double_eq(j.decided, 5);
 
-	/* one ns later slice BASE - 1 is still out; one ns earlier it is back */
+	/* 1 ns earlier the edge falls in slice BASE - 1: it is in, with its hanging call */
 	judge(&f, now - 1, &j);
 	assert_double_eq(j.decided, 5 + 8 + 1);
 	assert_double_eq(j.slow, 1 + 8 + 1);
@@ -509,8 +508,7 @@ static void ref_slice(const struct fix *f, uint64_t now, uint64_t n, double *dec
 }
 
 /* Takes slice n into r; false when the walk is over. */
-static bool ref_take(const struct fix *f, uint64_t now, uint64_t n, double limit, bool probe,
-		     struct ref *r)
+static bool ref_take(const struct fix *f, uint64_t now, uint64_t n, double limit, struct ref *r)
 {
 	double d, s, fl, part;
 	bool young;
@@ -518,10 +516,8 @@ static bool ref_take(const struct fix *f, uint64_t now, uint64_t n, double limit
 	if (r->decided >= limit)
 		return false;
 	ref_slice(f, now, n, &d, &s, &fl, &young);
-	if (young) {
-		r->undecided++;
-		return !probe;
-	}
+	if (young)
+		return false;
 	part = d > limit - r->decided ? (limit - r->decided) / d : 1;
 	r->decided = part < 1 ? limit : r->decided + d;
 	r->slow += s * part;
@@ -529,26 +525,40 @@ static bool ref_take(const struct fix *f, uint64_t now, uint64_t n, double limit
 	return true;
 }
 
-/* Slices of the random inputs lie in BASE..BASE+span; now is beyond them. */
-static void ref_judge(const struct fix *f, uint64_t now, unsigned span, struct ref *r)
+/*
+ * The random inputs lie in slices BASE .. now / SLICE_NS. The undecided
+ * slices in the window are counted; the sample starts below the oldest
+ * young call, in the window or not.
+ */
+static void ref_judge(const struct fix *f, uint64_t now, struct ref *r)
 {
 	uint64_t lo = now > f->s.window_ns ? (now - f->s.window_ns) / SLICE_NS : 0;
-	uint64_t n;
+	uint64_t n, top = now / SLICE_NS + 1;
+	double d, s, fl;
+	bool young;
+	unsigned i;
 
 	memset(r, 0, sizeof(*r));
-	for (n = BASE + span; n >= lo && n >= BASE; n--)
-		if (!ref_take(f, now, n, f->s.sample, false, r))
+	for (n = now / SLICE_NS; n >= lo && n >= BASE; n--) {
+		ref_slice(f, now, n, &d, &s, &fl, &young);
+		r->undecided += young;
+	}
+	for (i = 0; i < f->npending; i++)
+		if (now - f->pending[i] <= f->s.slow_call_ns && f->pending[i] / SLICE_NS < top)
+			top = f->pending[i] / SLICE_NS;
+	for (n = top - 1; n >= lo && n >= BASE; n--)
+		if (!ref_take(f, now, n, f->s.sample, r))
 			break;
 }
 
 static void ref_probes(const struct fix *f, uint64_t now, uint64_t since, unsigned limit,
-		       unsigned span, struct ref *r)
+		       struct ref *r)
 {
 	uint64_t n;
 
 	memset(r, 0, sizeof(*r));
-	for (n = since / SLICE_NS; n <= BASE + span; n++)
-		if (!ref_take(f, now, n, limit, true, r))
+	for (n = since / SLICE_NS; n <= now / SLICE_NS; n++)
+		if (!ref_take(f, now, n, limit, r))
 			break;
 }
 
@@ -562,7 +572,7 @@ static void test_against_reference(void **state)
 	struct dw_probe_result p;
 	struct dw_judgement j;
 	uint64_t seed = 12345, now, since;
-	unsigned round, i, span, limit;
+	unsigned round, i, span, limit, npending;
 	struct ref r;
 	static struct fix f;
 
@@ -578,16 +588,16 @@ static void test_against_reference(void **state)
 		for (i = 0; i <= span; i++) {
 			if (dwt_rand(&seed) % 3 == 0)
 				continue;
-			add_slice(&f, BASE + i, 0, dwt_rand(&seed) % 4, dwt_rand(&seed) % 3,
+			add_slice(&f, BASE + i, 9, dwt_rand(&seed) % 4, dwt_rand(&seed) % 3,
 				  dwt_rand(&seed) % 2);
-			f.slices[f.nslices - 1].started = 9;
 		}
-		for (i = 0; i < 1 + dwt_rand(&seed) % 200; i++)
+		npending = 1 + dwt_rand(&seed) % 200;
+		for (i = 0; i < npending; i++)
 			add_pending(&f, at(BASE) + dwt_rand(&seed) % (now - at(BASE) + 1));
 		shuffle_slices(f.slices, f.nslices, &seed);
 
 		judge(&f, now, &j);
-		ref_judge(&f, now, span, &r);
+		ref_judge(&f, now, &r);
 		assert_near(j.decided, r.decided, 1e-12);
 		assert_near(j.slow, r.slow, 1e-12);
 		assert_near(j.failed, r.failed, 1e-12);
@@ -600,7 +610,7 @@ static void test_against_reference(void **state)
 		since = at(BASE) + dwt_rand(&seed) % (now - at(BASE) + 1);
 		limit = dwt_rand(&seed) % 30;
 		probes(&f, now, since, limit, &p);
-		ref_probes(&f, now, since, limit, span, &r);
+		ref_probes(&f, now, since, limit, &r);
 		assert_near(p.decided, r.decided, 1e-12);
 		assert_near(p.bad, r.slow + r.failed, 1e-12);
 		assert_int_equal(p.done, r.decided >= limit || r.slow + r.failed > 0);
@@ -617,24 +627,30 @@ static void test_probes_oldest_first(void **state)
 
 	(void)state;
 	fix_init(&f);
-	add_slice(&f, BASE + 9, 5, 0, 5, 0);	/* before half_open: not a probe */
-	add_slice(&f, BASE + 10, 2, 2, 0, 0);	/* holds since: counts whole */
+	add_slice(&f, BASE + 9, 5, 0, 5, 0);  /* before half_open: not a probe */
+	add_slice(&f, BASE + 10, 2, 2, 0, 0); /* holds since: counts whole */
 	add_slice(&f, BASE + 11, 2, 2, 0, 0);
-	add_slice(&f, BASE + 12, 3, 0, 3, 0);	/* beyond the 5th probe */
+	add_slice(&f, BASE + 12, 3, 2, 1, 0);
 	probes(&f, at(BASE + 40), since, 3, &p);
 	assert_double_eq(p.decided, 3);
 	assert_double_eq(p.bad, 0);
 	assert_true(p.done);
-
-	/* not enough yet */
 	probes(&f, at(BASE + 40), since, 4, &p);
 	assert_double_eq(p.decided, 4);
+	assert_double_eq(p.bad, 0);
 	assert_true(p.done);
-	f.slices[3].slow = 0;
-	f.slices[3].started = 0;
+
+	/* the 5th probe is one of the 3 calls of slice BASE + 12, one of them slow */
+	probes(&f, at(BASE + 40), since, 5, &p);
+	assert_double_eq(p.decided, 5);
+	assert_near(p.bad, 1.0 / 3, 1e-12);
+	assert_true(p.done);
+
+	/* without that slice: 4 good probes, waiting for the 5th */
 	f.nslices = 3;
 	probes(&f, at(BASE + 40), since, 5, &p);
 	assert_double_eq(p.decided, 4);
+	assert_double_eq(p.bad, 0);
 	assert_false(p.done);
 }
 
@@ -665,8 +681,8 @@ static void test_probes_stop_at_undecided(void **state)
 	fix_init(&f);
 	add_slice(&f, BASE, 2, 2, 0, 0);
 	add_slice(&f, BASE + 1, 3, 2, 0, 0);
-	add_pending(&f, at(BASE + 1) + 20 * MS);	/* 180 ms old */
-	add_slice(&f, BASE + 2, 5, 0, 0, 5);		/* after it: not looked at */
+	add_pending(&f, at(BASE + 1) + 20 * MS); /* 214 ms old */
+	add_slice(&f, BASE + 2, 5, 0, 0, 5);	 /* after it: not looked at */
 	probes(&f, now, at(BASE), 5, &p);
 	assert_double_eq(p.decided, 2);
 	assert_double_eq(p.bad, 0);
@@ -677,6 +693,9 @@ static void test_probes_stop_at_undecided(void **state)
 	assert_double_eq(p.decided, 5);
 	assert_double_eq(p.bad, 1);
 	assert_true(p.done);
+	probes(&f, at(BASE + 1) + 20 * MS + 500 * MS + 1, at(BASE), 6, &p);
+	assert_double_eq(p.decided, 6);
+	assert_double_eq(p.bad, 2);
 }
 
 /* A single probe that hangs is bad once older than slow_call, with nothing else going on. */
@@ -781,49 +800,116 @@ static void test_issue_example(void **state)
 }
 
 /*
- * A healthy dependency with a tail: 40 calls/s for 5 minutes, one call in
- * each 20 (5%) takes 700 ms, the rest 5-80 ms. Slow calls hide their slice
- * while young, but the rate never gets near 50%: at most a few slow calls
- * share any 20 decided ones. And it does see them: the mean is near 5%.
+ * 40 calls/s for 5 minutes, 5-80 ms each except the slow ones, which take
+ * 700 ms; judged every 50 ms. Returns the mean slow_rate over the polls.
  */
-#define TAIL_CALLS (40 * 300)
-static struct call tail_calls[TAIL_CALLS];
+#define LONG_CALLS (40 * 300)
+static struct call long_calls[LONG_CALLS];
 
+static double run_long(struct fix *f, uint64_t *seed, double *max)
+{
+	uint64_t t0 = at(BASE), now;
+	unsigned from = 0, polls = 0;
+	struct dw_judgement j;
+	double sum = 0;
+
+	*max = 0;
+	for (now = t0 + 10 * SEC; now < t0 + 300 * SEC; now += 50 * MS) {
+		observe(f, long_calls, LONG_CALLS, &from, now, seed);
+		judge(f, now, &j);
+		assert_true(j.enough);
+		polls++;
+		sum += j.slow_rate;
+		if (j.slow_rate > *max)
+			*max = j.slow_rate;
+	}
+	return sum / polls;
+}
+
+static void long_calls_init(uint64_t *seed)
+{
+	for (unsigned i = 0; i < LONG_CALLS; i++) {
+		long_calls[i].start = at(BASE) + i * 25 * MS + dwt_rand(seed) % (10 * MS);
+		long_calls[i].dur = 5 * MS + dwt_rand(seed) % (75 * MS);
+		long_calls[i].fail = false;
+	}
+}
+
+/*
+ * A healthy dependency with a tail: one call in each 20 (5%), at random in
+ * the 20, is slow. The rate never gets near 50%: few slow calls ever share
+ * 20 decided ones. And the slow calls are seen.
+ */
 static void test_healthy_tail(void **state)
 {
-	uint64_t seed = 2024, t0 = at(BASE), now;
-	double max = 0, sum = 0;
-	unsigned i, from = 0, slow_at = 0, judged = 0, polls = 0;
+	uint64_t seed = 2024;
 	static struct fix f;
-	struct dw_judgement j;
+	double max;
+	unsigned i;
 
 	(void)state;
 	fix_init(&f);
-	for (i = 0; i < TAIL_CALLS; i++) {
-		if (i % 20 == 0)
-			slow_at = i + dwt_rand(&seed) % 20;
-		tail_calls[i].start = t0 + i * 25 * MS + dwt_rand(&seed) % (10 * MS);
-		tail_calls[i].dur = i == slow_at ? 700 * MS : 5 * MS + dwt_rand(&seed) % (75 * MS);
-		tail_calls[i].fail = false;
-	}
-	for (now = t0 + 10 * SEC; now < t0 + 300 * SEC; now += 50 * MS) {
-		observe(&f, tail_calls, TAIL_CALLS, &from, now, &seed);
-		judge(&f, now, &j);
-		polls++;
-		if (!j.enough)
-			continue;
-		judged++;
-		sum += j.slow_rate;
-		if (j.slow_rate > max)
-			max = j.slow_rate;
-	}
-	assert_int_equal(judged, polls);
+	long_calls_init(&seed);
+	for (i = 0; i < LONG_CALLS; i += 20)
+		long_calls[i + dwt_rand(&seed) % 20].dur = 700 * MS;
+	run_long(&f, &seed, &max);
 	if (!(max < 0.25))
 		fail_msg("max slow_rate %.3f", max);
 	if (!(max >= 0.05))
 		fail_msg("max slow_rate %.3f: the slow calls were never seen", max);
-	if (!(sum / judged > 0.03 && sum / judged < 0.07))
-		fail_msg("mean slow_rate %.4f, want about 0.05", sum / judged);
+}
+
+/*
+ * Half the calls slow, at random: the judged rate must hover around 50%,
+ * or a breaker at 50% would not open. Using decided slices newer than a
+ * young call (its slice skipped, the fast calls after it counted) reads
+ * about 42% here; ending the sample before the oldest young call, 48%.
+ */
+static void test_no_bias_at_threshold(void **state)
+{
+	uint64_t seed = 77;
+	static struct fix f;
+	double mean, max;
+	unsigned i;
+
+	(void)state;
+	fix_init(&f);
+	long_calls_init(&seed);
+	for (i = 0; i < LONG_CALLS; i++)
+		if (dwt_rand(&seed) % 2)
+			long_calls[i].dur = 700 * MS;
+	mean = run_long(&f, &seed, &max);
+	if (!(mean > 0.46 && mean < 0.54))
+		fail_msg("mean slow_rate %.4f, want about 0.5", mean);
+}
+
+/*
+ * Newer slices whose calls all ended fast are not used while an older call
+ * is young: it may still turn slow, and they would outvote it.
+ */
+static void test_sample_ends_before_young_call(void **state)
+{
+	uint64_t now = at(BASE + 12);
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 4, 0, 4, 0);
+	add_slice(&f, BASE + 8, 3, 2, 0, 0); /* one call outstanding, 250 ms old */
+	add_pending(&f, at(BASE + 8) + 20 * MS);
+	add_slice(&f, BASE + 9, 6, 6, 0, 0); /* decided, but newer */
+	add_slice(&f, BASE + 11, 6, 6, 0, 0);
+	judge(&f, now, &j);
+	assert_int_equal(j.undecided_slices, 1);
+	assert_double_eq(j.decided, 4);
+	assert_double_eq(j.slow_rate, 1);
+
+	/* it turned slow: everything counts, newest first */
+	judge(&f, at(BASE + 8) + 20 * MS + 500 * MS + 1, &j);
+	assert_int_equal(j.undecided_slices, 0);
+	assert_double_eq(j.decided, 6 + 6 + 3 + 4);
+	assert_double_eq(j.slow, 1 + 4);
 }
 
 /* A dependency that stops answering: all calls hang, none ever completes. */
@@ -856,6 +942,7 @@ int main(void)
 	    cmocka_unit_test(test_counts_and_min_calls),
 	    cmocka_unit_test(test_fraction_of_last_slice),
 	    cmocka_unit_test(test_young_call_hides_its_slice),
+	    cmocka_unit_test(test_sample_ends_before_young_call),
 	    cmocka_unit_test(test_slow_now_and_undecided_mix),
 	    cmocka_unit_test(test_pending_is_the_truth),
 	    cmocka_unit_test(test_window),
@@ -869,6 +956,7 @@ int main(void)
 	    cmocka_unit_test(test_probes_zero_limit),
 	    cmocka_unit_test(test_issue_example),
 	    cmocka_unit_test(test_healthy_tail),
+	    cmocka_unit_test(test_no_bias_at_threshold),
 	    cmocka_unit_test(test_total_hang),
 	};
 

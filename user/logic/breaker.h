@@ -40,17 +40,17 @@ enum dw_breaker_reason {
 
 struct dw_breaker {
 	enum dw_breaker_state state;
-	enum dw_breaker_reason reason;	/* why it opened; kept through half_open, none when closed */
-	uint64_t since_ns;		/* of the current state */
-	uint64_t open_for_ns;		/* current open period: doubles on reopen, capped, reset on close */
-	uint64_t half_open_since_ns;	/* probes are judged from here */
-	unsigned opens;			/* closed/half_open -> open transitions */
-	bool warned_slow, warned_inflight;	/* a warning is raised once until it clears */
+	enum dw_breaker_reason reason; /* why it opened; kept through half_open, none when closed */
+	uint64_t since_ns;	       /* of the current state */
+	uint64_t open_for_ns; /* current open period: doubles on reopen, capped, reset on close */
+	uint64_t half_open_since_ns;	   /* probes are judged from here */
+	unsigned opens;			   /* closed/half_open -> open transitions */
+	bool warned_slow, warned_inflight; /* a warning is raised once until it clears */
 };
 
 struct dw_breaker_inputs {
 	uint64_t now_ns;
-	const struct dw_judgement *j;	/* NULL: nothing judged, nothing opens on rates */
+	const struct dw_judgement *j; /* NULL: nothing judged, nothing opens on rates */
 	/* judged since half_open_since_ns for half_open_calls; may be NULL when not half_open */
 	const struct dw_probe_result *probes;
 	unsigned inflight;
@@ -58,9 +58,9 @@ struct dw_breaker_inputs {
 
 enum dw_breaker_event_kind {
 	DW_EV_NONE,
-	DW_EV_TRANSITION,	/* from -> to, for reason (none when closing) */
-	DW_EV_WARN_SLOW_RATE,	/* from == to == closed, reason slow_rate */
-	DW_EV_WARN_INFLIGHT,	/* from == to == closed, reason concurrency */
+	DW_EV_TRANSITION,     /* from -> to, for reason (none when closing) */
+	DW_EV_WARN_SLOW_RATE, /* from == to == closed, reason slow_rate */
+	DW_EV_WARN_INFLIGHT,  /* from == to == closed, reason concurrency */
 };
 
 struct dw_breaker_events {
@@ -78,7 +78,8 @@ void dw_breaker_init(struct dw_breaker *b, const struct dw_dep_settings *s, uint
 /*
  * One poll: at most one transition, then (still closed) the warnings.
  * out is overwritten. With s->ignore the breaker is closed at once and
- * says nothing.
+ * says nothing. Just closed, in->j may still hold calls from before the
+ * breaker opened, when s->window is longer than open_for.
  */
 void dw_breaker_step(struct dw_breaker *b, const struct dw_dep_settings *s,
 		     const struct dw_breaker_inputs *in, struct dw_breaker_events *out);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dwtypes.h"
 #include "parse.h"
 
 /*
@@ -106,6 +107,8 @@ struct parser {
 	struct dw_dep_settings defaults;
 	int key_line[NKEYS];	/* of [defaults] */
 	int facility, facility_line;
+	char cgroup[DW_CGROUP_PATH_MAX + 1];
+	int cgroup_line;
 	struct pdep *deps;
 	unsigned ndeps, cap;
 };
@@ -301,14 +304,14 @@ static unsigned edit_distance(const char *a, const char *b)
 /* The known key within two typos of name, for "did you mean"; NULL if none. */
 static const char *suggest_key(const char *name)
 {
-	static const char *const extra[] = { "match", "syslog_facility" };
+	static const char *const extra[] = { "match", "syslog_facility", "enforce_cgroup" };
 	const char *best = NULL, *cand;
 	unsigned d, best_d = 3;
 	size_t i;
 
 	if (strlen(name) > 32)
 		return NULL;
-	for (i = 0; i < NKEYS + 2; i++) {
+	for (i = 0; i < NKEYS + sizeof(extra) / sizeof(extra[0]); i++) {
 		cand = i < NKEYS ? keys[i].name : extra[i - NKEYS];
 		d = edit_distance(name, cand);
 		if (d < best_d) {
@@ -713,6 +716,58 @@ static int set_facility(struct parser *p, const char *val)
 		    clip(val, c));
 }
 
+/*
+ * What is wrong with s (its first n bytes) as an enforce_cgroup path;
+ * NULL if nothing. Text only: whether the directory exists, and is a
+ * cgroup v2 one, is the daemon's business when it attaches.
+ */
+static const char *cgroup_path_problem(const char *s, size_t n, size_t *at)
+{
+	size_t i, start;
+
+	*at = 0;
+	if (n == 0 || s[0] != '/')
+		return "is not an absolute path (it must start with '/')";
+	if (n > DW_CGROUP_PATH_MAX)
+		return "is longer than 255 bytes";
+	for (i = 0; i < n; i++) {
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+			*at = i + 1;
+			return "has a control byte";
+		}
+	}
+	for (start = 1; start <= n; start = i + 1) {
+		for (i = start; i < n && s[i] != '/'; i++)
+			;
+		if (i - start == 2 && s[start] == '.' && s[start + 1] == '.')
+			return "has a '..' component";
+	}
+	return NULL;
+}
+
+static int set_cgroup(struct parser *p, const char *val)
+{
+	size_t n = strlen(val), at;
+	const char *why;
+	char c[CLIP_BUF];
+
+	if (p->sec != SEC_DEFAULTS)
+		return fail(p, "enforce_cgroup belongs in [defaults], not in [dependency %s]",
+			    p->deps[p->ndeps - 1].dep.name);
+	if (p->cgroup_line)
+		return fail(p, "duplicate key 'enforce_cgroup' in [defaults] (first set at line %d)",
+			    p->cgroup_line);
+	why = cgroup_path_problem(val, n, &at);
+	if (why && at)	/* the byte itself stays out of the message */
+		return fail(p, "enforce_cgroup: the path %s (0x%02x at byte %zu)", why,
+			    (unsigned char)val[at - 1], at);
+	if (why)
+		return fail(p, "enforce_cgroup: '%s' %s", clip(val, c), why);
+	memcpy(p->cgroup, val, n + 1);
+	p->cgroup_line = p->line;
+	return 0;
+}
+
 static int set_key(struct parser *p, int k, const char *val)
 {
 	struct dw_dep_settings *s = &p->defaults;
@@ -759,6 +814,8 @@ static int parse_setting(struct parser *p, char *s)
 	}
 	if (strcmp(key, "syslog_facility") == 0)
 		return set_facility(p, val);
+	if (strcmp(key, "enforce_cgroup") == 0)
+		return set_cgroup(p, val);
 	k = find_key(key);
 	if (k < 0)
 		return fail_unknown_key(p, key);
@@ -955,14 +1012,56 @@ static void scan_overlaps(struct parser *p, const struct mref *r, unsigned n)
 	}
 }
 
-static int check_overlaps(struct parser *p)
+/*
+ * The kernel's match trie keeps, for each configured prefix, every rule
+ * covering it (the same family and a shorter or equal prefix holding it,
+ * whatever the ports), in at most DW_MATCH_RULES slots.
+ *
+ * In the sorted order a prefix comes after every prefix covering it, and
+ * a prefix that does not cover the current one covers nothing later
+ * either. So a stack of the distinct prefixes covering the current one,
+ * each with the number of matches at or above it, is all it takes:
+ * O(n * depth), the depth being at most 129 distinct prefix lengths.
+ */
+static void scan_rule_limits(struct parser *p, const struct mref *r, unsigned n)
+{
+	struct {
+		const struct dw_match *m;
+		unsigned total;		/* matches with this prefix or one covering it */
+	} stack[129];
+	char text[DW_MATCH_STRLEN];
+	const struct dw_match *a;
+	unsigned i, j, depth = 0, total;
+
+	for (i = 0; i < n; i = r[i].group_end) {
+		a = r[i].m;
+		while (depth && (stack[depth - 1].m->family != a->family ||
+				 stack[depth - 1].m->prefix_len >= a->prefix_len ||
+				 !prefix_covers(stack[depth - 1].m, a->addr)))
+			depth--;
+		total = (depth ? stack[depth - 1].total : 0) + (r[i].group_end - i);
+		stack[depth].m = a;
+		stack[depth++].total = total;
+		if (total <= DW_MATCH_RULES)
+			continue;
+		/* every match of the prefix is over; the earliest line is reported */
+		for (j = i; j < r[i].group_end; j++) {
+			dw_match_format(r[j].m, text, sizeof(text));
+			fail_at(p, r[j].m->line, 0,
+				"match '%s' is covered by %u matches; at most %d can apply to one prefix",
+				text, total, DW_MATCH_RULES);
+		}
+	}
+}
+
+static int check_matches(struct parser *p)
 {
 	unsigned n = 0, i, k;
 	struct mref *r;
 
 	for (i = 0; i < p->ndeps; i++)
 		n += p->deps[i].dep.nmatches;
-	if (n < 2)
+	if (n == 0)
 		return 0;
 	r = malloc(n * sizeof(*r));
 	if (!r)
@@ -979,6 +1078,7 @@ static int check_overlaps(struct parser *p)
 	for (i = n - 1; i-- > 0;)
 		r[i].group_end = same_prefix(r[i].m, r[i + 1].m) ? r[i + 1].group_end : i + 1;
 	scan_overlaps(p, r, n);
+	scan_rule_limits(p, r, n);
 	free(r);
 	return 0;
 }
@@ -1017,7 +1117,23 @@ static void resolve_defaults(struct parser *p, const struct dw_config *base)
 		p->facility = base->syslog_facility;
 	else if (!p->facility_line)
 		fail_at(p, 1, 0, "the built-in config does not set 'syslog_facility'");
+	/* not in the built-in config: unset there means the cgroup v2 root */
+	if (!p->cgroup_line && base)
+		memcpy(p->cgroup, base->enforce_cgroup, sizeof(p->cgroup));
 	check_min_calls(p, &p->defaults, p->key_line, "");
+}
+
+/* Dependency ids are 1..DW_MAX_DEPS-1 in the kernel; 0 is "no match covers it". */
+static void check_dep_count(struct parser *p)
+{
+	const struct pdep *d;
+
+	if (p->ndeps < DW_MAX_DEPS)
+		return;
+	d = &p->deps[DW_MAX_DEPS - 1];
+	fail_at(p, d->dep.line, 0,
+		"[dependency %s] is one too many: the kernel supports at most %d dependencies (this file has %u)",
+		d->dep.name, DW_MAX_DEPS - 1, p->ndeps);
 }
 
 static int finish(struct parser *p, const struct dw_config *base)
@@ -1028,9 +1144,10 @@ static int finish(struct parser *p, const struct dw_config *base)
 	resolve_defaults(p, base);
 	for (i = 0; i < p->ndeps; i++)
 		resolve_dep(p, &p->deps[i]);
+	check_dep_count(p);
 	err = check_names(p);
 	if (!err)
-		err = check_overlaps(p);
+		err = check_matches(p);
 	if (err)
 		return err;
 	return p->err_line ? -EINVAL : 0;
@@ -1056,6 +1173,7 @@ static int build(struct parser *p, struct dw_config *out)
 	out->deps = deps;
 	out->ndeps = p->ndeps;
 	out->syslog_facility = p->facility;
+	memcpy(out->enforce_cgroup, p->cgroup, sizeof(out->enforce_cgroup));
 	snprintf(out->source, sizeof(out->source), "%s", p->src);
 	return 0;
 }
@@ -1211,6 +1329,24 @@ static const char *facility_name(int value)
 	return NULL;
 }
 
+static void describe_cgroup(struct dw_buf *out, const char *path)
+{
+	size_t n = strnlen(path, DW_CGROUP_PATH_MAX + 1), at;
+
+	if (n == 0) {
+		dw_buf_printf(out, "# enforce_cgroup: the cgroup v2 root\n");
+		return;
+	}
+	/* a parsed config always passes; one filled in by hand may not */
+	if (cgroup_path_problem(path, n, &at) || memchr(path, '#', n)) {
+		dw_buf_printf(out, "# enforce_cgroup = ");
+		dw_escape_text(out, path, n);
+		dw_buf_printf(out, " (not one a config can name)\n");
+		return;
+	}
+	dw_buf_printf(out, "enforce_cgroup = %.*s\n", (int)n, path);
+}
+
 void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out)
 {
 	const struct dw_dep_config *d;
@@ -1230,6 +1366,7 @@ void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out)
 	else
 		dw_buf_printf(out, "# syslog_facility = %d (not one a config can name)\n",
 			      cfg->syslog_facility);
+	describe_cgroup(out, cfg->enforce_cgroup);
 	for (i = 0; i < cfg->ndeps; i++) {
 		d = &cfg->deps[i];
 		dw_buf_printf(out, "\n[dependency %s]\t# line %d\n", d->name, d->line);

@@ -5,6 +5,7 @@
  *
  *	[defaults]			at most once; every key optional
  *	slow_call = 1s			# comments start at '#', anywhere
+ *	enforce_cgroup = /sys/fs/cgroup/app.slice	[defaults] only, like syslog_facility
  *	[dependency payments]		NAME: 1-63 of A-Z a-z 0-9 _ . -
  *	match = 10.0.3.0/24:443		CIDR[:PORT[-PORT]], repeatable, at least one
  *	slow_call = 500ms		overrides [defaults] wherever that section is
@@ -12,6 +13,10 @@
  * Everything except dw_config_load() is pure: text in, struct out. Errors
  * are one line, "FILE:LINE: what is wrong", and parsing stops at the first.
  * Errors about the file as a whole (missing, too big) are "FILE: ...".
+ *
+ * The kernel's limits are config errors too, so `depwatch check` finds
+ * them: at most DW_MAX_DEPS - 1 dependencies, and at most DW_MATCH_RULES
+ * matches covering any one match's prefix (itself included).
  */
 #ifndef DW_CONFIG_H
 #define DW_CONFIG_H
@@ -29,6 +34,8 @@
 #define DW_DEP_NAME_MAX 63
 /* Room for dw_match_format() of any match, NUL included. */
 #define DW_MATCH_STRLEN 64
+/* Longest enforce_cgroup path, NUL not included. */
+#define DW_CGROUP_PATH_MAX 255
 
 struct dw_dep_settings {
 	uint64_t slow_call_ns, window_ns, open_for_ns;
@@ -58,6 +65,12 @@ struct dw_config {
 	struct dw_dep_config *deps;		/* in file order */
 	unsigned ndeps;
 	int syslog_facility;			/* LOG_DAEMON etc. */
+	/*
+	 * Where the connect() enforcement programs are attached: a cgroup v2
+	 * directory, absolute, no '..' (checked as text only, the parser does
+	 * not look at the file system). "": not set, the cgroup v2 root.
+	 */
+	char enforce_cgroup[DW_CGROUP_PATH_MAX + 1];
 	char source[256];			/* file name errors and describe use */
 };
 

@@ -13,19 +13,20 @@
 
 /* One slice, as the judgement sees it. */
 struct slice_sum {
-	uint64_t key;		/* position in walk order, see walk_key() */
-	uint64_t done;		/* fast + slow + failed */
-	uint64_t slow, failed;	/* completed slow; failed */
-	uint64_t slow_now;	/* outstanding, older than slow_call */
-	bool young;		/* an outstanding call no older than slow_call: undecided */
+	uint64_t key; /* position in walk order, see walk_key() */
+	uint64_t slice;
+	uint64_t done;	       /* fast + slow + failed */
+	uint64_t slow, failed; /* completed slow; failed */
+	uint64_t slow_now;     /* outstanding, older than slow_call */
+	bool young;	       /* an outstanding call no older than slow_call: undecided */
 };
 
 struct walk {
 	const struct dw_judge_input *in;
 	bool newest_first;
-	bool more;		/* keys next..last may still hold slices */
+	bool more; /* keys next..last may still hold slices */
 	uint64_t next, last;
-	struct slice_sum sum[DW_JUDGE_CHUNK];	/* ascending key */
+	struct slice_sum sum[DW_JUDGE_CHUNK]; /* ascending key */
 	unsigned n;
 };
 
@@ -92,6 +93,7 @@ static void chunk_offer(struct walk *w, uint64_t key)
 	memmove(&w->sum[pos + 1], &w->sum[pos], (w->n - pos) * sizeof(w->sum[0]));
 	memset(&w->sum[pos], 0, sizeof(w->sum[pos]));
 	w->sum[pos].key = key;
+	w->sum[pos].slice = w->newest_first ? ~key : key;
 	w->n++;
 }
 
@@ -180,26 +182,45 @@ static void tally_take(struct tally *t, const struct slice_sum *s)
 
 /*
  * Takes the chunk's slices in walk order; false once no more are wanted.
- * An undecided slice is skipped and counted, or with stop_undecided ends
- * the walk.
+ * Slices numbered `before` and later are passed over, the undecided ones
+ * counted. An undecided slice before it ends the walk: probes are judged
+ * in order.
  */
-static bool tally_chunk(struct tally *t, const struct walk *w, bool stop_undecided,
-			unsigned *undecided)
+static bool tally_chunk(struct tally *t, const struct walk *w, uint64_t before, unsigned *undecided)
 {
+	const struct slice_sum *sum;
 	unsigned i;
 
 	for (i = 0; i < w->n; i++) {
-		if (t->decided >= t->limit)
-			return false;
-		if (w->sum[i].young) {
-			if (stop_undecided)
-				return false;
-			(*undecided)++;
+		sum = &w->sum[i];
+		if (sum->slice >= before) {
+			*undecided += sum->young;
 			continue;
 		}
-		tally_take(t, &w->sum[i]);
+		if (t->decided >= t->limit || sum->young)
+			return false;
+		tally_take(t, sum);
 	}
 	return t->decided < t->limit;
+}
+
+/*
+ * The oldest slice with a young outstanding call, or UINT64_MAX. Newer
+ * slices may be decided, but using them would count their fast calls while
+ * an older call may still turn slow: the sample would favour fast calls,
+ * which are decided first. So the sample ends where the undecided begin.
+ */
+static uint64_t first_undecided_slice(const struct dw_judge_input *in)
+{
+	uint64_t first = UINT64_MAX, slice;
+	unsigned i;
+
+	for (i = 0; i < in->npending; i++) {
+		slice = pending_slice(in, i);
+		if (slice < first && !pending_slow_now(in, i))
+			first = slice;
+	}
+	return first;
 }
 
 /* The oldest slice the window still uses: the one holding now - window. */
@@ -212,14 +233,15 @@ static uint64_t window_first_slice(const struct dw_judge_input *in)
 
 void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out)
 {
-	struct tally t = { .limit = in->s->sample };
+	struct tally t = {.limit = in->s->sample};
+	uint64_t before = first_undecided_slice(in);
 	unsigned undecided = 0;
 	struct walk w;
 
 	memset(out, 0, sizeof(*out));
-	/* no upper bound: calls stamped after now are young and hide their slice */
+	/* from the top, so that every undecided slice in the window is counted */
 	walk_init(&w, in, true, UINT64_MAX, window_first_slice(in));
-	while (walk_chunk(&w) && tally_chunk(&t, &w, false, &undecided))
+	while (walk_chunk(&w) && tally_chunk(&t, &w, before, &undecided))
 		;
 	out->decided = t.decided;
 	out->slow = t.slow;
@@ -235,13 +257,13 @@ void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out)
 void dw_judge_probes(const struct dw_judge_input *in, uint64_t since_ns, unsigned limit,
 		     struct dw_probe_result *out)
 {
-	struct tally t = { .limit = limit };
+	struct tally t = {.limit = limit};
 	unsigned undecided = 0;
 	struct walk w;
 
 	memset(out, 0, sizeof(*out));
 	walk_init(&w, in, false, since_ns >> DW_SLICE_SHIFT, UINT64_MAX);
-	while (walk_chunk(&w) && tally_chunk(&t, &w, true, &undecided))
+	while (walk_chunk(&w) && tally_chunk(&t, &w, UINT64_MAX, &undecided))
 		;
 	out->decided = t.decided;
 	out->bad = t.slow + t.failed;

@@ -5,11 +5,12 @@
  * every outstanding call. A call is slow once its duration, or while still
  * in flight its age, exceeds slow_call.
  *
- * A slice is used only once every call started in it is decided
- * (completed, failed, or already slow): counting the fast completions of a
- * slice while its slow calls still hang would bias the rate low. The rate
- * is taken over the newest `sample` decided calls, so it follows the latest
- * calls instead of averaging the whole window.
+ * Calls are judged by start slice, and only once every call started in
+ * the slice and in every older one is decided (completed, failed, or
+ * already slow): counting fast completions while slow calls still hang
+ * biases the rate low, whether they share a slice or not. The rate is taken
+ * over the newest `sample` decided calls, so it follows the latest calls
+ * instead of averaging the whole window.
  *
  * Pure: no I/O, no allocation.
  */
@@ -30,7 +31,7 @@
 /* One start-time slice: slice = start_ns >> DW_SLICE_SHIFT. */
 struct dw_slice_counts {
 	uint64_t slice;
-	uint64_t started, fast, slow, failed;	/* fast: duration <= slow_call */
+	uint64_t started, fast, slow, failed; /* fast: duration <= slow_call */
 };
 
 /*
@@ -45,31 +46,33 @@ struct dw_judge_input {
 	uint64_t now_ns;
 	const struct dw_slice_counts *slices;
 	unsigned nslices;
-	const uint64_t *pending_start_ns;	/* any order */
+	const uint64_t *pending_start_ns; /* any order */
 	unsigned npending;
 	const struct dw_dep_settings *s;
 };
 
 struct dw_judgement {
-	double decided;			/* calls in the sample, at most s->sample; may be fractional */
-	double slow, failed;		/* of them; a slow-now outstanding call counts as slow */
-	double slow_rate, failure_rate;	/* slow/decided, failed/decided; 0 when decided == 0 */
+	double decided;	     /* calls in the sample, at most s->sample; may be fractional */
+	double slow, failed; /* of them; a slow-now outstanding call counts as slow */
+	double slow_rate, failure_rate; /* slow/decided, failed/decided; 0 when decided == 0 */
 	bool enough;			/* decided >= s->min_calls */
-	unsigned undecided_slices;	/* skipped on the way to the sample: a young call is outstanding */
+	unsigned undecided_slices;	/* in the window, with a young call outstanding */
 };
 
 /*
  * The newest s->sample decided calls by start time, from slices that do
  * not start before now - s->window (the slice straddling that edge is
- * used). Slices are walked newest first; the last one taken may be taken
- * in part, its slow and failed calls scaled by the same fraction, so that
- * decided never exceeds the sample.
+ * used). A slice with an outstanding call no older than slow_call is
+ * undecided; it and every newer slice are passed over, decided or not.
+ * Slices are walked newest first; the last one taken may be taken in part,
+ * its slow and failed calls scaled by the same fraction, so that decided
+ * never exceeds the sample.
  */
 void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out);
 
 struct dw_probe_result {
-	double decided, bad;	/* bad = slow + failed among the decided */
-	bool done;		/* decided >= limit, or bad > 0 */
+	double decided, bad; /* bad = slow + failed among the decided */
+	bool done;	     /* decided >= limit, or bad > 0 */
 };
 
 /*

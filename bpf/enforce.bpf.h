@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Enforcement: connect() to a dependency whose breaker is open fails at
+ * once with ECONNREFUSED. Fail open on every path that is not a deliberate,
+ * leased refusal: no breaker entry, an expired lease (the daemon is gone),
+ * a dependency not set to enforce, a failed lookup -- all allow.
+ */
+#ifndef DEPWATCH_ENFORCE_BPF_H
+#define DEPWATCH_ENFORCE_BPF_H
+
+#include "callmodel.bpf.h"
+
+#define SOCK_STREAM 1
+#define CGROUP_ALLOW 1
+#define CGROUP_REJECT 0
+
+/* The connecting task's network namespace: the socket's, unless it moved after socket(). */
+static __always_inline __u32 current_netns(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(task, nsproxy, net_ns, ns.inum);
+}
+
+/* family is a constant: a connect4 program may not even read user_ip6. */
+static __always_inline void dest_of_connect(struct bpf_sock_addr *ctx, int family,
+					    struct dw_dest_key *dest)
+{
+	__u32 *addr = (__u32 *)dest->addr;
+
+	__builtin_memset(dest, 0, sizeof(*dest));
+	dest->netns = current_netns();
+	dest->port = bpf_ntohs(ctx->user_port);
+	if (family == AF_INET) {
+		dest->family = AF_INET;
+		addr[0] = ctx->user_ip4;
+		return;
+	}
+	dest->family = AF_INET6;
+	addr[0] = ctx->user_ip6[0];
+	addr[1] = ctx->user_ip6[1];
+	addr[2] = ctx->user_ip6[2];
+	addr[3] = ctx->user_ip6[3];
+	if (addr[0] == 0 && addr[1] == 0 && addr[2] == bpf_htonl(0xffff)) {
+		dest->family = AF_INET;
+		addr[0] = addr[3];
+		addr[2] = 0;
+		addr[3] = 0;
+	}
+}
+
+/* Half-open lets a budget of probes through; the daemon sets it on entering half_open. */
+static __always_inline int take_probe(struct dw_breaker_value *b)
+{
+	for (int i = 0; i < 4; i++) {
+		__u32 left = *(volatile __u32 *)&b->probes_left;
+
+		if (!left)
+			return 0;
+		if (__sync_val_compare_and_swap(&b->probes_left, left, left - 1) == left)
+			return 1;
+	}
+	return 0;
+}
+
+static __always_inline void count_rejection(struct dw_dest_key *dest)
+{
+	struct dw_dest_stats *st;
+
+	dest_claim(dest);
+	st = bpf_map_lookup_elem(&dests, dest);
+	if (st)
+		st->connects_rejected++;
+}
+
+static __always_inline int dw_enforce_connect(struct bpf_sock_addr *ctx, int family)
+{
+	struct dw_breaker_key key = {};
+	struct dw_breaker_value *b;
+	struct dw_dep_cfg *cfg;
+	struct dw_dest_key dest;
+
+	if (ctx->type != SOCK_STREAM || ctx->protocol != IPPROTO_TCP)
+		return CGROUP_ALLOW;
+	dest_of_connect(ctx, family, &dest);
+	key.dep_id = dep_of(&dest);
+	cfg = bpf_map_lookup_elem(&dep_cfg, &key.dep_id);
+	if (!cfg || !cfg->enforce)
+		return CGROUP_ALLOW;
+	if (!key.dep_id)
+		key.dest = dest;
+	b = bpf_map_lookup_elem(&breakers, &key);
+	if (!b || bpf_ktime_get_ns() > b->lease_expires_ns)
+		return CGROUP_ALLOW;
+	if (b->state == DW_BREAKER_CLOSED)
+		return CGROUP_ALLOW;
+	if (b->state == DW_BREAKER_HALF_OPEN && take_probe(b))
+		return CGROUP_ALLOW;
+	count_rejection(&dest);
+	bpf_set_retval(-ECONNREFUSED);
+	return CGROUP_REJECT;
+}
+
+#endif /* DEPWATCH_ENFORCE_BPF_H */
