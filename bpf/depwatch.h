@@ -76,6 +76,7 @@ struct dw_dest_stats {
 	__u64 conns_opened;		/* connections established (or adopted at start) */
 	__u64 conns_closed;		/* of those, closed since: open now = opened - closed */
 	__u64 calls_late;		/* ended after their start slice was reused (started > 8.6 s ago) */
+	/* all fields above are __u64 counters (user space sums them as an array) */
 	__u64 last_call_ns;		/* CLOCK_MONOTONIC start of this CPU's newest call */
 	__u32 last_pid;			/* thread group id of that call's sender */
 	char last_comm[DW_COMM_LEN];	/* its command name, as the kernel has it (not escaped) */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,25 +96,20 @@ void dw_collect_free(struct dw_collector *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Every field of struct dw_dest_stats before last_call_ns is a __u64 counter: summed as an array. */
+#define STATS_COUNTERS (offsetof(struct dw_dest_stats, last_call_ns) / sizeof(__u64))
+
 static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_dest_stats *out)
 {
+	__u64 *sum = (__u64 *)out;
+
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < ncpus; i++) {
 		const struct dw_dest_stats *s = &per_cpu[i];
+		const __u64 *add = (const __u64 *)s;
 
-		out->calls_started += s->calls_started;
-		out->calls_completed += s->calls_completed;
-		out->calls_failed += s->calls_failed;
-		out->calls_slow += s->calls_slow;
-		out->calls_late += s->calls_late;
-		out->call_ns_sum += s->call_ns_sum;
-		out->connect_attempts += s->connect_attempts;
-		out->connects_ok += s->connects_ok;
-		out->connect_refused += s->connect_refused;
-		out->connect_timedout += s->connect_timedout;
-		out->connect_other += s->connect_other;
-		out->connect_ns_sum += s->connect_ns_sum;
-		out->retransmits += s->retransmits;
+		for (size_t k = 0; k < STATS_COUNTERS; k++)
+			sum[k] += add[k];
 		if (s->last_call_ns > out->last_call_ns) {
 			out->last_call_ns = s->last_call_ns;
 			out->last_pid = s->last_pid;
