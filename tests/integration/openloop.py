@@ -76,6 +76,7 @@ class OpenLoopClient:
         self.stopped = threading.Event()
         self.lock = threading.Lock()
         self.started = self.completed = self.failed = 0
+        self.log = []  # (start, end, ok) of every finished call, monotonic seconds
         self.thread = threading.Thread(target=self._arrivals, daemon=True)
 
     def start(self):
@@ -99,19 +100,24 @@ class OpenLoopClient:
         with self.lock:
             self.started += 1
         conn = None
+        start = time.monotonic()
         try:
             conn = self._conn()
+            start = time.monotonic()
             conn.sendall(b"call\n")
             if not conn.recv(64):
                 raise OSError("closed")
+            end = time.monotonic()
             self.pool.put(conn)
             with self.lock:
                 self.completed += 1
+                self.log.append((start, end, True))
         except OSError:
             if conn is not None:
                 conn.close()
             with self.lock:
                 self.failed += 1
+                self.log.append((start, time.monotonic(), False))
 
     def stop(self):
         self.stopped.set()
