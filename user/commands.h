@@ -20,6 +20,8 @@ const char *dw_config_path(const char *given);
 /* Loads path, or the embedded default for NULL. 0, or -EINVAL with err set. */
 int dw_config_read(const char *path, struct dw_config *cfg, char *err, size_t errlen);
 int dw_cmd_status(int argc, char **argv);
+/* The live table of dependencies, worst first (top.c). */
+int dw_cmd_top(int argc, char **argv);
 
 /* Prints "depwatch: <message>" to stderr and returns -EINVAL. */
 int dw_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

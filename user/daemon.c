@@ -22,11 +22,13 @@
 #include "loader.h"
 #include "log.h"
 #include "logic/parse.h"
+#include "metrics.h"
 #include "report.h"
 
 struct run_opts {
 	const char *config;
 	const char *events;
+	const char *metrics;		/* --metrics ADDR:PORT, NULL: off */
 	const char *pin_dir;
 	const char *run_dir;
 	uint64_t interval_ns;
@@ -51,7 +53,7 @@ struct daemon {
 
 static const char run_usage[] =
 	"usage: depwatch run [-c FILE] [--pin-dir DIR] [--run-dir DIR] [--interval DUR] [--window DUR]\n"
-	"                    [--max-dests N] [--events FILE|-] [-v]\n";
+	"                    [--max-dests N] [--events FILE|-] [--metrics ADDR:PORT] [-v]\n";
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -70,6 +72,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{ "window", required_argument, NULL, 'w' },
 		{ "max-dests", required_argument, NULL, 'm' },
 		{ "events", required_argument, NULL, 'e' },
+		{ "metrics", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -102,6 +105,16 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 				return dw_usage_error("--max-dests: '%s' is not a number from 16 to 1000000", optarg);
 			o->max_dests = n;
 			break;
+		case 'M': {
+			struct sockaddr_storage ss;
+			socklen_t len;
+			char err[256];
+
+			if (dw_metrics_parse_addr(optarg, &ss, &len, err, sizeof(err)))
+				return dw_usage_error("--metrics: %s", err);
+			o->metrics = optarg;
+			break;
+		}
 		case 'h': fputs(run_usage, stdout); exit(0);
 		default: fputs(run_usage, stderr); return -EINVAL;
 		}
@@ -237,6 +250,8 @@ static void poll_once(struct daemon *d)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
 	dw_deps_poll(&d->deps, &d->coll, &d->bpf);
 	report_kernel_trouble(d);
+	if (d->opts.metrics)
+		dw_metrics_publish(&d->coll, &d->deps);
 }
 
 static void on_timer(struct daemon *d)
@@ -258,6 +273,9 @@ static void reload(struct daemon *d)
 		dw_err("reload rejected, the old config stays in force: %s", err);
 		return;
 	}
+	if (strcmp(cfg.enforce_cgroup, d->deps.cfg.enforce_cgroup))
+		dw_warn("reload: enforce_cgroup changed to '%s'; enforcement stays on %s until a restart",
+			cfg.enforce_cgroup, d->bpf.cgroup[0] ? d->bpf.cgroup : "nothing");
 	if (dw_deps_reload(&d->deps, &cfg, &d->coll, &d->bpf)) {
 		dw_err("reload of %s failed while applying it to the kernel", cfg.source);
 		return;
@@ -335,7 +353,7 @@ static int open_events(struct daemon *d)
 static int start(struct daemon *d, struct dw_config *cfg)
 {
 	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
-				     .cgroup = NULL,
+				     .cgroup = cfg->enforce_cgroup,
 				     .before_attach = config_to_kernel, .arg = d };
 	int adopted, err;
 
@@ -344,6 +362,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		err = open_events(d);
 	if (!err)
 		err = lock_run_dir(d);
+	if (!err && d->opts.metrics)
+		err = dw_metrics_start(d->opts.metrics);
 	if (!err)
 		err = dw_bpf_start(&d->bpf, &bopts);
 	if (err)
@@ -372,6 +392,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 
 static void stop(struct daemon *d)
 {
+	dw_metrics_stop();
 	dw_control_close(d->control_fd, d->opts.run_dir);
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);

@@ -200,9 +200,28 @@ static void match_trie_clear(struct dw_bpf *b)
 			break;
 }
 
+/* The trie's size (maps.bpf.h); checked before anything is written, so a reload is all or nothing. */
+#define MATCH_TRIE_ENTRIES 16384
+
+static int match_prefixes(const struct dw_config *cfg)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < cfg->ndeps; i++)
+		n += cfg->deps[i].nmatches;
+	return n;
+}
+
 int dw_deps_to_kernel(struct dw_deps *deps, struct dw_bpf *b)
 {
-	int err = dep_cfg_write(deps, b);
+	int err;
+
+	if (match_prefixes(&deps->cfg) > MATCH_TRIE_ENTRIES) {
+		dw_err("%s: %d matches, the kernel's match trie holds %d", deps->cfg.source,
+		       match_prefixes(&deps->cfg), MATCH_TRIE_ENTRIES);
+		return -E2BIG;
+	}
+	err = dep_cfg_write(deps, b);
 
 	if (err) {
 		dw_err("cannot write dependency settings to the kernel: %s", strerror(-err));
@@ -595,8 +614,9 @@ int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collec
 {
 	int err;
 
-	if (cfg->ndeps >= DW_MAX_DEPS) {
-		dw_err("%s: %u dependencies, at most %d", cfg->source, cfg->ndeps, DW_MAX_DEPS - 1);
+	if (cfg->ndeps >= DW_MAX_DEPS || match_prefixes(cfg) > MATCH_TRIE_ENTRIES) {
+		dw_err("%s: %u dependencies and %d matches; the kernel takes at most %d and %d",
+		       cfg->source, cfg->ndeps, match_prefixes(cfg), DW_MAX_DEPS - 1, MATCH_TRIE_ENTRIES);
 		return -ENOSPC;
 	}
 	retire_missing(deps, cfg, b);

@@ -18,6 +18,7 @@ static const char usage[] =
 	"  status   show the running daemon's figures per dependency and destination (--json)\n"
 	"  check    validate a config file and print the effective settings per dependency\n"
 	"  breaker  open|close|auto NAME: force a dependency's breaker, or hand it back\n"
+	"  top      a live table of the dependencies, worst first (one plain frame when piped)\n"
 	"\n"
 	"`depwatch <command> --help` shows a command's options.\n";
 
@@ -158,6 +159,8 @@ int main(int argc, char **argv)
 		return dw_cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "breaker"))
 		return dw_cmd_breaker(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "top"))
+		return dw_cmd_top(argc - 1, argv + 1);
 	fprintf(stderr, "depwatch: unknown command '%s'\n%s", argv[1], usage);
 	return 2;
 }

@@ -13,6 +13,7 @@
 #include "dwtest.h"
 
 #include "logic/config.h"
+#include "logic/dwtypes.h"
 
 #define MS 1000000ULL
 #define SEC 1000000000ULL
@@ -125,6 +126,9 @@ static void test_embedded_default(void **state)
 	assert_int_equal(cfg.ndeps, 0);
 	assert_null(cfg.deps);
 	assert_int_equal(cfg.syslog_facility, LOG_DAEMON);
+	/* its default is "not set", so the built-in text does not name it */
+	assert_string_equal(cfg.enforce_cgroup, "");
+	assert_null(strstr(dw_default_config, "enforce_cgroup"));
 	/* the documented text, not just the values */
 	assert_non_null(strstr(dw_default_config,
 			       "[defaults]\nslow_call = 1s          # a call slower than this is slow\n"));
@@ -166,6 +170,9 @@ static void test_example_file(void **state)
 	/* the documented defaults are the built-in ones, byte for byte */
 	if (!strstr(text, dw_default_config))
 		fail_msg("%s does not hold dw_default_config verbatim", path);
+	/* enforce_cgroup is documented, commented out, in [defaults] */
+	if (!strstr(text, "local0..local7\n# enforce_cgroup = /sys/fs/cgroup/"))
+		fail_msg("%s does not show enforce_cgroup after syslog_facility", path);
 	free(text);
 	if (dw_config_load(path, &cfg, err, sizeof(err)))
 		fail_msg("%s", err);
@@ -177,6 +184,7 @@ static void test_example_file(void **state)
 	assert_int_equal(cfg.deps[0].s.slow_call_ns, 500 * MS);
 	assert_int_equal(cfg.deps[0].s.max_inflight, 25);
 	assert_int_equal(cfg.deps[0].s.sample, 20);
+	assert_string_equal(cfg.enforce_cgroup, "");
 	dw_config_free(&cfg);
 }
 
@@ -1153,6 +1161,315 @@ static void test_many_matches(void **state)
 	dw_buf_free(&b);
 }
 
+/* ---- enforce_cgroup ---- */
+
+static void test_enforce_cgroup(void **state)
+{
+	static const char *const good[] = {
+		"/", "/sys/fs/cgroup", "/sys/fs/cgroup/app.slice/", "//sys//fs/cgroup",
+		"/a/./b", "/a/..b/c../...", "/a/b c", "/caf\xc3\xa9.slice",
+	};
+	char conf[512], path[DW_CGROUP_PATH_MAX + 1];
+	struct dw_config cfg;
+	size_t i;
+
+	(void)state;
+	parse_ok("[defaults]\n"
+		 "enforce_cgroup =  /sys/fs/cgroup/system.slice/app.service   # the app only\n",
+		 &cfg);
+	assert_string_equal(cfg.enforce_cgroup, "/sys/fs/cgroup/system.slice/app.service");
+	dw_config_free(&cfg);
+	/* [defaults] after the dependencies, as for every key */
+	parse_ok("[dependency a]\nmatch = 10.0.0.0/8\n[defaults]\nenforce_cgroup = /x\n", &cfg);
+	assert_string_equal(cfg.enforce_cgroup, "/x");
+	dw_config_free(&cfg);
+	/* not set: empty, the cgroup v2 root */
+	parse_ok("[defaults]\nsample = 30\n[dependency a]\nmatch = 10.0.0.0/8\n", &cfg);
+	assert_string_equal(cfg.enforce_cgroup, "");
+	dw_config_free(&cfg);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(conf, sizeof(conf), "[defaults]\nenforce_cgroup = %s\n", good[i]);
+		parse_ok(conf, &cfg);
+		assert_string_equal(cfg.enforce_cgroup, good[i]);
+		dw_config_free(&cfg);
+	}
+	/* 255 bytes is the most */
+	memset(path, 'c', DW_CGROUP_PATH_MAX);
+	path[0] = '/';
+	path[DW_CGROUP_PATH_MAX] = '\0';
+	snprintf(conf, sizeof(conf), "[defaults]\nenforce_cgroup = %s\n", path);
+	parse_ok(conf, &cfg);
+	assert_int_equal(strlen(cfg.enforce_cgroup), 255);
+	assert_string_equal(cfg.enforce_cgroup, path);
+	dw_config_free(&cfg);
+}
+
+static void test_err_enforce_cgroup_relative(void **state)
+{
+	(void)state;
+	expect_error("[defaults]\nenforce_cgroup = sys/fs/cgroup/app\n", 2,
+		     "enforce_cgroup: 'sys/fs/cgroup/app' is not an absolute path");
+	expect_error("[defaults]\n\nenforce_cgroup = ./app\n", 3, "is not an absolute path");
+	expect_error("[defaults]\nenforce_cgroup = ~/app\n", 2, "is not an absolute path");
+	expect_error("[defaults]\nenforce_cgroup = ..\n", 2, "is not an absolute path");
+}
+
+static void test_err_enforce_cgroup_dotdot(void **state)
+{
+	static const char *const bad[] = {
+		"/sys/fs/cgroup/../../etc", "/..", "/sys/fs/cgroup/..", "/a/../", "//..//",
+	};
+	char conf[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(conf, sizeof(conf), "[defaults]\n# c\nenforce_cgroup = %s\n", bad[i]);
+		expect_error(conf, 3, "' has a '..' component");
+		assert_non_null(strstr(err, bad[i]));
+	}
+}
+
+static void test_err_enforce_cgroup_too_long_or_control(void **state)
+{
+	char conf[512], path[DW_CGROUP_PATH_MAX + 2];
+
+	(void)state;
+	memset(path, 'c', DW_CGROUP_PATH_MAX + 1);
+	path[0] = '/';
+	path[DW_CGROUP_PATH_MAX + 1] = '\0';
+	snprintf(conf, sizeof(conf), "[defaults]\nenforce_cgroup = %s\n", path);
+	expect_error(conf, 2, "' is longer than 255 bytes");
+	/* a tab is the one control byte a line may hold; a path may not */
+	expect_error("[defaults]\nenforce_cgroup = /a\tb\n", 2,
+		     "enforce_cgroup: the path has a control byte (0x09 at byte 3)");
+	assert_null(strchr(err, '\t'));
+}
+
+static void test_err_enforce_cgroup_in_dependency(void **state)
+{
+	(void)state;
+	expect_error("[defaults]\n[dependency a]\nmatch = 10.0.0.0/8\nenforce_cgroup = /x\n", 4,
+		     "enforce_cgroup belongs in [defaults], not in [dependency a]");
+}
+
+static void test_err_enforce_cgroup_duplicate(void **state)
+{
+	(void)state;
+	expect_error("[defaults]\nenforce_cgroup = /a\n\nenforce_cgroup = /a\n", 4,
+		     "duplicate key 'enforce_cgroup' in [defaults] (first set at line 2)");
+	/* a typo is pointed at it */
+	expect_error("[defaults]\nenforce_cgrup = /a\n", 2,
+		     "unknown key 'enforce_cgrup' in [defaults] (did you mean 'enforce_cgroup'?)");
+}
+
+static void test_describe_enforce_cgroup(void **state)
+{
+	struct dw_config cfg, again;
+	struct dw_buf out = { 0 };
+
+	(void)state;
+	parse_ok("[defaults]\nenforce_cgroup = /sys/fs/cgroup/app.slice  # comment\n", &cfg);
+	dw_config_describe(&cfg, &out);
+	assert_false(out.oom);
+	assert_non_null(strstr(out.data, "syslog_facility = daemon\n"
+					 "enforce_cgroup = /sys/fs/cgroup/app.slice\n"));
+	assert_null(strstr(out.data, "cgroup v2 root"));
+	parse_ok(out.data, &again);
+	assert_string_equal(again.enforce_cgroup, "/sys/fs/cgroup/app.slice");
+	dw_config_free(&again);
+	dw_config_free(&cfg);
+	dw_buf_free(&out);
+
+	/* unset: a comment saying what that means, which parses back to unset */
+	memset(&out, 0, sizeof(out));
+	dw_config_defaults(&cfg);
+	dw_config_describe(&cfg, &out);
+	assert_non_null(strstr(out.data, "\n# enforce_cgroup: the cgroup v2 root\n"));
+	assert_null(strstr(out.data, "\nenforce_cgroup"));
+	parse_ok(out.data, &again);
+	assert_string_equal(again.enforce_cgroup, "");
+	dw_config_free(&again);
+	dw_buf_free(&out);
+
+	/* one filled in by hand that a config cannot hold stays a comment */
+	memset(&out, 0, sizeof(out));
+	snprintf(cfg.enforce_cgroup, sizeof(cfg.enforce_cgroup), "/a\nsample = 1");
+	dw_config_describe(&cfg, &out);
+	assert_non_null(strstr(out.data, "\n# enforce_cgroup = /a\\x0asample\\x20\\x3d\\x201 (not one a config can name)\n"));
+	parse_ok(out.data, &again);
+	assert_string_equal(again.enforce_cgroup, "");
+	assert_int_equal(again.defaults.sample, 20);
+	dw_config_free(&again);
+	dw_config_free(&cfg);
+	dw_buf_free(&out);
+}
+
+/* ---- the kernel's limits ---- */
+
+/* n dependencies with a /24 each, none overlapping; header of dependency i at line 2i+1. */
+static void many_deps(struct dw_buf *b, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		dw_buf_printf(b, "[dependency d%u]\nmatch = 10.%u.%u.0/24\n", i, i >> 8, i & 0xff);
+	assert_false(b->oom);
+}
+
+static void test_err_too_many_dependencies(void **state)
+{
+	struct dw_buf b = { 0 };
+	struct dw_config cfg;
+	char want[128];
+
+	(void)state;
+	assert_int_equal(DW_MAX_DEPS, 1024);	/* the message below spells it out */
+	many_deps(&b, DW_MAX_DEPS - 1);
+	parse_ok(b.data, &cfg);
+	assert_int_equal(cfg.ndeps, DW_MAX_DEPS - 1);
+	dw_config_free(&cfg);
+	dw_buf_free(&b);
+
+	/* one more: reported at its header */
+	many_deps(&b, DW_MAX_DEPS);
+	expect_error(b.data, 2 * (DW_MAX_DEPS - 1) + 1,
+		     "[dependency d1023] is one too many: the kernel supports at most 1023 dependencies (this file has 1024)");
+	dw_buf_free(&b);
+
+	/* many more: still at the first over the limit */
+	many_deps(&b, DW_MAX_DEPS + 40);
+	snprintf(want, sizeof(want), "t.conf:%d: [dependency d1023] is one too many", 2 * 1023 + 1);
+	expect_error(b.data, 2 * 1023 + 1, "at most 1023 dependencies (this file has 1064)");
+	assert_int_equal(strncmp(err, want, strlen(want)), 0);
+	dw_buf_free(&b);
+}
+
+static void test_err_match_rules_nested(void **state)
+{
+	struct dw_buf b = { 0 };
+	struct dw_config cfg;
+	unsigned len;
+
+	(void)state;
+	assert_int_equal(DW_MATCH_RULES, 8);	/* the messages below spell it out */
+	/* 10.0.0.0/8, /9, ... /15: the /15 is covered by all 8, itself included */
+	dw_buf_printf(&b, "[dependency a]\n");
+	for (len = 8; len < 16; len++)
+		dw_buf_printf(&b, "match = 10.0.0.0/%u\n", len);	/* lines 2..9 */
+	assert_false(b.oom);
+	parse_ok(b.data, &cfg);
+	dw_config_free(&cfg);
+	/* a ninth, in another dependency, and an unrelated prefix on the way */
+	dw_buf_printf(&b, "[dependency b]\nmatch = 11.0.0.0/8\nmatch = 10.0.0.0/16:443\n");
+	expect_error(b.data, 12,
+		     "match '10.0.0.0/16:443' is covered by 9 matches; at most 8 can apply to one prefix");
+	dw_buf_free(&b);
+	/* the IPv4-mapped spelling covers as IPv4 */
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\nmatch = 10.0.0.0/9\nmatch = 10.0.0.0/10\n"
+		     "match = 10.0.0.0/11\nmatch = 10.0.0.0/12\nmatch = 10.0.0.0/13\n"
+		     "match = 10.0.0.0/14\nmatch = [::ffff:10.0.0.0/111]\n"
+		     "[dependency b]\nmatch = 10.0.0.0/24:80\n",
+		     11, "match '10.0.0.0/24:80' is covered by 9 matches");
+}
+
+static void test_err_match_rules_same_prefix(void **state)
+{
+	struct dw_buf b = { 0 };
+	struct dw_config cfg;
+	unsigned i;
+
+	(void)state;
+	/* eight port ranges of one prefix are fine... */
+	dw_buf_printf(&b, "[dependency a]\n");
+	for (i = 1; i <= 8; i++)
+		dw_buf_printf(&b, "match = [2001:db8::/32]:%u\n", 100 * i);	/* lines 2..9 */
+	assert_false(b.oom);
+	parse_ok(b.data, &cfg);
+	dw_config_free(&cfg);
+	/* ...a ninth puts all nine over: reported at the first of them */
+	dw_buf_printf(&b, "[dependency b]\nmatch = [2001:db8::/32]:1-99\n");
+	expect_error(b.data, 2,
+		     "match '[2001:db8::/32]:100' is covered by 9 matches; at most 8 can apply to one prefix");
+	dw_buf_free(&b);
+	/* ports of the coverers do not matter: the kernel keeps them all */
+	expect_error("[dependency a]\n"
+		     "match = 10.0.0.0/8:1\nmatch = 10.0.0.0/8:2\nmatch = 10.0.0.0/8:3\n"
+		     "match = 10.0.0.0/8:4\nmatch = 10.0.0.0/8:5\nmatch = 10.0.0.0/8:6\n"
+		     "match = 10.0.0.0/8:7\n"
+		     "[dependency b]\n"
+		     "match = 10.1.0.0/16:1\n"		/* 10: 8, fine */
+		     "match = 10.1.2.0/24:1\n",		/* 11: 9 */
+		     11, "match '10.1.2.0/24:1' is covered by 9 matches");
+}
+
+/* Only what covers a prefix counts: not siblings, not the other family. */
+static void test_match_rules_allowed(void **state)
+{
+	struct dw_buf b = { 0 };
+	struct dw_config cfg;
+	unsigned i;
+
+	(void)state;
+	dw_buf_printf(&b, "[dependency a]\n");
+	for (i = 1; i <= 7; i++)
+		dw_buf_printf(&b, "match = 10.0.0.0/8:%u\n", i);
+	/* siblings under the same seven: 8 each; a child of one of them: 9 */
+	dw_buf_printf(&b, "match = 10.1.0.0/16:1\nmatch = 10.2.0.0/16:2\nmatch = 10.3.0.0/16:3\n"
+			  "match = 10.1.128.0/17:1\n");	/* line 12 */
+	assert_false(b.oom);
+	expect_error(b.data, 12, "match '10.1.128.0/17:1' is covered by 9 matches");
+	dw_buf_free(&b);
+
+	dw_buf_printf(&b, "[dependency a]\n");
+	for (i = 1; i <= 7; i++)
+		dw_buf_printf(&b, "match = 10.0.0.0/8:%u\n", i);
+	dw_buf_printf(&b, "match = 10.1.0.0/16:1\nmatch = 10.2.0.0/16:2\nmatch = 10.3.0.0/16:3\n"
+			  "match = 10.4.0.0/17:1\nmatch = 11.0.0.0/8\n");
+	assert_false(b.oom);
+	parse_ok(b.data, &cfg);
+	assert_int_equal(cfg.deps[0].nmatches, 7 + 5);
+	dw_config_free(&cfg);
+	dw_buf_free(&b);
+
+	/* IPv4 /0 covers no IPv6 prefix, however short */
+	dw_buf_printf(&b, "[dependency a]\n");
+	for (i = 1; i <= 8; i++)
+		dw_buf_printf(&b, "match = 0.0.0.0/0:%u\n", 1000 + i);
+	dw_buf_printf(&b, "match = [2001:db8::/32]:1001\nmatch = [2001:db8:1::/48]:1002\n");
+	assert_false(b.oom);
+	parse_ok(b.data, &cfg);
+	assert_int_equal(cfg.deps[0].nmatches, 8 + 2);
+	dw_config_free(&cfg);
+	dw_buf_free(&b);
+}
+
+/* 30000 matches under one chain of prefixes: linear, and the first line over is reported. */
+static void test_match_rules_many(void **state)
+{
+	struct dw_buf b = { 0 };
+	struct dw_config cfg;
+	unsigned i, len;
+
+	(void)state;
+	dw_buf_printf(&b, "[dependency wide]\n");
+	for (len = 8; len < 15; len++)
+		dw_buf_printf(&b, "match = 10.0.0.0/%u\n", len);	/* lines 2..8 */
+	for (i = 0; i < 30000; i++) {
+		if (i % 1000 == 0)
+			dw_buf_printf(&b, "[dependency d%u]\n", i / 1000);
+		dw_buf_printf(&b, "match = 10.%u.%u.%u:443\n", i >> 16, (i >> 8) & 0xff,
+			      i & 0xff);
+	}
+	assert_false(b.oom);
+	parse_ok(b.data, &cfg);
+	dw_config_free(&cfg);
+	/* one more cover at the end puts every /32 over; the first is at line 10 */
+	dw_buf_printf(&b, "[dependency late]\nmatch = 10.0.0.0/15:443\n");
+	expect_error(b.data, 10, "match '10.0.0.0/32:443' is covered by 9 matches");
+	dw_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1206,6 +1523,18 @@ int main(void)
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_many_matches),
+		cmocka_unit_test(test_enforce_cgroup),
+		cmocka_unit_test(test_err_enforce_cgroup_relative),
+		cmocka_unit_test(test_err_enforce_cgroup_dotdot),
+		cmocka_unit_test(test_err_enforce_cgroup_too_long_or_control),
+		cmocka_unit_test(test_err_enforce_cgroup_in_dependency),
+		cmocka_unit_test(test_err_enforce_cgroup_duplicate),
+		cmocka_unit_test(test_describe_enforce_cgroup),
+		cmocka_unit_test(test_err_too_many_dependencies),
+		cmocka_unit_test(test_err_match_rules_nested),
+		cmocka_unit_test(test_err_match_rules_same_prefix),
+		cmocka_unit_test(test_match_rules_allowed),
+		cmocka_unit_test(test_match_rules_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

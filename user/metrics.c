@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Prometheus metrics: the text exposition format, version 0.0.4, rendered
+ * by the daemon once per poll and served by libmicrohttpd's own thread.
+ *
+ * Every figure is per dependency (label `dependency`): the sum over the
+ * destinations the last poll assigned to it, as in `depwatch status`. A
+ * reload that moves a destination from one dependency to another moves its
+ * counts along, which Prometheus sees as a counter reset of the one it left.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <microhttpd.h>
+#include "collect.h"
+#include "deps.h"
+#include "log.h"
+#include "logic/hist.h"
+#include "logic/jsonw.h"
+#include "metrics.h"
+
+/*
+ * The `le` bounds of the duration histograms. The kernel's fine buckets
+ * (logic/hist.h) do not line up with them: each fine bucket goes to the
+ * smallest `le` at or above its (exclusive) upper bound, so a count at a
+ * bound never holds a call slower than the bound, and misses at most the
+ * calls of the one fine bucket that straddles it: counts are exact up to
+ * that fine bucket's width, at most 6.25% of its lower bound.
+ */
+static const struct {
+	uint64_t ns;
+	const char *le;
+} bounds[] = {
+	{ 1000000ULL, "0.001" },	{ 2500000ULL, "0.0025" },	{ 5000000ULL, "0.005" },
+	{ 10000000ULL, "0.01" },	{ 25000000ULL, "0.025" },	{ 50000000ULL, "0.05" },
+	{ 100000000ULL, "0.1" },	{ 250000000ULL, "0.25" },	{ 500000000ULL, "0.5" },
+	{ 1000000000ULL, "1" },		{ 2500000000ULL, "2.5" },	{ 5000000000ULL, "5" },
+	{ 10000000000ULL, "10" },	{ 30000000000ULL, "30" },	{ 60000000000ULL, "60" },
+	{ UINT64_MAX, "+Inf" },
+};
+
+#define NB (sizeof(bounds) / sizeof(bounds[0]))
+
+enum { H_CALL, H_CONNECT, H_KINDS };
+
+/*
+ * Per destination, histograms cumulative since the daemon started. The
+ * collector keeps the kernel's u32 buckets as last read (seen_call,
+ * seen_connect), which wrap; here each coarse bucket keeps the u32 sum of
+ * its fine buckets as last seen, and the difference, taken modulo 2^32
+ * like the kernel's own counters, is added to a u64 that never wraps.
+ */
+struct mdest {
+	struct dw_dest_key key;
+	bool used;
+	bool present;			/* still in the collector at the last publish */
+	uint64_t mark[4];		/* counters that move whenever the histograms do */
+	uint32_t seen[H_KINDS][NB];
+	uint64_t cum[H_KINDS][NB];
+};
+
+/* What one dependency exports, summed over its destinations. */
+struct fig {
+	const struct dw_dep *dep;
+	uint64_t calls, failures, slow, rejected, connects, connect_failures;
+	uint64_t inflight, conns;
+	uint64_t sum_ns[H_KINDS];
+	uint64_t hist[H_KINDS][NB];	/* per coarse bucket, not yet cumulative */
+	double oldest_s, slow_rate, failure_rate, slow_call_s;
+};
+
+static struct {
+	pthread_mutex_t lock;		/* guards cur only */
+	struct dw_buf cur;		/* served */
+	struct dw_buf next;		/* rendered by the daemon, then swapped with cur */
+	struct MHD_Daemon *mhd;
+	bool started, oom_logged;
+	uint8_t coarse_of[DW_HIST_BUCKETS];
+	struct mdest *tab;		/* open addressing, cap a power of two */
+	size_t cap, count;
+	struct mdest **of_slot;		/* by index in the collector's table, per publish */
+	size_t of_cap;
+	struct fig *figs;
+	size_t figs_cap;
+} m = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ---- ADDR:PORT */
+
+int dw_metrics_parse_addr(const char *addr_port, struct sockaddr_storage *ss, socklen_t *len,
+			  char *err, size_t errlen)
+{
+	char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+	const char *colon, *port_s;
+	unsigned long port = 0;
+	size_t hlen;
+
+	memset(ss, 0, sizeof(*ss));
+	if (addr_port[0] == '[') {
+		const char *close = strchr(addr_port, ']');
+
+		if (!close || close[1] != ':') {
+			snprintf(err, errlen, "'%s' is not [IPV6]:PORT", addr_port);
+			return -EINVAL;
+		}
+		hlen = close - addr_port - 1;
+		if (hlen == 0 || hlen >= sizeof(host)) {
+			snprintf(err, errlen, "'%s': no IPv6 address between the brackets", addr_port);
+			return -EINVAL;
+		}
+		memcpy(host, addr_port + 1, hlen);
+		host[hlen] = '\0';
+		port_s = close + 2;
+	} else {
+		colon = strrchr(addr_port, ':');
+		if (!colon) {
+			snprintf(err, errlen, "'%s' is not ADDR:PORT (e.g. 127.0.0.1:9464 or [::1]:9464)",
+				 addr_port);
+			return -EINVAL;
+		}
+		if (memchr(addr_port, ':', colon - addr_port)) {
+			snprintf(err, errlen, "'%s': an IPv6 address goes in brackets, as in [::1]:9464",
+				 addr_port);
+			return -EINVAL;
+		}
+		hlen = colon - addr_port;
+		if (hlen == 0 || hlen >= sizeof(host)) {
+			snprintf(err, errlen, "'%s' has no address before the port (e.g. 127.0.0.1:9464)",
+				 addr_port);
+			return -EINVAL;
+		}
+		memcpy(host, addr_port, hlen);
+		host[hlen] = '\0';
+		port_s = colon + 1;
+	}
+	if (!*port_s || strspn(port_s, "0123456789") != strlen(port_s) || strlen(port_s) > 5 ||
+	    (port = strtoul(port_s, NULL, 10)) < 1 || port > 65535) {
+		snprintf(err, errlen, "'%s': the port must be a number from 1 to 65535", addr_port);
+		return -EINVAL;
+	}
+	if (addr_port[0] != '[') {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+			snprintf(err, errlen, "'%s': '%s' is not an IPv4 address", addr_port, host);
+			return -EINVAL;
+		}
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		*len = sizeof(*sin);
+	} else {
+		struct addrinfo hints = { .ai_family = AF_INET6, .ai_socktype = SOCK_STREAM,
+					  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
+		struct addrinfo *ai = NULL;
+
+		/* getaddrinfo, unlike inet_pton, takes a scope: [fe80::1%eth0] */
+		if (getaddrinfo(host, port_s, &hints, &ai) || !ai || ai->ai_addrlen > sizeof(*ss)) {
+			if (ai)
+				freeaddrinfo(ai);
+			snprintf(err, errlen, "'%s': '%s' is not an IPv6 address", addr_port, host);
+			return -EINVAL;
+		}
+		memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+		*len = ai->ai_addrlen;
+		freeaddrinfo(ai);
+	}
+	return 0;
+}
+
+/* ---- the HTTP side: libmicrohttpd's thread */
+
+static const char content_type[] = "text/plain; version=0.0.4; charset=utf-8";
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *body,
+			     size_t len)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body,
+								    MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				status == MHD_HTTP_OK ? content_type : "text/plain; charset=utf-8");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	static const char not_found[] = "not found: depwatch serves GET /metrics only\n";
+	enum MHD_Result ret;
+
+	(void)cls, (void)version, (void)upload_data, (void)upload_data_size, (void)con_cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) || strcmp(url, "/metrics"))
+		return reply(conn, MHD_HTTP_NOT_FOUND, not_found, sizeof(not_found) - 1);
+	pthread_mutex_lock(&m.lock);
+	ret = reply(conn, MHD_HTTP_OK, m.cur.data ? m.cur.data : "", m.cur.len);
+	pthread_mutex_unlock(&m.lock);
+	return ret;
+}
+
+static int listen_on(const char *addr_port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char err[256];
+	int one = 1, fd;
+
+	if (dw_metrics_parse_addr(addr_port, &ss, &len, err, sizeof(err))) {
+		dw_err("--metrics: %s", err);
+		return -EINVAL;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		dw_err("--metrics: cannot listen on %s: %s", addr_port, strerror(errno));
+		return -errno;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 64)) {
+		int e = errno;
+
+		dw_err("--metrics: cannot listen on %s: %s", addr_port, strerror(e));
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static void map_buckets(void)
+{
+	for (unsigned b = 0; b < DW_HIST_BUCKETS; b++) {
+		uint64_t upper = dw_hist_upper_ns(b);
+		unsigned i = 0;
+
+		while (i < NB - 1 && upper > bounds[i].ns)
+			i++;
+		m.coarse_of[b] = i;
+	}
+}
+
+int dw_metrics_start(const char *addr_port)
+{
+	sigset_t all, old;
+	int fd;
+
+	if (m.started)
+		return -EALREADY;
+	fd = listen_on(addr_port);
+	if (fd < 0)
+		return fd;
+	map_buckets();
+	/* The daemon takes its signals through a signalfd: the server thread must never get them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	m.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, NULL,
+				 MHD_OPTION_LISTEN_SOCKET, fd,
+				 MHD_OPTION_CONNECTION_LIMIT, 32U,
+				 MHD_OPTION_CONNECTION_TIMEOUT, 10U,
+				 MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!m.mhd) {
+		dw_err("--metrics: cannot start the HTTP server on %s", addr_port);
+		close(fd);
+		return -EIO;
+	}
+	m.started = true;
+	dw_info("metrics on http://%s/metrics", addr_port);
+	return 0;
+}
+
+void dw_metrics_stop(void)
+{
+	if (m.mhd)
+		MHD_stop_daemon(m.mhd);	/* closes the listening socket too */
+	m.mhd = NULL;
+	m.started = false;
+	dw_buf_free(&m.cur);
+	dw_buf_free(&m.next);
+	free(m.tab);
+	free(m.of_slot);
+	free(m.figs);
+	m.tab = NULL;
+	m.of_slot = NULL;
+	m.figs = NULL;
+	m.cap = m.count = m.of_cap = m.figs_cap = 0;
+}
+
+/* ---- cumulative histograms per destination */
+
+static uint64_t key_hash(const struct dw_dest_key *key)
+{
+	const unsigned char *p = (const unsigned char *)key;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < sizeof(*key); i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static struct mdest *slot_for(struct mdest *tab, size_t cap, const struct dw_dest_key *key)
+{
+	size_t i = key_hash(key) & (cap - 1);
+
+	while (tab[i].used && memcmp(&tab[i].key, key, sizeof(*key)))
+		i = (i + 1) & (cap - 1);
+	return &tab[i];
+}
+
+/* Rebuilt at twice the size, or at the same size without the rows the collector no longer has. */
+static int rebuild(size_t cap, bool drop_absent)
+{
+	struct mdest *tab = calloc(cap, sizeof(*tab));
+	size_t count = 0;
+
+	if (!tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < m.cap; i++) {
+		if (!m.tab[i].used || (drop_absent && !m.tab[i].present))
+			continue;
+		*slot_for(tab, cap, &m.tab[i].key) = m.tab[i];
+		count++;
+	}
+	free(m.tab);
+	m.tab = tab;
+	m.cap = cap;
+	m.count = count;
+	return 0;
+}
+
+static struct mdest *mdest_get(const struct dw_dest_key *key)
+{
+	struct mdest *md;
+
+	if ((m.count + 1) * 4 > m.cap * 3 && rebuild(m.cap ? m.cap * 2 : 64, false))
+		return NULL;
+	md = slot_for(m.tab, m.cap, key);
+	if (!md->used) {
+		/* from zero, like the collector's seen_*: the kernel's counts since the maps were made */
+		memset(md, 0, sizeof(*md));
+		md->key = *key;
+		md->used = true;
+		m.count++;
+	}
+	return md;
+}
+
+static void add_kind(struct mdest *md, int kind, const __u32 *fine)
+{
+	uint32_t now[NB] = { 0 };
+
+	for (unsigned b = 0; b < DW_HIST_BUCKETS; b++)
+		now[m.coarse_of[b]] += fine[b];
+	for (unsigned i = 0; i < NB; i++) {
+		md->cum[kind][i] += (uint32_t)(now[i] - md->seen[kind][i]);
+		md->seen[kind][i] = now[i];
+	}
+}
+
+/*
+ * The collector rereads a destination's histograms only when one of these
+ * counters moved, and they only grow: while they stand still, seen_* has
+ * not changed and the 2 x 448 buckets need no second look. (Were seen_*
+ * to change without them, the difference would still be taken later, not
+ * lost: it is always against what was last added here.)
+ */
+static void mark_of(const struct dw_dest *d, uint64_t mark[4])
+{
+	mark[0] = d->sum.calls_started;
+	mark[1] = d->sum.calls_completed;
+	mark[2] = d->sum.calls_failed;
+	mark[3] = d->sum.connects_ok;
+}
+
+static int track(const struct dw_collector *c)
+{
+	bool absent = false;
+
+	if (m.of_cap < c->cap) {
+		struct mdest **p = realloc(m.of_slot, c->cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		m.of_slot = p;
+		m.of_cap = c->cap;
+	}
+	for (size_t i = 0; i < m.cap; i++)
+		m.tab[i].present = false;
+	/* first every row gets its place, so no pointer below moves with a rebuild */
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->dests[i].used && !mdest_get(&c->dests[i].key))
+			return -ENOMEM;
+	for (size_t i = 0; i < c->cap; i++) {
+		const struct dw_dest *d = &c->dests[i];
+		struct mdest *md;
+		uint64_t mark[4];
+
+		m.of_slot[i] = NULL;
+		if (!d->used)
+			continue;
+		md = slot_for(m.tab, m.cap, &d->key);
+		md->present = true;
+		m.of_slot[i] = md;
+		mark_of(d, mark);
+		if (!memcmp(mark, md->mark, sizeof(mark)))
+			continue;
+		memcpy(md->mark, mark, sizeof(mark));
+		add_kind(md, H_CALL, d->seen_call);
+		add_kind(md, H_CONNECT, d->seen_connect);
+	}
+	for (size_t i = 0; i < m.cap && !absent; i++)
+		absent = m.tab[i].used && !m.tab[i].present;
+	/* The collector forgot a destination: should it come back, it starts from zero here too. */
+	if (absent && !rebuild(m.cap, true)) {
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->dests[i].used)
+				m.of_slot[i] = slot_for(m.tab, m.cap, &c->dests[i].key);
+	}
+	return 0;
+}
+
+/* ---- figures per dependency */
+
+static bool dep_shown(const struct dw_dep *dep)
+{
+	return dep->used && (dep->id || dep->ndests);
+}
+
+static double rate_or_zero(double r)
+{
+	return r >= 0 && r <= 1 ? r : 0;
+}
+
+static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_collector *c)
+{
+	memset(f, 0, sizeof(*f));
+	f->dep = dep;
+	f->calls = dep->calls + dep->failed;
+	f->failures = dep->failed;
+	f->slow = dep->slow;
+	f->rejected = dep->rejected;
+	f->inflight = dep->inflight;
+	f->conns = dep->conns;
+	f->slow_rate = rate_or_zero(dep->j.slow_rate);
+	f->failure_rate = rate_or_zero(dep->j.failure_rate);
+	f->slow_call_s = dep->s ? dep->s->slow_call_ns / 1e9 : 0;
+	if (dep->oldest_call_ns && c->now_ns > dep->oldest_call_ns)
+		f->oldest_s = (c->now_ns - dep->oldest_call_ns) / 1e9;
+	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
+		const struct mdest *md;
+
+		/* lists are rebuilt every poll; one that was not is not followed into freed rows */
+		if (d < c->dests || d >= c->dests + c->cap)
+			break;
+		f->connects += d->sum.connect_attempts;
+		f->connect_failures += dw_dest_connect_failures(d);
+		f->sum_ns[H_CALL] += d->sum.call_ns_sum;
+		f->sum_ns[H_CONNECT] += d->sum.connect_ns_sum;
+		md = m.of_slot ? m.of_slot[d - c->dests] : NULL;
+		for (unsigned k = 0; md && k < H_KINDS; k++)
+			for (unsigned i = 0; i < NB; i++)
+				f->hist[k][i] += md->cum[k][i];
+	}
+}
+
+/* ---- the text */
+
+static void family(struct dw_buf *o, const char *name, const char *type, const char *help)
+{
+	dw_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value: backslash, double quote and line feed escaped, as the format wants. */
+static void label_value(struct dw_buf *o, const char *s)
+{
+	dw_buf_putc(o, '"');
+	for (; *s; s++) {
+		if (*s == '\\')
+			dw_buf_write(o, "\\\\", 2);
+		else if (*s == '"')
+			dw_buf_write(o, "\\\"", 2);
+		else if (*s == '\n')
+			dw_buf_write(o, "\\n", 2);
+		else
+			dw_buf_putc(o, *s);
+	}
+	dw_buf_putc(o, '"');
+}
+
+static void series(struct dw_buf *o, const char *name, const struct dw_dep *dep)
+{
+	dw_buf_printf(o, "%s{dependency=", name);
+	label_value(o, dep->name);
+}
+
+/* Seconds from nanoseconds, exactly. */
+static void seconds(struct dw_buf *o, uint64_t ns)
+{
+	dw_buf_printf(o, "%llu.%09llu", (unsigned long long)(ns / 1000000000ULL),
+		      (unsigned long long)(ns % 1000000000ULL));
+}
+
+enum val { U64, DBL };
+
+static const struct simple {
+	const char *name, *type, *help;
+	size_t off;
+	enum val v;
+} simples[] = {
+	{ "depwatch_calls_total", "counter",
+	  "Calls (request/response exchanges) to the dependency that ended, answered or failed.",
+	  offsetof(struct fig, calls), U64 },
+	{ "depwatch_call_failures_total", "counter",
+	  "Calls to the dependency that ended without an answer (reset, closed, timed out).",
+	  offsetof(struct fig, failures), U64 },
+	{ "depwatch_slow_calls_total", "counter",
+	  "Answered calls slower than the dependency's slow_call setting.",
+	  offsetof(struct fig, slow), U64 },
+	{ "depwatch_connects_total", "counter",
+	  "Outgoing TCP connection attempts to the dependency.",
+	  offsetof(struct fig, connects), U64 },
+	{ "depwatch_connect_failures_total", "counter",
+	  "Connection attempts to the dependency that failed (refused, timed out, aborted).",
+	  offsetof(struct fig, connect_failures), U64 },
+	{ "depwatch_connects_rejected_total", "counter",
+	  "connect() calls failed at once by depwatch because the dependency's enforced breaker was open.",
+	  offsetof(struct fig, rejected), U64 },
+	{ "depwatch_inflight", "gauge",
+	  "Calls to the dependency sent and not yet answered.",
+	  offsetof(struct fig, inflight), U64 },
+	{ "depwatch_oldest_inflight_seconds", "gauge",
+	  "Age of the oldest call to the dependency still waiting for its answer; 0 when none is.",
+	  offsetof(struct fig, oldest_s), DBL },
+	{ "depwatch_open_connections", "gauge",
+	  "TCP connections to the dependency open now.",
+	  offsetof(struct fig, conns), U64 },
+	{ "depwatch_slow_rate", "gauge",
+	  "Share (0..1) of the recently judged calls that were slow, as the breaker sees it.",
+	  offsetof(struct fig, slow_rate), DBL },
+	{ "depwatch_failure_rate", "gauge",
+	  "Share (0..1) of the recently judged calls that failed, as the breaker sees it.",
+	  offsetof(struct fig, failure_rate), DBL },
+	{ "depwatch_slow_call_threshold_seconds", "gauge",
+	  "The dependency's slow_call setting: an answered call slower than this is slow.",
+	  offsetof(struct fig, slow_call_s), DBL },
+};
+
+static void simple_family(struct dw_buf *o, const struct simple *s, const struct fig *figs, size_t n)
+{
+	family(o, s->name, s->type, s->help);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = (const char *)&figs[i] + s->off;
+
+		series(o, s->name, figs[i].dep);
+		if (s->v == U64)
+			dw_buf_printf(o, "} %llu\n", (unsigned long long)*(const uint64_t *)p);
+		else
+			dw_buf_printf(o, "} %.9g\n", *(const double *)p);
+	}
+}
+
+static void breaker_family(struct dw_buf *o, const struct fig *figs, size_t n)
+{
+	static const struct {
+		enum dw_breaker_state state;
+		const char *name;
+	} states[] = { { DW_BREAKER_CLOSED, "closed" }, { DW_BREAKER_OPEN, "open" },
+		       { DW_BREAKER_HALF_OPEN, "half_open" } };
+
+	family(o, "depwatch_breaker_state", "gauge",
+	       "1 for the state the dependency's circuit breaker is in (closed, open, half_open), 0 for the others.");
+	for (size_t i = 0; i < n; i++)
+		for (unsigned k = 0; k < 3; k++) {
+			series(o, "depwatch_breaker_state", figs[i].dep);
+			dw_buf_printf(o, ",state=\"%s\"} %d\n", states[k].name,
+				      figs[i].dep->br.state == states[k].state);
+		}
+}
+
+static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct dw_dep_settings *s = figs[i].dep->s;
+
+		if (!s || !s->max_inflight)
+			continue;
+		if (!any)
+			family(o, "depwatch_inflight_limit", "gauge",
+			       "The dependency's max_inflight setting: the breaker opens when more calls are in flight.");
+		any = true;
+		series(o, "depwatch_inflight_limit", figs[i].dep);
+		dw_buf_printf(o, "} %u\n", s->max_inflight);
+	}
+}
+
+static void histogram(struct dw_buf *o, const char *name, const char *help, int kind,
+		      const struct fig *figs, size_t n)
+{
+	char metric[96];
+
+	family(o, name, "histogram", help);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t acc = 0;
+
+		snprintf(metric, sizeof(metric), "%s_bucket", name);
+		for (unsigned b = 0; b < NB; b++) {
+			acc += figs[i].hist[kind][b];
+			series(o, metric, figs[i].dep);
+			dw_buf_printf(o, ",le=\"%s\"} %llu\n", bounds[b].le, (unsigned long long)acc);
+		}
+		snprintf(metric, sizeof(metric), "%s_sum", name);
+		series(o, metric, figs[i].dep);
+		dw_buf_printf(o, "} ");
+		seconds(o, figs[i].sum_ns[kind]);
+		dw_buf_putc(o, '\n');
+		snprintf(metric, sizeof(metric), "%s_count", name);
+		series(o, metric, figs[i].dep);
+		dw_buf_printf(o, "} %llu\n", (unsigned long long)acc);
+	}
+}
+
+static void process_families(struct dw_buf *o, const struct dw_collector *c)
+{
+	family(o, "depwatch_polls_total", "counter", "Polls of the kernel maps since the daemon started.");
+	dw_buf_printf(o, "depwatch_polls_total %llu\n", (unsigned long long)c->polls);
+	family(o, "depwatch_last_poll_duration_seconds", "gauge", "How long the last poll of the kernel maps took.");
+	dw_buf_printf(o, "depwatch_last_poll_duration_seconds ");
+	seconds(o, c->last_poll_ns);
+	dw_buf_putc(o, '\n');
+	family(o, "depwatch_destinations", "gauge", "Destinations (netns, address, port) with a row in the kernel's map.");
+	dw_buf_printf(o, "depwatch_destinations %zu\n", c->count);
+	family(o, "depwatch_kernel_dest_map_full_total", "counter",
+	       "Events whose destination found the kernel's map full; counted in the overflow row.");
+	dw_buf_printf(o, "depwatch_kernel_dest_map_full_total %llu\n",
+		      (unsigned long long)c->globals.dest_map_full);
+	family(o, "depwatch_kernel_hist_map_full_total", "counter",
+	       "Completions the kernel could not add to any histogram.");
+	dw_buf_printf(o, "depwatch_kernel_hist_map_full_total %llu\n",
+		      (unsigned long long)c->globals.hist_map_full);
+	family(o, "depwatch_kernel_conn_storage_failures_total", "counter",
+	       "Sockets that could not get socket-local storage and are not tracked.");
+	dw_buf_printf(o, "depwatch_kernel_conn_storage_failures_total %llu\n",
+		      (unsigned long long)c->globals.conn_storage_fail);
+}
+
+static void render(struct dw_buf *o, const struct dw_collector *c, const struct fig *figs, size_t n)
+{
+	for (size_t i = 0; i < sizeof(simples) / sizeof(simples[0]); i++)
+		simple_family(o, &simples[i], figs, n);
+	breaker_family(o, figs, n);
+	limit_family(o, figs, n);
+	histogram(o, "depwatch_call_duration_seconds",
+		  "Durations of answered calls, request sent to first answer byte, since the daemon started.",
+		  H_CALL, figs, n);
+	histogram(o, "depwatch_connect_duration_seconds",
+		  "Durations of successful TCP connects, SYN to established, since the daemon started.",
+		  H_CONNECT, figs, n);
+	process_families(o, c);
+}
+
+void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps)
+{
+	struct dw_buf tmp;
+	size_t n = 0;
+
+	if (!m.started)
+		return;
+	if (track(c)) {
+		dw_err("out of memory for the metrics' histograms");
+		return;
+	}
+	if (m.figs_cap < deps->n) {
+		struct fig *p = realloc(m.figs, deps->n * sizeof(*p));
+
+		if (!p) {
+			dw_err("out of memory for the metrics");
+			return;
+		}
+		m.figs = p;
+		m.figs_cap = deps->n;
+	}
+	for (unsigned i = 0; i < deps->n; i++)
+		if (dep_shown(&deps->deps[i]))
+			fig_of(&m.figs[n++], &deps->deps[i], c);
+	m.next.len = 0;
+	m.next.oom = 0;
+	if (m.next.data)
+		m.next.data[0] = '\0';
+	render(&m.next, c, m.figs, n);
+	if (m.next.oom) {
+		if (!m.oom_logged)
+			dw_err("out of memory rendering the metrics: the last good ones are served");
+		m.oom_logged = true;
+		return;
+	}
+	m.oom_logged = false;
+	pthread_mutex_lock(&m.lock);
+	tmp = m.cur;
+	m.cur = m.next;
+	m.next = tmp;
+	pthread_mutex_unlock(&m.lock);
+}

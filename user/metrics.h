@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * `depwatch run --metrics ADDR:PORT`: GET /metrics in the Prometheus text
+ * exposition format (version 0.0.4), per dependency.
+ *
+ * The daemon stays single-threaded in what it owns: it renders the whole
+ * text once per poll (dw_metrics_publish) into a spare buffer and swaps it
+ * in under a mutex. libmicrohttpd's own thread only copies the current
+ * buffer under that mutex; it never looks at the collector or the deps.
+ */
+#ifndef DW_METRICS_H
+#define DW_METRICS_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+struct dw_collector;
+struct dw_deps;
+
+/*
+ * "127.0.0.1:9464", "[::1]:9464", "[fe80::1%eth0]:9464" (port 1-65535,
+ * numeric addresses only). 0, or -EINVAL with a one-line reason in err.
+ */
+int dw_metrics_parse_addr(const char *addr_port, struct sockaddr_storage *ss, socklen_t *len,
+			  char *err, size_t errlen);
+
+/* Binds and starts serving (an empty body until the first publish). 0, or a negative errno, logged. */
+int dw_metrics_start(const char *addr_port);
+
+/* After each poll: renders every metric and makes it the one served. A no-op when not started. */
+void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps);
+
+/* Stops the server, frees everything; safe when not started, and twice. */
+void dw_metrics_stop(void);
+
+#endif /* DW_METRICS_H */
