@@ -11,7 +11,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -I$(OUT) -Ibpf -Iuser -D_GNU_SOURCE
-LDLIBS := -lbpf -lelf -lz
+LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Pure logic: no I/O, unit-tested on its own.

@@ -617,12 +617,15 @@ int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collec
 	if (cfg->ndeps >= DW_MAX_DEPS || match_prefixes(cfg) > MATCH_TRIE_ENTRIES) {
 		dw_err("%s: %u dependencies and %d matches; the kernel takes at most %d and %d",
 		       cfg->source, cfg->ndeps, match_prefixes(cfg), DW_MAX_DEPS - 1, MATCH_TRIE_ENTRIES);
+		dw_config_free(cfg);
 		return -ENOSPC;
 	}
 	retire_missing(deps, cfg, b);
 	err = adopt_configured(deps, cfg, c->now_ns);
-	if (err)
+	if (err) {
+		dw_config_free(cfg);
 		return err;
+	}
 	dw_config_free(&deps->cfg);
 	deps->cfg = *cfg;
 	/* settings pointers into the new config */

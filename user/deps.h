@@ -57,7 +57,10 @@ int dw_deps_init(struct dw_deps *deps, struct dw_config *cfg, uint64_t lease_ns)
 void dw_deps_free(struct dw_deps *deps);
 /* Writes slow_call per dependency and the match trie to the kernel. */
 int dw_deps_to_kernel(struct dw_deps *deps, struct dw_bpf *b);
-/* A new config: same-named dependencies keep their breakers; maps rewritten, connections re-matched. */
+/*
+ * A new config: same-named dependencies keep their breakers; maps rewritten,
+ * connections re-matched. Takes cfg over, also when it fails.
+ */
 int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collector *c,
 		   struct dw_bpf *b);
 /* After each collector poll. */
