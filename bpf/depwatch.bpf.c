@@ -100,9 +100,10 @@ int dw_remap(struct bpf_iter__bpf_sk_storage_map *ctx)
 
 /*
  * Connections open before the daemon started. Pass 1 records listening
- * ports; pass 2 adopts each established socket whose local port is not one
- * of them: an accepted socket has the listener's port, a connect()ed one an
- * ephemeral or explicitly bound port of its own.
+ * ports; pass 2 adopts each established socket that was not accepted. An
+ * accepted socket has its listener's port, and, being a copy of the
+ * listener, the listener's non-zero sk_max_ack_backlog even after the
+ * listener is gone; a connect()ed socket never listened.
  */
 int classify_pass;
 
@@ -130,6 +131,8 @@ int dw_classify(struct bpf_iter__tcp *ctx)
 		return 0;
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp || conn_of((struct sock *)tp))
+		return 0;
+	if (BPF_CORE_READ((struct sock *)tp, sk_max_ack_backlog))
 		return 0;
 	conn = conn_adopt((struct sock *)tp);
 	if (!conn)

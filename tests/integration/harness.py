@@ -1,0 +1,612 @@
+"""Helpers for depwatch's integration tests: the daemon as a fixture, loopback
+servers that answer after a delay the test chooses (or hold, reset, close),
+and clients that count what they did. Python 3 standard library only.
+
+Every daemon gets its own pin dir under /sys/fs/bpf and its own run dir under
+/tmp, so the tests never touch /sys/fs/bpf/depwatch or /run/depwatch, where
+another daemon may be running.
+"""
+
+import atexit
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import unittest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILT = os.environ.get("DEPWATCH", os.path.join(REPO, "build", "depwatch"))
+# The whole run uses one copy of the binary, so a rebuild in the middle of it
+# cannot mix two versions (or catch a half-written file).
+_SCRATCH = "/tmp/dwtest-%d" % os.getpid()
+DEPWATCH = os.path.join(_SCRATCH, "depwatch")
+
+
+def _copy_binary():
+    os.makedirs(_SCRATCH, exist_ok=True)
+    if os.path.exists(BUILT):
+        shutil.copy2(BUILT, DEPWATCH)
+        os.chmod(_SCRATCH, 0o755)  # the non-root test runs it as another user
+
+
+_copy_binary()
+BPFFS = "/sys/fs/bpf"
+
+START_TIMEOUT = 20.0      # seconds to wait for "depwatch: started"
+STOP_TIMEOUT = 10.0
+STATUS_DEADLINE = 5.0     # default deadline for a status condition to hold
+INTERVAL_MS = 250         # the daemon's default refresh interval
+
+_PR_SET_NAME = 15
+_libc = ctypes.CDLL(None, use_errno=True)
+
+_counter = 0
+_counter_lock = threading.Lock()
+_live_daemons = []
+
+
+def unique_name(what):
+    global _counter
+    with _counter_lock:
+        _counter += 1
+        n = _counter
+    return "dwtest-%d-%s-%d" % (os.getpid(), what, n)
+
+
+def own_netns():
+    """Inode of this process's network namespace, as the daemon reports it."""
+    return os.stat("/proc/self/ns/net").st_ino
+
+
+def set_thread_comm(name):
+    """Sets the calling thread's command name (what the kernel reports as comm)."""
+    buf = ctypes.create_string_buffer(name.encode()[:15])
+    if _libc.prctl(_PR_SET_NAME, buf, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NAME)")
+
+
+def thread_comm():
+    tid = threading.get_native_id()
+    with open("/proc/self/task/%d/comm" % tid) as f:
+        return f.read().rstrip("\n")
+
+
+def fmt_dest(host, port):
+    """The daemon's text for a destination: "127.0.0.1:80" or "[::1]:443"."""
+    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+
+
+def free_port(host="127.0.0.1"):
+    """A loopback port nobody listens on (bound, read back, released)."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+              "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+              "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
+
+
+def tcp_sockets():
+    """(local port, remote port, state name) of every TCP socket in this netns, from /proc/net/tcp{,6}."""
+    out = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                lines = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            lport = int(fields[1].rsplit(":", 1)[1], 16)
+            rport = int(fields[2].rsplit(":", 1)[1], 16)
+            out.append((lport, rport, TCP_STATES.get(fields[3], fields[3])))
+    return out
+
+
+# --------------------------------------------------------------------------
+# The daemon
+
+
+class DaemonError(Exception):
+    pass
+
+
+class Daemon:
+    """One `depwatch run` with its own pin dir and run dir."""
+
+    def __init__(self, pin_dir=None, run_dir=None, extra_args=()):
+        self.pin_dir = pin_dir or os.path.join(BPFFS, unique_name("pin"))
+        self.run_dir = run_dir or os.path.join("/tmp", unique_name("run"))
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.stderr_lines = []
+        self._lines_lock = threading.Lock()
+        self._started = threading.Event()
+        self._reader = None
+        self.returncode = None
+        self._own_run_dir = run_dir is None
+
+    @property
+    def argv(self):
+        return [DEPWATCH, "run", "--pin-dir", self.pin_dir, "--run-dir", self.run_dir] + self.extra_args
+
+    def _read_stderr(self):
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            with self._lines_lock:
+                self.stderr_lines.append(line)
+            if line.startswith("depwatch: started ("):
+                self._started.set()
+        self._started.set()  # EOF: wake the waiter, it looks at the process
+
+    def stderr_text(self):
+        with self._lines_lock:
+            return "\n".join(self.stderr_lines)
+
+    def start(self, timeout=START_TIMEOUT):
+        if not os.path.exists(DEPWATCH):
+            raise DaemonError("%s does not exist: run `make` first" % BUILT)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        _live_daemons.append(self)
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._started.wait(0.05)
+            with self._lines_lock:
+                if any(l.startswith("depwatch: started (") for l in self.stderr_lines):
+                    return self
+            if self.proc.poll() is not None:
+                self._reader.join(2)
+                raise DaemonError("depwatch run exited with %s before starting; stderr:\n%s"
+                                  % (self.proc.returncode, self.stderr_text()))
+        self.kill()
+        raise DaemonError("depwatch run did not log its start line within %.0f s; stderr:\n%s"
+                          % (timeout, self.stderr_text()))
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        """SIGTERM, wait; returns the exit status (None if it had to be killed)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                return None
+        if self._reader:
+            self._reader.join(2)
+        self.returncode = self.proc.returncode
+        return self.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def cleanup(self):
+        """Leaves nothing behind, whatever state the daemon is in (no assertions)."""
+        self.kill()
+        if self in _live_daemons:
+            _live_daemons.remove(self)
+        if os.path.isdir(self.pin_dir) and os.path.basename(self.pin_dir).startswith("dwtest-"):
+            for name in os.listdir(self.pin_dir):
+                try:
+                    os.unlink(os.path.join(self.pin_dir, name))
+                except OSError:
+                    pass
+            try:
+                os.rmdir(self.pin_dir)
+            except OSError:
+                pass
+        if self._own_run_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    # ---- status
+
+    def status_raw(self, timeout=10):
+        return subprocess.run([DEPWATCH, "status", "--json", "--run-dir", self.run_dir],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+
+    def status(self):
+        r = self.status_raw()
+        if r.returncode != 0:
+            raise DaemonError("depwatch status exited %d: %s\nthe daemon (pid %s) is %s; its stderr:\n%s" % (
+                r.returncode, r.stderr.decode(errors="replace").strip(), self.proc.pid if self.proc else None,
+                "running" if self.running() else "gone, exit status %s" % (self.proc and self.proc.returncode),
+                self.stderr_text()))
+        try:
+            st = json.loads(r.stdout)
+        except ValueError as e:
+            raise DaemonError("depwatch status printed no JSON object (%s): %r" % (e, r.stdout[:2000]))
+        self.last_status = st
+        return st
+
+    def summary(self):
+        """The last status, shortened, for failure messages."""
+        st = getattr(self, "last_status", None)
+        if st is None:
+            return "(no status read)"
+        rows = ["%s netns=%s calls=%s failed=%s inflight=%s connects=%s" %
+                (r.get("dest"), r.get("netns"), r.get("calls"), r.get("failed"), r.get("inflight"),
+                 r.get("connects")) for r in st.get("destinations", [])]
+        more = "" if len(rows) <= 40 else "\n  ... %d more rows" % (len(rows) - 40)
+        return "kernel: %s\n  %s%s" % (json.dumps(st.get("kernel")), "\n  ".join(rows[:40]), more)
+
+    def dest(self, dest_text, status=None):
+        """The row of one destination (in this process's netns), or None."""
+        st = status if status is not None else self.status()
+        return find_dest(st, dest_text)
+
+    def wait_for(self, cond, timeout=STATUS_DEADLINE, what="condition"):
+        """Polls status (every 50 ms) until cond(status) is true; returns that status.
+
+        On timeout returns the last status read, so that the test's own
+        assertions then say what differed. A cond that raises KeyError or
+        TypeError (a missing row or field) counts as false."""
+        deadline = time.monotonic() + timeout
+        st = None
+        while True:
+            st = self.status()
+            try:
+                ok = cond(st)
+            except (KeyError, TypeError):
+                ok = False
+            if ok:
+                return st
+            if time.monotonic() >= deadline:
+                return st
+            time.sleep(0.05)
+
+    def wait_dest(self, dest_text, cond, timeout=STATUS_DEADLINE):
+        """Polls until the row of dest_text exists and cond(row) holds; returns the row (or the last one, maybe None)."""
+        st = self.wait_for(lambda s: (lambda r: r is not None and cond(r))(find_dest(s, dest_text)), timeout)
+        return find_dest(st, dest_text), st
+
+
+def find_dest(status, dest_text):
+    rows = [r for r in status["destinations"] if r["dest"] == dest_text and r["netns"] == own_netns()]
+    if len(rows) > 1:
+        raise AssertionError("destination %s listed %d times: %r" % (dest_text, len(rows), rows))
+    return rows[0] if rows else None
+
+
+def dest_port(dest_text):
+    """Port of "127.0.0.1:80" / "[::1]:80"; None for rows like "overflow"."""
+    head, sep, port = dest_text.rpartition(":")
+    return int(port) if sep and port.isdigit() else None
+
+
+@atexit.register
+def _cleanup_all():
+    for d in list(_live_daemons):
+        d.cleanup()
+    shutil.rmtree(_SCRATCH, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# Servers
+
+REQ = b"REQ\n"
+RESP = b"RESP\n"
+
+
+def recv_line(sock, buf=b""):
+    """Reads until a newline; returns (line, rest). Raises ConnectionError on EOF."""
+    while b"\n" not in buf:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ConnectionError("end of file")
+        buf += chunk
+    line, _, rest = buf.partition(b"\n")
+    return line + b"\n", rest
+
+
+class LoopbackServer:
+    """A threaded TCP server on a loopback port the kernel chooses.
+
+    Each request is one line; what the server does with it is the mode:
+      "delay": answers each request after `delay` seconds (from its receipt)
+      "hold":  reads the request and answers only once release() is called
+      "rst":   reads the request and closes with SO_LINGER {1, 0} (RST)
+      "fin":   reads the request and closes cleanly (FIN) without answering
+      "split": answers in two segments, `delay` and 2 x `delay` after the request
+      "answer_close": answers, then closes its sending side (FIN) 20 ms later
+      "answer_close_corked": answers and closes its sending side in one segment
+      "answer_rst": answers, then resets the connection 20 ms later
+    """
+
+    def __init__(self, host="127.0.0.1", mode="delay", delay=0.0):
+        self.host = host
+        self.mode = mode
+        self.delay = delay
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.lsock = socket.socket(fam, socket.SOCK_STREAM)
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind((host, 0))
+        self.lsock.listen(128)
+        self.port = self.lsock.getsockname()[1]
+        self.dest = fmt_dest(host, self.port)
+        self._release = threading.Event()
+        self._stop = threading.Event()
+        self._threads = []
+        self._conns = []
+        self._lock = threading.Lock()
+        self.requests = 0           # requests fully received
+        self.answered = 0
+        self.accepted = 0
+        self.peer_ports = []        # the clients' ports, as the server saw them
+        self.errors = []
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+        self._acceptor.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def release(self):
+        self._release.set()
+
+    def stop_listening(self):
+        """Closes the listening socket for real (shutdown wakes the thread blocked in accept,
+        which would otherwise keep it open) and waits until the acceptor is gone."""
+        self._stop.set()
+        try:
+            self.lsock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._acceptor.join(5)
+        self.lsock.close()
+
+    def _accept_loop(self):
+        while not self._stop.is_set():
+            try:
+                conn, addr = self.lsock.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.accepted += 1
+                self.peer_ports.append(addr[1])
+                self._conns.append(conn)
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _serve(self, conn):
+        buf = b""
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                try:
+                    _, buf = recv_line(conn, buf)
+                except ConnectionError:
+                    break
+                got = time.monotonic()
+                with self._lock:
+                    self.requests += 1
+                if self.mode == "hold":
+                    self._release.wait()
+                elif self.mode == "rst":
+                    self._linger0(conn)
+                    break
+                elif self.mode == "fin":
+                    conn.shutdown(socket.SHUT_RDWR)
+                    break
+                elif self.delay:
+                    self._sleep_until(got + self.delay)
+                with self._lock:         # counted before the client can see the answer
+                    self.answered += 1
+                if self.mode == "split":
+                    # The response in two segments, `delay` apart: the call ends at the first.
+                    conn.sendall(RESP[:2])
+                    self._sleep_until(got + 2 * self.delay)
+                    conn.sendall(RESP[2:])
+                elif self.mode == "answer_close_corked":
+                    # Response bytes and FIN in one segment.
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                    conn.sendall(RESP)
+                    conn.shutdown(socket.SHUT_WR)
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+                else:
+                    conn.sendall(RESP)
+                if self.mode == "answer_close":
+                    time.sleep(0.02)
+                    conn.shutdown(socket.SHUT_WR)
+                elif self.mode == "answer_rst":
+                    time.sleep(0.02)
+                    self._linger0(conn)
+                    break
+        except OSError as e:
+            if not self._stop.is_set():
+                self.errors.append(repr(e))
+        finally:
+            conn.close()
+            with self._lock:
+                if conn in self._conns:
+                    self._conns.remove(conn)
+
+    @staticmethod
+    def _sleep_until(t):
+        left = t - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+
+    @staticmethod
+    def _linger0(conn):
+        """The close that follows sends RST instead of FIN."""
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def wait_requests(self, n, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self.requests >= n:
+                    return True
+            time.sleep(0.005)
+        return False
+
+    def close(self):
+        self._release.set()
+        self.stop_listening()
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:       # wake serving threads blocked in recv
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self._threads:
+            t.join(5)
+
+
+# --------------------------------------------------------------------------
+# Clients
+
+
+class Client:
+    """One keep-alive connection making request/response calls."""
+
+    def __init__(self, host, port, family=None):
+        fam = family or (socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock = socket.socket(fam, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.settimeout(30)
+        self.sock.connect((host, port))
+        self.local_port = self.sock.getsockname()[1]
+        self.buf = b""
+        self.latencies = []
+        self.first_send = None
+
+    def send_request(self):
+        t = time.monotonic()
+        if self.first_send is None:
+            self.first_send = t
+        self.sock.sendall(REQ)
+        return t
+
+    def send_request_in_parts(self, gap=0.002):
+        """The request line in one send per byte, `gap` seconds apart."""
+        t = time.monotonic()
+        if self.first_send is None:
+            self.first_send = t
+        for i in range(len(REQ)):
+            if i:
+                time.sleep(gap)
+            self.sock.sendall(REQ[i:i + 1])
+        return t
+
+    def read_response(self):
+        line, self.buf = recv_line(self.sock, self.buf)
+        if line != RESP:
+            raise AssertionError("unexpected response %r" % line)
+
+    def call(self):
+        t = self.send_request()
+        self.read_response()
+        self.latencies.append(time.monotonic() - t)
+
+    def close(self):
+        self.sock.close()
+
+
+def run_client_threads(host, port, nthreads, calls_each, comm=None, family=None):
+    """nthreads threads, each with one connection making calls_each calls.
+
+    Returns (clients, comms, errors): the Client objects (closed by the
+    caller), each thread's comm as the kernel had it, and any exceptions."""
+    clients = [None] * nthreads
+    comms = [None] * nthreads
+    errors = []
+    barrier = threading.Barrier(nthreads)
+
+    def work(i):
+        try:
+            if comm:
+                set_thread_comm(comm)
+            comms[i] = thread_comm()
+            c = Client(host, port, family=family)
+            clients[i] = c
+            barrier.wait(10)
+            for _ in range(calls_each):
+                c.call()
+        except Exception as e:  # reported by the test
+            errors.append("thread %d: %r" % (i, e))
+            try:
+                barrier.abort()
+            except Exception:
+                pass
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(nthreads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return [c for c in clients if c], comms, errors
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return None
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+class DaemonTestCase(unittest.TestCase):
+    """Gives each test fresh daemons; at the end each must exit 0 on SIGTERM
+    and remove its pin dir."""
+
+    def setUp(self):
+        self._daemons = []
+
+    def start_daemon(self, **kw):
+        d = Daemon(**kw)
+        self._daemons.append(d)
+        self.addCleanup(d.cleanup)
+        try:
+            d.start()
+        except DaemonError as e:
+            self.fail(str(e))
+        return d
+
+    def stop_daemon(self, d):
+        """Stops d and checks the shutdown contract."""
+        rc = d.stop()
+        self.assertEqual(rc, 0, "depwatch run exit status on SIGTERM (None: had to be killed); stderr:\n"
+                         + d.stderr_text())
+        self.assertFalse(os.path.exists(d.pin_dir), "pin dir %s left behind: %r"
+                         % (d.pin_dir, os.listdir(d.pin_dir) if os.path.isdir(d.pin_dir) else None))
+
+    def tearDown(self):
+        for d in self._daemons:
+            if d.running():
+                self.stop_daemon(d)
+
+    # ---- common assertions
+
+    def assertRow(self, row, expected, context=""):
+        """Compares the given fields of a status row; one message with all differences."""
+        if row is None:
+            self.fail("no status row %s (own netns %d); last status of each daemon:\n%s" % (
+                context, own_netns(), "\n".join("%s: %s" % (d.pin_dir, d.summary()) for d in self._daemons)))
+        diffs = {k: (row.get(k), v) for k, v in expected.items() if row.get(k) != v}
+        self.assertFalse(diffs, "%s fields (got, want): %r\nrow: %s" % (context, diffs, json.dumps(row)))

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Runs depwatch's integration tests (tests/integration/test_*.py) against the
+real kernel, as root, from the repository root:
+
+    python3 tests/integration/run.py [-k PATTERN]
+
+Prints the unittest report (verbosity 2), then as its very last line
+"N passed, M failed" (", K skipped" when something was skipped), and exits
+non-zero if anything failed. Python 3 standard library only.
+"""
+
+import argparse
+import os
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class CountingResult(unittest.TextTestResult):
+    """Remembers one outcome per test, whichever of its phases (test body,
+    tearDown, cleanups, subtests) went wrong; a class or module fixture that
+    failed (no test of its own) counts as one failure."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.outcome = {}
+        self.fixture_failures = 0
+
+    def _mark(self, test, what):
+        tid = test.id()
+        if tid in self.outcome:
+            if what == "fail" or self.outcome[tid] == "pass":
+                self.outcome[tid] = what
+        else:
+            self.fixture_failures += 1
+
+    def startTest(self, test):
+        super().startTest(test)
+        self.outcome[test.id()] = "pass"
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._mark(test, "fail")
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._mark(test, "fail")
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            self._mark(test, "fail")
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._mark(test, "skip")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._mark(test, "fail")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-k", dest="patterns", action="append", default=None,
+                    help="only tests whose name contains this substring (repeatable)")
+    args = ap.parse_args()
+
+    sys.path.insert(0, HERE)
+    loader = unittest.TestLoader()
+    if args.patterns:
+        loader.testNamePatterns = ["*%s*" % p for p in args.patterns]
+    start = time.monotonic()
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("not root: the integration tests load BPF programs (run as root)")
+    try:
+        suite = loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    except Exception as e:  # an import error is a failure, not silence
+        problems.append("cannot load the tests: %r" % e)
+        suite = unittest.TestSuite()
+
+    runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2, resultclass=CountingResult)
+    result = runner.run(suite)
+
+    outcomes = list(result.outcome.values())
+    passed = outcomes.count("pass")
+    skipped = outcomes.count("skip")
+    if not outcomes and not problems:
+        problems.append("no test ran")
+    failed = outcomes.count("fail") + result.fixture_failures + len(problems)
+    for p in problems:
+        print("ERROR: " + p)
+    print("integration: %.1f s" % (time.monotonic() - start))
+    line = "%d passed, %d failed" % (passed, failed)
+    if skipped:
+        line += ", %d skipped" % skipped
+    sys.stderr.flush()
+    print(line, flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
