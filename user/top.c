@@ -411,15 +411,38 @@ static const char *cell_oldest(const struct dw_top_row *r, char *buf)
 	return cell_ms(r->inflight ? r->oldest_ms : -1, buf);
 }
 
+/* What a narrow breaker column says instead of a long reason. */
+static const char *brief_reason(const char *reason)
+{
+	if (!strcmp(reason, "slow_rate"))
+		return "slow";
+	if (!strcmp(reason, "failure_rate"))
+		return "fail";
+	if (!strcmp(reason, "concurrency"))
+		return "conc";
+	return reason;
+}
+
 /* "closed", "open slow_rate", "half_open forced", "closed forced" (an operator's close). */
-static const char *cell_breaker(const struct dw_top_row *r, char *buf)
+static const char *breaker_text(const struct dw_top_row *r, bool brief, char *buf)
 {
 	bool say_reason = r->state != DW_TOP_CLOSED && strcmp(r->reason, "none");
 	bool say_forced = r->forced && (!say_reason || strcmp(r->reason, "forced"));
+	const char *reason = brief ? brief_reason(r->reason) : r->reason;
 
 	snprintf(buf, CELL_LEN, "%s%s%s%s", r->breaker, say_reason ? " " : "",
-		 say_reason ? r->reason : "", say_forced ? " forced" : "");
+		 say_reason ? reason : "", say_forced ? " forced" : "");
 	return buf;
+}
+
+static const char *cell_breaker(const struct dw_top_row *r, char *buf)
+{
+	return breaker_text(r, false, buf);
+}
+
+static const char *cell_breaker_brief(const struct dw_top_row *r, char *buf)
+{
+	return breaker_text(r, true, buf);
 }
 
 static const char *cell_rejected(const struct dw_top_row *r, char *buf)
@@ -450,6 +473,8 @@ struct column {
 	int rank;	/* as the width allows, columns are added in this order */
 	bool left;
 	const char *(*cell)(const struct dw_top_row *r, char *buf);
+	/* when the cell is wider than the column: a shorter text, rather than a cut one */
+	const char *(*brief)(const struct dw_top_row *r, char *buf);
 };
 
 /* At 80 columns the first eight ranks fit; at 120 all but FAILED. */
@@ -463,7 +488,7 @@ static const struct column columns[DW_TOP_NCOLS] = {
 	[DW_TOP_COL_FAIL] = { "FAIL%", 5, 8, false, cell_fail },
 	[DW_TOP_COL_INFLIGHT] = { "INFLIGHT", 8, 4, false, cell_inflight },
 	[DW_TOP_COL_OLDEST] = { "OLDEST", 6, 7, false, cell_oldest },
-	[DW_TOP_COL_BREAKER] = { "BREAKER", 16, 1, true, cell_breaker },
+	[DW_TOP_COL_BREAKER] = { "BREAKER", 16, 1, true, cell_breaker, cell_breaker_brief },
 	[DW_TOP_COL_REJECTED] = { "REJECTED", 8, 10, false, cell_rejected },
 	[DW_TOP_COL_CONNS] = { "CONNS", 5, 11, false, cell_conns },
 	[DW_TOP_COL_CALLS] = { "CALLS", 9, 12, false, cell_calls },
@@ -577,10 +602,13 @@ void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r
 
 	for (int i = 0; i < lay->n; i++) {
 		const struct column *c = &columns[lay->col[i]];
+		const char *s = c->cell(r, buf);
 
+		if (c->brief && (int)strlen(s) > lay->width[i])
+			s = c->brief(r, buf);
 		if (i)
 			dw_buf_putc(out, ' ');
-		put_cell(out, c->cell(r, buf), lay->width[i], c->left);
+		put_cell(out, s, lay->width[i], c->left);
 	}
 }
 
