@@ -23,6 +23,7 @@
 #include "log.h"
 #include "logic/parse.h"
 #include "metrics.h"
+#include "privs.h"
 #include "report.h"
 
 struct run_opts {
@@ -34,6 +35,7 @@ struct run_opts {
 	uint64_t interval_ns;
 	uint64_t window_ns;
 	unsigned max_dests;
+	bool keep_pinned;
 };
 
 struct daemon {
@@ -72,6 +74,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{ "window", required_argument, NULL, 'w' },
 		{ "max-dests", required_argument, NULL, 'm' },
 		{ "events", required_argument, NULL, 'e' },
+		{ "keep-pinned", no_argument, NULL, 'K' },
 		{ "metrics", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -87,6 +90,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		switch (opt) {
 		case 'c': o->config = optarg; break;
 		case 'e': o->events = optarg; break;
+		case 'K': o->keep_pinned = true; break;
 		case 'P': o->pin_dir = optarg; break;
 		case 'R': o->run_dir = optarg; break;
 		case 'v': dw_verbose = true; break;
@@ -354,6 +358,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 {
 	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
 				     .cgroup = cfg->enforce_cgroup,
+				     .keep_pinned = d->opts.keep_pinned,
 				     .before_attach = config_to_kernel, .arg = d };
 	int adopted, err;
 
@@ -384,6 +389,11 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .backend = "sock",
 					 .programs = d->programs };
 	poll_once(d);
+	err = dw_drop_privileges();
+	if (err) {
+		dw_err("cannot drop capabilities: %s", strerror(-err));
+		return err;
+	}
 	dw_notice("started (backend sock, pid %d, pin dir %s, run dir %s, config %s: %u dependencies); %s",
 		  getpid(), d->opts.pin_dir, d->opts.run_dir, d->deps.cfg.source, d->deps.cfg.ndeps,
 		  d->programs);

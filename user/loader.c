@@ -293,6 +293,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	memset(b, 0, sizeof(*b));
 	b->pin_dir_fd = -1;
 	b->max_dests = opts->max_dests;
+	b->keep_pinned = opts->keep_pinned;
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0) {
 		dw_err("cannot count the CPUs: %s", strerror(-b->ncpus));
@@ -333,11 +334,12 @@ void dw_bpf_stop(struct dw_bpf *b)
 	if (b->skel)
 		depwatch_bpf__destroy(b->skel);
 	b->skel = NULL;
-	if (b->pin_dir_fd >= 0) {
+	if (b->pin_dir_fd >= 0 && !b->keep_pinned) {
 		unpin_maps(b);
 		rmdir(b->pin_dir);
-		close(b->pin_dir_fd);
 	}
+	if (b->pin_dir_fd >= 0)
+		close(b->pin_dir_fd);
 	b->pin_dir_fd = -1;
 }
 

@@ -33,12 +33,14 @@ struct dw_bpf {
 	int dep_cfg_fd, dep_match_fd, breakers_fd;
 	struct bpf_link *pending_iter;
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
+	bool keep_pinned;
 };
 
 struct dw_bpf_opts {
 	const char *pin_dir;
 	unsigned max_dests;
 	const char *cgroup;	/* where enforcement attaches; NULL or "": the cgroup v2 root */
+	bool keep_pinned;	/* leave the maps pinned at a clean stop, for inspection */
 	/* Fills the config maps once they exist, before any tracepoint fires. */
 	int (*before_attach)(struct dw_bpf *b, void *arg);
 	void *arg;
