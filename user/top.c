@@ -211,26 +211,41 @@ static int add_line(struct dw_top_frame *f, char *line, size_t nfields)
 	return 0;
 }
 
+/* The next line of text[*off, len), NUL-terminated in place; its length in *n. */
+static char *next_line(char *text, size_t len, size_t *off, size_t *n)
+{
+	char *line = text + *off, *nl = memchr(line, '\n', len - *off);
+
+	*n = nl ? (size_t)(nl - line) : len - *off;
+	line[*n] = 0;
+	*off += *n + 1;
+	return line;
+}
+
 int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 {
-	char *copy = strndup(text ? text : "", len), *line, *next;
-	size_t nfields;
+	char *copy = malloc(len + 1), *line;
+	size_t off = 0, n, nfields = 0;
 	int err = 0;
 
 	memset(f, 0, sizeof(*f));
 	if (!copy)
 		return -ENOMEM;
-	next = strchr(copy, '\n');
-	if (next)
-		*next++ = 0;
-	nfields = parse_header(copy);
+	if (len)
+		memcpy(copy, text, len);
+	copy[len] = 0;
+	line = next_line(copy, len, &off, &n);
+	if (strlen(line) == n)
+		nfields = parse_header(line);
 	if (!nfields)
 		err = -EPROTO;
-	for (line = next; !err && line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		err = add_line(f, line, nfields);
+	while (!err && off < len) {
+		line = next_line(copy, len, &off, &n);
+		/* a NUL inside would hide the rest of the line from the string functions */
+		if (strlen(line) != n)
+			f->skipped++;
+		else
+			err = add_line(f, line, nfields);
 	}
 	free(copy);
 	if (err)
