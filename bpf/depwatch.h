@@ -126,8 +126,6 @@ struct dw_match_rules {
 	struct dw_match_rule rule[DW_MATCH_RULES];
 };
 
-#ifndef DW_BREAKER_ENUMS
-#define DW_BREAKER_ENUMS
 enum dw_breaker_state { DW_BREAKER_CLOSED = 0, DW_BREAKER_OPEN = 1, DW_BREAKER_HALF_OPEN = 2 };
 enum dw_breaker_reason {
 	DW_REASON_NONE = 0,
@@ -136,7 +134,6 @@ enum dw_breaker_reason {
 	DW_REASON_CONCURRENCY = 3,
 	DW_REASON_FORCED = 4,
 };
-#endif
 
 /*
  * The pinned `breakers` map: one entry per configured dependency (dep_id

@@ -20,18 +20,7 @@
 #include "config.h"
 #include "judge.h"
 
-/* bpf/depwatch.h carries the same enums under the same guard, for the breakers map. */
-#ifndef DW_BREAKER_ENUMS
-#define DW_BREAKER_ENUMS
-enum dw_breaker_state { DW_BREAKER_CLOSED = 0, DW_BREAKER_OPEN = 1, DW_BREAKER_HALF_OPEN = 2 };
-enum dw_breaker_reason {
-	DW_REASON_NONE = 0,
-	DW_REASON_SLOW_RATE = 1,
-	DW_REASON_FAILURE_RATE = 2,
-	DW_REASON_CONCURRENCY = 3,
-	DW_REASON_FORCED = 4,
-};
-#endif
+/* enum dw_breaker_state and enum dw_breaker_reason are the breakers map's, in bpf/depwatch.h. */
 
 /* A reopened breaker waits at most this many times the configured open_for. */
 #define DW_OPEN_FOR_CAP_FACTOR 8
