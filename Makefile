@@ -30,7 +30,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all deps test unit integration run demo clean bench
+.PHONY: all deps test unit integration run demo fuzz clean bench
 all: $(OUT)/depwatch
 
 # Installs what a fresh machine lacks; a quick no-op when everything is there.
@@ -68,9 +68,19 @@ unit: $(UNIT_BINS)
 integration: $(OUT)/depwatch
 	$(Q)python3 tests/integration/run.py
 
+# libFuzzer (clang) over the config parser; `make fuzz FUZZ_SECONDS=600` for a long run.
+FUZZ_SECONDS ?= 60
+$(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) | deps $(OUT)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -o $@
+
+fuzz: $(OUT)/fuzz_config
+	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 # Everything, as CI runs it (root, real kernel).
-test: $(OUT)/depwatch $(UNIT_BINS)
-	$(Q)bash tests/run-all.sh $(UNIT_BINS)
+test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config
+	$(Q)OUT=$(OUT) bash tests/run-all.sh $(UNIT_BINS)
 
 # Build, install what is missing, start the daemon on its embedded default config.
 run: $(OUT)/depwatch

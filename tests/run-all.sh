@@ -20,6 +20,9 @@ for t in "$@"; do
 	if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
 done
 
+echo "== fuzz: a short libFuzzer run over the config parser (make fuzz for a long one)"
+if bash tests/fuzz/run.sh 15; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
 echo "== integration (real kernel, real sockets)"
 python3 tests/integration/run.py 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
