@@ -285,6 +285,10 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 
 		if (!d->used)
 			continue;
+		/* the overflow row is a dependency only once something landed in it */
+		if (d->key.family == DW_FAMILY_OVERFLOW && !d->sum.calls_started &&
+		    !d->sum.connect_attempts)
+			continue;
 		if (d->dep < 0)
 			assign(deps, d, c->now_ns);
 		if (d->dep < 0)
