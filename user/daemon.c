@@ -151,6 +151,21 @@ static int lock_run_dir(struct daemon *d)
 	return 0;
 }
 
+/*
+ * Blocked from the first instruction of `run`: a SIGHUP or SIGTERM during a
+ * slow start is handled once the loop runs, instead of killing the daemon
+ * half-attached.
+ */
+static void daemon_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 static int open_fds(struct daemon *d)
 {
 	struct itimerspec its = {
@@ -160,12 +175,7 @@ static int open_fds(struct daemon *d)
 	sigset_t mask;
 
 	its.it_value = its.it_interval;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	daemon_signals(&mask);
 	d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	if (d->signal_fd < 0 || d->timer_fd < 0 || timerfd_settime(d->timer_fd, 0, &its, NULL)) {
@@ -394,6 +404,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		dw_err("cannot drop capabilities: %s", strerror(-err));
 		return err;
 	}
+	if (d->opts.metrics && (err = dw_metrics_serve()))
+		return err;
 	dw_notice("started (backend sock, pid %d, pin dir %s, run dir %s, config %s: %u dependencies); %s",
 		  getpid(), d->opts.pin_dir, d->opts.run_dir, d->deps.cfg.source, d->deps.cfg.ndeps,
 		  d->programs);
@@ -420,9 +432,11 @@ int dw_cmd_run(int argc, char **argv)
 {
 	struct daemon d = { .run_lock_fd = -1, .control_fd = -1, .signal_fd = -1, .timer_fd = -1 };
 	struct dw_config cfg;
+	sigset_t mask;
 	char msg[512];
 	int err;
 
+	daemon_signals(&mask);
 	err = parse_run_opts(argc, argv, &d.opts);
 	if (err)
 		return 2;

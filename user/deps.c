@@ -191,11 +191,12 @@ static int match_entry_write(struct dw_deps *deps, struct dw_bpf *b, const struc
 	return bpf_map_update_elem(b->dep_match_fd, &key, &rules, BPF_ANY) ? -errno : 0;
 }
 
+/* A key that is never in the trie (no family bits) makes get_next_key start from the first one. */
 static void match_trie_clear(struct dw_bpf *b)
 {
-	struct dw_match_key key;
+	struct dw_match_key none = {}, key;
 
-	while (bpf_map_get_next_key(b->dep_match_fd, NULL, &key) == 0)
+	while (bpf_map_get_next_key(b->dep_match_fd, &none, &key) == 0)
 		if (bpf_map_delete_elem(b->dep_match_fd, &key))
 			break;
 }

@@ -436,6 +436,7 @@ int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out)
 	__u32 zero = 0;
 
 	memset(out, 0, sizeof(*out));
+	memset(per_cpu, 0, sizeof(per_cpu));	/* valgrind cannot see the kernel write per-CPU values */
 	if (bpf_map_lookup_elem(b->globals_fd, &zero, per_cpu))
 		return -errno;
 	for (int i = 0; i < b->ncpus; i++) {

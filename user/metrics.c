@@ -77,6 +77,8 @@ struct fig {
 	uint64_t sum_ns[H_KINDS];
 	uint64_t hist[H_KINDS][NB];	/* per coarse bucket, not yet cumulative */
 	double oldest_s, slow_rate, failure_rate, slow_call_s;
+	char label[2 * DW_DEP_NAME_LEN + 16];	/* {dependency="NAME", escaped */
+	size_t label_len;
 };
 
 static struct {
@@ -84,6 +86,7 @@ static struct {
 	struct dw_buf cur;		/* served */
 	struct dw_buf next;		/* rendered by the daemon, then swapped with cur */
 	struct MHD_Daemon *mhd;
+	int listen_fd;			/* bound by start, MHD's from serve on */
 	bool started, oom_logged;
 	uint8_t coarse_of[DW_HIST_BUCKETS];
 	struct mdest *tab;		/* open addressing, cap a power of two */
@@ -92,7 +95,8 @@ static struct {
 	size_t of_cap;
 	struct fig *figs;
 	size_t figs_cap;
-} m = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char addr[128];			/* as given, for messages */
+} m = { .lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1 };
 
 /* ---- ADDR:PORT */
 
@@ -255,7 +259,6 @@ static void map_buckets(void)
 
 int dw_metrics_start(const char *addr_port)
 {
-	sigset_t all, old;
 	int fd;
 
 	if (m.started)
@@ -264,22 +267,32 @@ int dw_metrics_start(const char *addr_port)
 	if (fd < 0)
 		return fd;
 	map_buckets();
+	m.listen_fd = fd;
+	m.started = true;
+	snprintf(m.addr, sizeof(m.addr), "%s", addr_port);
+	return 0;
+}
+
+int dw_metrics_serve(void)
+{
+	sigset_t all, old;
+
+	if (!m.started || m.mhd)
+		return m.started ? 0 : -EINVAL;
 	/* The daemon takes its signals through a signalfd: the server thread must never get them. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	m.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, NULL,
-				 MHD_OPTION_LISTEN_SOCKET, fd,
+				 MHD_OPTION_LISTEN_SOCKET, m.listen_fd,
 				 MHD_OPTION_CONNECTION_LIMIT, 32U,
 				 MHD_OPTION_CONNECTION_TIMEOUT, 10U,
 				 MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!m.mhd) {
-		dw_err("--metrics: cannot start the HTTP server on %s", addr_port);
-		close(fd);
+		dw_err("--metrics: cannot start the HTTP server on %s", m.addr);
 		return -EIO;
 	}
-	m.started = true;
-	dw_info("metrics on http://%s/metrics", addr_port);
+	dw_info("metrics on http://%s/metrics", m.addr);
 	return 0;
 }
 
@@ -287,7 +300,10 @@ void dw_metrics_stop(void)
 {
 	if (m.mhd)
 		MHD_stop_daemon(m.mhd);	/* closes the listening socket too */
+	else if (m.listen_fd >= 0)
+		close(m.listen_fd);
 	m.mhd = NULL;
+	m.listen_fd = -1;
 	m.started = false;
 	dw_buf_free(&m.cur);
 	dw_buf_free(&m.next);
@@ -477,41 +493,81 @@ static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_coll
 	}
 }
 
-/* ---- the text */
+/* ---- the text: some 50 lines per dependency, so plain appends rather than printf */
+
+static void put(struct dw_buf *o, const char *s, size_t n)
+{
+	dw_buf_write(o, s, n);
+}
+
+static void put_str(struct dw_buf *o, const char *s)
+{
+	dw_buf_write(o, s, strlen(s));
+}
+
+static void put_u64(struct dw_buf *o, uint64_t v)
+{
+	char tmp[20];
+	size_t i = sizeof(tmp);
+
+	do {
+		tmp[--i] = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	put(o, tmp + i, sizeof(tmp) - i);
+}
+
+/* Seconds from nanoseconds, exactly: "2.004123456". */
+static void put_seconds(struct dw_buf *o, uint64_t ns)
+{
+	char frac[10];
+	uint64_t f = ns % 1000000000ULL;
+
+	put_u64(o, ns / 1000000000ULL);
+	frac[0] = '.';
+	for (int i = 9; i >= 1; i--, f /= 10)
+		frac[i] = '0' + f % 10;
+	put(o, frac, sizeof(frac));
+}
+
+static void put_double(struct dw_buf *o, double v)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%.9g", v);
+
+	put(o, tmp, n > 0 && (size_t)n < sizeof(tmp) ? (size_t)n : 0);
+}
 
 static void family(struct dw_buf *o, const char *name, const char *type, const char *help)
 {
 	dw_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A label value: backslash, double quote and line feed escaped, as the format wants. */
-static void label_value(struct dw_buf *o, const char *s)
+/* {dependency="NAME" without the closing brace: backslash, double quote and line feed escaped. */
+static void label_of(struct fig *f)
 {
-	dw_buf_putc(o, '"');
-	for (; *s; s++) {
-		if (*s == '\\')
-			dw_buf_write(o, "\\\\", 2);
-		else if (*s == '"')
-			dw_buf_write(o, "\\\"", 2);
-		else if (*s == '\n')
-			dw_buf_write(o, "\\n", 2);
-		else
-			dw_buf_putc(o, *s);
+	static const char head[] = "{dependency=\"";
+	size_t n = sizeof(head) - 1;
+
+	memcpy(f->label, head, n);
+	for (const char *s = f->dep->name; *s && n + 3 < sizeof(f->label); s++) {
+		if (*s == '\\' || *s == '"' || *s == '\n')
+			f->label[n++] = '\\';
+		f->label[n++] = *s == '\n' ? 'n' : *s;
 	}
-	dw_buf_putc(o, '"');
+	f->label[n++] = '"';
+	f->label_len = n;
 }
 
-static void series(struct dw_buf *o, const char *name, const struct dw_dep *dep)
+/* NAME{dependency="..."EXTRA} and the space before the value. */
+static void series(struct dw_buf *o, const char *name, size_t name_len, const struct fig *f,
+		   const char *extra)
 {
-	dw_buf_printf(o, "%s{dependency=", name);
-	label_value(o, dep->name);
-}
-
-/* Seconds from nanoseconds, exactly. */
-static void seconds(struct dw_buf *o, uint64_t ns)
-{
-	dw_buf_printf(o, "%llu.%09llu", (unsigned long long)(ns / 1000000000ULL),
-		      (unsigned long long)(ns % 1000000000ULL));
+	put(o, name, name_len);
+	put(o, f->label, f->label_len);
+	if (extra)
+		put_str(o, extra);
+	put(o, "} ", 2);
 }
 
 enum val { U64, DBL };
@@ -559,40 +615,47 @@ static const struct simple {
 	  offsetof(struct fig, slow_call_s), DBL },
 };
 
-static void simple_family(struct dw_buf *o, const struct simple *s, const struct fig *figs, size_t n)
+static void simple_family(struct dw_buf *o, const struct simple *s, const struct fig *figs,
+			  size_t n)
 {
+	size_t len = strlen(s->name);
+
 	family(o, s->name, s->type, s->help);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = (const char *)&figs[i] + s->off;
 
-		series(o, s->name, figs[i].dep);
+		series(o, s->name, len, &figs[i], NULL);
 		if (s->v == U64)
-			dw_buf_printf(o, "} %llu\n", (unsigned long long)*(const uint64_t *)p);
+			put_u64(o, *(const uint64_t *)p);
 		else
-			dw_buf_printf(o, "} %.9g\n", *(const double *)p);
+			put_double(o, *(const double *)p);
+		put(o, "\n", 1);
 	}
 }
 
 static void breaker_family(struct dw_buf *o, const struct fig *figs, size_t n)
 {
+	static const char name[] = "depwatch_breaker_state";
 	static const struct {
 		enum dw_breaker_state state;
-		const char *name;
-	} states[] = { { DW_BREAKER_CLOSED, "closed" }, { DW_BREAKER_OPEN, "open" },
-		       { DW_BREAKER_HALF_OPEN, "half_open" } };
+		const char *label;
+	} states[] = { { DW_BREAKER_CLOSED, ",state=\"closed\"" },
+		       { DW_BREAKER_OPEN, ",state=\"open\"" },
+		       { DW_BREAKER_HALF_OPEN, ",state=\"half_open\"" } };
 
-	family(o, "depwatch_breaker_state", "gauge",
-	       "1 for the state the dependency's circuit breaker is in (closed, open, half_open), 0 for the others.");
+	family(o, name, "gauge",
+	       "1 for the state the dependency's circuit breaker is in (closed, open, half_open), "
+	       "0 for the others.");
 	for (size_t i = 0; i < n; i++)
 		for (unsigned k = 0; k < 3; k++) {
-			series(o, "depwatch_breaker_state", figs[i].dep);
-			dw_buf_printf(o, ",state=\"%s\"} %d\n", states[k].name,
-				      figs[i].dep->br.state == states[k].state);
+			series(o, name, sizeof(name) - 1, &figs[i], states[k].label);
+			put(o, figs[i].dep->br.state == states[k].state ? "1\n" : "0\n", 2);
 		}
 }
 
 static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)
 {
+	static const char name[] = "depwatch_inflight_limit";
 	bool any = false;
 
 	for (size_t i = 0; i < n; i++) {
@@ -601,37 +664,42 @@ static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)
 		if (!s || !s->max_inflight)
 			continue;
 		if (!any)
-			family(o, "depwatch_inflight_limit", "gauge",
-			       "The dependency's max_inflight setting: the breaker opens when more calls are in flight.");
+			family(o, name, "gauge",
+			       "The dependency's max_inflight setting: the breaker opens when more "
+			       "calls are in flight.");
 		any = true;
-		series(o, "depwatch_inflight_limit", figs[i].dep);
-		dw_buf_printf(o, "} %u\n", s->max_inflight);
+		series(o, name, sizeof(name) - 1, &figs[i], NULL);
+		put_u64(o, s->max_inflight);
+		put(o, "\n", 1);
 	}
 }
 
 static void histogram(struct dw_buf *o, const char *name, const char *help, int kind,
 		      const struct fig *figs, size_t n)
 {
-	char metric[96];
+	char bucket[96], sum[96], count[96], le[NB][24];
+	size_t lb = snprintf(bucket, sizeof(bucket), "%s_bucket", name);
+	size_t ls = snprintf(sum, sizeof(sum), "%s_sum", name);
+	size_t lc = snprintf(count, sizeof(count), "%s_count", name);
 
+	for (unsigned b = 0; b < NB; b++)
+		snprintf(le[b], sizeof(le[b]), ",le=\"%s\"", bounds[b].le);
 	family(o, name, "histogram", help);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t acc = 0;
 
-		snprintf(metric, sizeof(metric), "%s_bucket", name);
 		for (unsigned b = 0; b < NB; b++) {
 			acc += figs[i].hist[kind][b];
-			series(o, metric, figs[i].dep);
-			dw_buf_printf(o, ",le=\"%s\"} %llu\n", bounds[b].le, (unsigned long long)acc);
+			series(o, bucket, lb, &figs[i], le[b]);
+			put_u64(o, acc);
+			put(o, "\n", 1);
 		}
-		snprintf(metric, sizeof(metric), "%s_sum", name);
-		series(o, metric, figs[i].dep);
-		dw_buf_printf(o, "} ");
-		seconds(o, figs[i].sum_ns[kind]);
-		dw_buf_putc(o, '\n');
-		snprintf(metric, sizeof(metric), "%s_count", name);
-		series(o, metric, figs[i].dep);
-		dw_buf_printf(o, "} %llu\n", (unsigned long long)acc);
+		series(o, sum, ls, &figs[i], NULL);
+		put_seconds(o, figs[i].sum_ns[kind]);
+		put(o, "\n", 1);
+		series(o, count, lc, &figs[i], NULL);
+		put_u64(o, acc);
+		put(o, "\n", 1);
 	}
 }
 
@@ -639,11 +707,13 @@ static void process_families(struct dw_buf *o, const struct dw_collector *c)
 {
 	family(o, "depwatch_polls_total", "counter", "Polls of the kernel maps since the daemon started.");
 	dw_buf_printf(o, "depwatch_polls_total %llu\n", (unsigned long long)c->polls);
-	family(o, "depwatch_last_poll_duration_seconds", "gauge", "How long the last poll of the kernel maps took.");
-	dw_buf_printf(o, "depwatch_last_poll_duration_seconds ");
-	seconds(o, c->last_poll_ns);
-	dw_buf_putc(o, '\n');
-	family(o, "depwatch_destinations", "gauge", "Destinations (netns, address, port) with a row in the kernel's map.");
+	family(o, "depwatch_last_poll_duration_seconds", "gauge",
+	       "How long the last poll of the kernel maps took.");
+	put_str(o, "depwatch_last_poll_duration_seconds ");
+	put_seconds(o, c->last_poll_ns);
+	put(o, "\n", 1);
+	family(o, "depwatch_destinations", "gauge",
+	       "Destinations (netns, address, port) with a row in the kernel's map.");
 	dw_buf_printf(o, "depwatch_destinations %zu\n", c->count);
 	family(o, "depwatch_kernel_dest_map_full_total", "counter",
 	       "Events whose destination found the kernel's map full; counted in the overflow row.");
@@ -695,9 +765,12 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 		m.figs = p;
 		m.figs_cap = deps->n;
 	}
-	for (unsigned i = 0; i < deps->n; i++)
-		if (dep_shown(&deps->deps[i]))
-			fig_of(&m.figs[n++], &deps->deps[i], c);
+	for (unsigned i = 0; i < deps->n; i++) {
+		if (!dep_shown(&deps->deps[i]))
+			continue;
+		fig_of(&m.figs[n], &deps->deps[i], c);
+		label_of(&m.figs[n++]);
+	}
 	m.next.len = 0;
 	m.next.oom = 0;
 	if (m.next.data)

@@ -24,8 +24,19 @@ struct dw_deps;
 int dw_metrics_parse_addr(const char *addr_port, struct sockaddr_storage *ss, socklen_t *len,
 			  char *err, size_t errlen);
 
-/* Binds and starts serving (an empty body until the first publish). 0, or a negative errno, logged. */
+/*
+ * Binds and listens, early (root may still bind a port below 1024, and a
+ * port in use fails the start before anything is loaded); the figures are
+ * rendered from the next publish on. 0, or a negative errno, logged.
+ */
 int dw_metrics_start(const char *addr_port);
+
+/*
+ * Starts libmicrohttpd's thread on that socket. Called once the daemon has
+ * dropped its capabilities: a thread keeps the ones it was created with.
+ * 0, or a negative errno, logged.
+ */
+int dw_metrics_serve(void);
 
 /* After each poll: renders every metric and makes it the one served. A no-op when not started. */
 void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps);

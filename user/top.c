@@ -134,8 +134,9 @@ static int parse_counts(char **f, struct dw_top_row *r)
 
 static int parse_reals(char **f, struct dw_top_row *r)
 {
-	if (parse_real(f[4], -1, HUGE_VAL, &r->p50_ms) || parse_real(f[5], -1, HUGE_VAL, &r->p99_ms) ||
-	    parse_real(f[6], 0, 1, &r->slow_rate) || parse_real(f[7], 0, 1, &r->failure_rate) ||
+	if (parse_real(f[4], -1, HUGE_VAL, &r->p50_ms) ||
+	    parse_real(f[5], -1, HUGE_VAL, &r->p99_ms) || parse_real(f[6], 0, 1, &r->slow_rate) ||
+	    parse_real(f[7], 0, 1, &r->failure_rate) ||
 	    parse_real(f[10], 0, HUGE_VAL, &r->oldest_ms))
 		return -EINVAL;
 	/* any negative percentile means "none"; one meaning is enough for the cells */
@@ -611,7 +612,8 @@ void dw_top_titles(const struct dw_top_layout *lay, struct dw_buf *out)
 	}
 }
 
-void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r, struct dw_buf *out)
+void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r,
+		     struct dw_buf *out)
 {
 	char buf[CELL_LEN];
 
@@ -669,7 +671,8 @@ static int fetch(const char *run_dir, struct dw_top_frame *f, char *err, size_t 
 		char first[81];
 
 		/* the daemon's own words, cleaned: it may be an older one without "top tsv" */
-		clean(first, sizeof(first), ans.data ? ans.data : "", ans.data ? strcspn(ans.data, "\n") : 0);
+		clean(first, sizeof(first), ans.data ? ans.data : "",
+		      ans.data ? strcspn(ans.data, "\n") : 0);
 		snprintf(err, errlen, "the daemon's answer is not a top table: %s",
 			 first[0] ? first : "(empty)");
 	} else if (ret) {
@@ -795,7 +798,8 @@ static void refresh_frame(struct live *t)
 
 	if (ret) {
 		if (!t->err[0])
-			snprintf(t->err, sizeof(t->err), "cannot reach the daemon: %s", strerror(-ret));
+			snprintf(t->err, sizeof(t->err), "cannot reach the daemon: %s",
+				 strerror(-ret));
 		return;
 	}
 	dw_top_rates(&next, &t->cur, (now - t->cur_ns) / 1e9);
@@ -975,6 +979,16 @@ static int top_live(struct live *t)
 
 static const char top_usage[] = "usage: depwatch top [--run-dir DIR] [--interval DUR]";
 
+static int parse_interval(const char *s, uint64_t *ns)
+{
+	uint64_t v;
+
+	if (dw_parse_duration(s, &v) || v < INTERVAL_MIN_NS || v > INTERVAL_MAX_NS)
+		return dw_usage_error("top: --interval takes 100ms to 60m, not '%s'", s);
+	*ns = v;
+	return 0;
+}
+
 int dw_cmd_top(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -990,12 +1004,8 @@ int dw_cmd_top(int argc, char **argv)
 		switch (opt) {
 		case 'R': t.run_dir = optarg; break;
 		case 'i':
-			if (dw_parse_duration(optarg, &t.interval_ns) || t.interval_ns < INTERVAL_MIN_NS ||
-			    t.interval_ns > INTERVAL_MAX_NS) {
-				dw_usage_error("top: --interval takes a duration from 100ms to 60m, not '%s'",
-					       optarg);
+			if (parse_interval(optarg, &t.interval_ns))
 				return 2;
-			}
 			break;
 		case 'h': puts(top_usage); return 0;
 		default: return 2;
@@ -1005,7 +1015,8 @@ int dw_cmd_top(int argc, char **argv)
 		dw_usage_error("top: unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if (!isatty(STDOUT_FILENO))
+	/* without a terminal to read keys from, curses would spin on end-of-file */
+	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
 		return top_plain(t.run_dir);
 	return top_live(&t);
 }

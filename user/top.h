@@ -29,7 +29,8 @@ enum dw_top_state { DW_TOP_OPEN, DW_TOP_HALF_OPEN, DW_TOP_CLOSED, DW_TOP_OTHER }
 struct dw_top_row {
 	char name[DW_TOP_TEXT_LEN];	/* safe to print: printable ASCII only */
 	char breaker[DW_TOP_WORD_LEN];	/* closed, open, half_open */
-	char reason[DW_TOP_WORD_LEN];	/* none, slow_rate, failure_rate, concurrency, forced */
+	/* none, slow_rate, failure_rate, concurrency, forced */
+	char reason[DW_TOP_WORD_LEN];
 	enum dw_top_state state;
 	unsigned long long dests, calls, failed, inflight, max_inflight, rejected, conns;
 	double p50_ms, p99_ms;		/* -1: no call in the window */
@@ -101,7 +102,8 @@ void dw_top_layout(const struct dw_top_frame *f, int width, struct dw_top_layout
 
 /* Lines without a newline, padded to the layout's full width. */
 void dw_top_titles(const struct dw_top_layout *lay, struct dw_buf *out);
-void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r, struct dw_buf *out);
+void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r,
+		     struct dw_buf *out);
 /* "depwatch top  14:03:27  3 dependencies, 1 open" and what else there is to say. */
 void dw_top_header(const struct dw_top_frame *f, const struct tm *when, struct dw_buf *out);
 
