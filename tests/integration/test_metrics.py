@@ -1,0 +1,344 @@
+"""`depwatch run --metrics ADDR:PORT`: the Prometheus endpoint.
+
+Ground truth: a loopback server that answers each call after DELAY seconds,
+and exactly CALLS calls to it, in a dependency "web" of the test's own
+config. The body must hold those counts, pass `promtool check metrics`, and
+a real Prometheus scraping it must compute a median inside the histogram
+bucket around DELAY. Anything other than GET /metrics is a 404; a port
+already taken makes `run` exit non-zero with one line.
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+from harness import REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port
+
+DELAY = 0.1     # the server's answer delay, seconds
+CALLS = 20
+# With DELAY = 0.1 every call takes a little more than 100 ms: the fine bucket holding it
+# ends above 0.1 s, so all of them are counted from le="0.25" on, none at le="0.1".
+LE_BELOW, LE_ABOVE = "0.1", "0.25"
+
+EXAMPLES = os.path.join(REPO, "examples")
+RULES = os.path.join(EXAMPLES, "prometheus-rules.yml")
+DASHBOARD = os.path.join(EXAMPLES, "grafana-dashboard.json")
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+
+
+def write_config(text):
+    fd, path = tempfile.mkstemp(prefix="dwtest-metrics-", suffix=".conf")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def http_get(port, path, host="127.0.0.1", method="GET", timeout=5):
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request(method, path)
+        r = conn.getresponse()
+        return r.status, r.getheader("Content-Type"), r.read().decode()
+    finally:
+        conn.close()
+
+
+def samples(body):
+    """{(name, labels text): value} of every sample line."""
+    out = {}
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            raise AssertionError("not a sample line: %r" % line)
+        out[(m.group(1), m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def web(name, extra=""):
+    return (name, '{dependency="web"%s}' % extra)
+
+
+def bucket(le):
+    return web("depwatch_call_duration_seconds_bucket", ',le="%s"' % le)
+
+
+class MetricsTestCase(DaemonTestCase):
+    def start_metrics_daemon(self, server_port, metrics_addr, more_config=""):
+        conf = write_config("[dependency web]\nmatch = 127.0.0.1:%d\n%s" % (server_port, more_config))
+        self.addCleanup(os.unlink, conf)
+        return self.start_daemon(extra_args=["-c", conf, "--metrics", metrics_addr])
+
+    def make_calls(self, srv):
+        c = Client("127.0.0.1", srv.port)
+        try:
+            for _ in range(CALLS):
+                c.call()
+        finally:
+            c.close()
+        return c.latencies
+
+    def wait_metrics(self, port, cond, timeout=5.0):
+        """GETs /metrics every 50 ms until cond(samples) holds; returns (samples, body) of the last GET."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status, _, body = http_get(port, "/metrics")
+            self.assertEqual(status, 200, body)
+            s = samples(body)
+            if cond(s) or time.monotonic() >= deadline:
+                return s, body
+            time.sleep(0.05)
+
+
+class Test01MetricsBody(MetricsTestCase):
+    def test_counts_histogram_and_promtool(self):
+        srv = LoopbackServer("127.0.0.1", mode="delay", delay=DELAY)
+        self.addCleanup(srv.close)
+        mport = free_port()
+        self.start_metrics_daemon(srv.port, "127.0.0.1:%d" % mport)
+        s, _ = self.wait_metrics(mport, lambda s: web("depwatch_calls_total") in s)
+        self.assertEqual(s.get(web("depwatch_calls_total")), 0, "a configured dependency is there before any call")
+        self.assertEqual(s.get(bucket("+Inf")), 0)
+
+        latencies = self.make_calls(srv)
+        s, body = self.wait_metrics(mport, lambda s: s.get(web("depwatch_calls_total")) == CALLS
+                                    and s.get(web("depwatch_inflight")) == 0)
+        self.assertIn('\ndepwatch_calls_total{dependency="web"} %d\n' % CALLS, body)
+        self.assertEqual(s.get(web("depwatch_call_failures_total")), 0)
+        self.assertEqual(s.get(web("depwatch_slow_calls_total")), 0, "slow_call defaults to more than 100 ms")
+        self.assertEqual(s.get(web("depwatch_connects_total")), 1)
+        self.assertEqual(s.get(web("depwatch_connect_failures_total")), 0)
+        self.assertEqual(s.get(web("depwatch_connect_duration_seconds_count")), 1)
+        self.assertEqual(s.get(web("depwatch_breaker_state", ',state="closed"')), 1)
+        self.assertEqual(s.get(web("depwatch_breaker_state", ',state="open"')), 0)
+        self.assertEqual(s.get(web("depwatch_breaker_state", ',state="half_open"')), 0)
+        # The histogram: cumulative, all calls at +Inf, none at or below the delay's bucket.
+        les = [k[1] for k in s if k[0] == "depwatch_call_duration_seconds_bucket" and 'dependency="web"' in k[1]]
+        counts = [s[("depwatch_call_duration_seconds_bucket", k)] for k in les]
+        self.assertEqual(counts, sorted(counts), "buckets are cumulative: %r" % les)
+        self.assertEqual(s.get(bucket("+Inf")), CALLS)
+        self.assertEqual(s.get(web("depwatch_call_duration_seconds_count")), CALLS)
+        self.assertEqual(s.get(bucket(LE_BELOW)), 0, "calls of %.0f ms counted at le=%s" % (DELAY * 1000, LE_BELOW))
+        slower = sum(1 for x in latencies if x > 0.24)
+        self.assertEqual(s.get(bucket(LE_ABOVE)), CALLS - slower,
+                         "client latencies %s" % ["%.1f ms" % (x * 1000) for x in latencies])
+        total = s.get(web("depwatch_call_duration_seconds_sum"))
+        self.assertTrue(CALLS * DELAY <= total <= sum(latencies) + 0.01,
+                        "_sum %.6f s; %d calls of %.0f ms, client measured %.6f s" %
+                        (total, CALLS, DELAY * 1000, sum(latencies)))
+
+        # The exposition format, as Prometheus' own checker reads it.
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool not installed: run `make deps` (Debian package prometheus)")
+        r = subprocess.run([promtool, "check", "metrics"], input=body.encode(), capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 0, "promtool check metrics: %s %s" % (r.stdout.decode(), r.stderr.decode()))
+
+        # Counters never go backwards across polls, while the page is read over and over.
+        before = s
+        for _ in range(40):
+            now, _ = self.wait_metrics(mport, lambda s: True)
+            for k, v in before.items():
+                if k[0].endswith(("_total", "_bucket", "_count")) and k in now:
+                    self.assertGreaterEqual(now[k], v, "%s%s went backwards" % k)
+            before = now
+            time.sleep(0.01)
+
+
+class Test02MetricsHttp(MetricsTestCase):
+    def test_other_paths_are_404_and_ipv6_listens(self):
+        mport = free_port("::1")
+        self.start_metrics_daemon(free_port(), "[::1]:%d" % mport, "max_inflight = 10\n")
+        status, ctype, body = http_get(mport, "/metrics", host="::1")
+        self.assertEqual(status, 200)
+        self.assertEqual(ctype, "text/plain; version=0.0.4; charset=utf-8")
+        self.assertIn("# TYPE depwatch_call_duration_seconds histogram\n", body)
+        self.assertIn('\ndepwatch_inflight_limit{dependency="web"} 10\n', body)
+        # Every metric the example rules and dashboard use is served.
+        served = {k[0] for k in samples(body)}
+        for example in (RULES, DASHBOARD):
+            with open(example) as f:
+                used = set(re.findall(r"depwatch_[a-z_]+", f.read()))
+            self.assertTrue(used, example)
+            self.assertEqual(sorted(used - served), [], "%s uses metrics depwatch does not serve" % example)
+        for method, path in (("GET", "/"), ("GET", "/metricsx"), ("GET", "/metrics/"), ("POST", "/metrics"),
+                             ("HEAD", "/other")):
+            status, _, _ = http_get(mport, path, host="::1", method=method)
+            self.assertEqual(status, 404, "%s %s" % (method, path))
+        # Nothing listens on IPv4 for an IPv6 address.
+        s = socket.socket()
+        try:
+            self.assertNotEqual(s.connect_ex(("127.0.0.1", mport)), 0, "127.0.0.1:%d accepted" % mport)
+        finally:
+            s.close()
+
+
+class Test03MetricsStartErrors(DaemonTestCase):
+    def run_once(self, args):
+        """`depwatch run ARGS`, expected to give up at once; fails the test if it is still running after 15 s."""
+        d = Daemon(extra_args=args)
+        self.addCleanup(d.cleanup)
+        proc = subprocess.Popen(d.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        try:
+            _, err = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            self.fail("depwatch run %s still running after 15 s; stderr:\n%s" % (" ".join(args), err.decode()))
+        self.assertFalse(os.path.exists(d.pin_dir), "pin dir %s left behind" % d.pin_dir)
+        return proc.returncode, err.decode()
+
+    def test_port_in_use(self):
+        taken = socket.socket()
+        self.addCleanup(taken.close)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        rc, err = self.run_once(["--metrics", "127.0.0.1:%d" % port])
+        self.assertNotEqual(rc, 0, err)
+        self.assertEqual(len(err.splitlines()), 1, "one line: %r" % err)
+        self.assertIn("127.0.0.1:%d" % port, err)
+        self.assertIn("Address already in use", err)
+
+    def test_bad_address(self):
+        for arg in ("9464", "localhost:9464", "::1:9464", "127.0.0.1:0", "127.0.0.1:65536", "[::1]9464"):
+            rc, err = self.run_once(["--metrics", arg])
+            self.assertEqual(rc, 2, "%s: %s" % (arg, err))
+            self.assertEqual(len(err.splitlines()), 1, "%s: one line: %r" % (arg, err))
+            self.assertTrue(err.startswith("depwatch: --metrics: '%s'" % arg), err)
+
+
+class Test04PrometheusScrape(MetricsTestCase):
+    def start_prometheus(self, target):
+        exe = shutil.which("prometheus")
+        self.assertIsNotNone(exe, "prometheus not installed: run `make deps` (Debian package prometheus)")
+        tmp = tempfile.mkdtemp(prefix="dwtest-prom-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        conf = os.path.join(tmp, "prometheus.yml")
+        with open(conf, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: depwatch\n    static_configs:\n"
+                    "      - targets: ['%s']\n" % target)
+        self.prom_port = free_port()
+        self.prom_log = os.path.join(tmp, "prometheus.log")
+        log = open(self.prom_log, "w")
+        self.addCleanup(log.close)
+        proc = subprocess.Popen([exe, "--config.file=" + conf, "--storage.tsdb.path=" + os.path.join(tmp, "data"),
+                                 "--web.listen-address=127.0.0.1:%d" % self.prom_port],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+        def stop():
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.addCleanup(stop)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            self.assertIsNone(proc.poll(), "prometheus exited: " + self.prom_tail())
+            try:
+                if http_get(self.prom_port, "/-/ready")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.fail("prometheus not ready within 20 s: " + self.prom_tail())
+
+    def prom_tail(self):
+        with open(self.prom_log) as f:
+            return "".join(f.readlines()[-20:])
+
+    def query(self, expr):
+        """The value of an instant query, or None when it has no result."""
+        url = "http://127.0.0.1:%d/api/v1/query?%s" % (self.prom_port, urllib.parse.urlencode({"query": expr}))
+        with urllib.request.urlopen(url, timeout=5) as r:
+            res = json.load(r)
+        self.assertEqual(res["status"], "success", res)
+        result = res["data"]["result"]
+        return float(result[0]["value"][1]) if result else None
+
+    def wait_query(self, expr, cond, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            v = self.query(expr)
+            if (v is not None and cond(v)) or time.monotonic() >= deadline:
+                return v
+            time.sleep(0.2)
+
+    def test_histogram_quantile_in_prometheus(self):
+        srv = LoopbackServer("127.0.0.1", mode="delay", delay=DELAY)
+        self.addCleanup(srv.close)
+        mport = free_port()
+        self.start_metrics_daemon(srv.port, "127.0.0.1:%d" % mport)
+        self.start_prometheus("127.0.0.1:%d" % mport)
+        # Two scrapes before the calls: rate() needs a sample from before them.
+        n = self.wait_query('count_over_time(depwatch_calls_total{dependency="web"}[1m])', lambda v: v >= 2, 15)
+        self.assertIsNotNone(n, "prometheus never scraped depwatch: " + self.prom_tail())
+        self.assertGreaterEqual(n, 2)
+
+        self.make_calls(srv)
+        calls = self.wait_query('depwatch_calls_total{dependency="web"}', lambda v: v == CALLS, 10)
+        self.assertEqual(calls, CALLS, "depwatch_calls_total as prometheus scraped it")
+        expr = ('histogram_quantile(0.5, sum by (le) '
+                '(rate(depwatch_call_duration_seconds_bucket{dependency="web"}[30s])))')
+        p50 = self.wait_query(expr, lambda v: v == v, 10)  # v == v: not NaN
+        print("\n    prometheus: %s = %r (server delay %.3f s)" % (expr, p50, DELAY))
+        self.assertIsNotNone(p50, "no answer to " + expr)
+        # All calls lie in (0.1, 0.25]: linear interpolation in that bucket gives 0.175.
+        self.assertTrue(float(LE_BELOW) < p50 <= float(LE_ABOVE),
+                        "median %r s for calls of %.3f s" % (p50, DELAY))
+        self.assertAlmostEqual(p50, 0.175, delta=0.01)
+
+        # Every query of the example dashboard is valid PromQL with an answer here.
+        with open(DASHBOARD) as f:
+            dash = json.load(f)
+        for panel in dash["panels"]:
+            for t in panel["targets"]:
+                expr = (t["expr"].replace("$instance", ".*").replace("$dependency", ".*")
+                        .replace("$__rate_interval", "30s"))
+                self.query(expr)  # asserts status success
+        self.assertEqual(self.query('max by (dependency) (depwatch_breaker_state{dependency="web",state="half_open"}) '
+                                    '+ 2 * max by (dependency) (depwatch_breaker_state{dependency="web",state="open"})'),
+                         0, "breaker state panel: closed")
+
+
+class Test05Examples(unittest.TestCase):
+    def test_rules_pass_promtool(self):
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool not installed: run `make deps` (Debian package prometheus)")
+        r = subprocess.run([promtool, "check", "rules", RULES], capture_output=True, timeout=30)
+        out = r.stdout.decode() + r.stderr.decode()
+        self.assertEqual(r.returncode, 0, out)
+        self.assertIn("SUCCESS: 5 rules found", out)
+        with open(RULES) as f:
+            text = f.read()
+        for name in ("DepwatchBreakerOpen", "DepwatchHighSlowRate", "DepwatchInflightNearLimit"):
+            self.assertIn("alert: %s\n" % name, text)
+        self.assertIn('expr: depwatch_breaker_state{state="open"} == 1\n        for: 1m\n', text)
+
+    def test_dashboard_panels(self):
+        with open(DASHBOARD) as f:
+            dash = json.load(f)
+        titles = {p["title"]: p for p in dash["panels"]}
+        for t in ("Call rate", "Call latency p50 / p99", "Slow and failure rate", "In flight", "Breaker state",
+                  "Rejected connects"):
+            self.assertIn(t, titles)
+            self.assertTrue(titles[t]["targets"] and all(x["expr"] for x in titles[t]["targets"]), t)
+        exprs = [x["expr"] for x in titles["Call latency p50 / p99"]["targets"]]
+        self.assertTrue(any(e.startswith("histogram_quantile(0.5,") for e in exprs), exprs)
+        self.assertTrue(any(e.startswith("histogram_quantile(0.99,") for e in exprs), exprs)
+        ids = [p["id"] for p in dash["panels"]]
+        self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
