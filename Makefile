@@ -93,9 +93,11 @@ demo: $(OUT)/depwatch
 clean:
 	rm -rf $(OUT)
 
-# --- Benchmark (bench/): loopback request/response A/B, without vs with depwatch. ---
-# Not part of `make test`. `make bench` needs root and takes 4 to 6 minutes;
-# it prints a Markdown table and writes bench/RESULTS.md.
+# --- Benchmark (bench/): overhead A/B/C (baseline, depwatch, bpftrace peer), decision
+# speed, the daemon's cost at 1 000 x 10 000 and 10 000 x 50 000. Not part of `make test`.
+# `make bench` needs root and takes about 15 minutes (up to 25 on a busy machine); it
+# prints Markdown tables and writes bench/RESULTS.md. `BENCH_QUICK=1 make bench`: a
+# smoke run of a few minutes, written to $(OUT)/bench-quick.md. Knobs: bench/run.sh.
 $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@

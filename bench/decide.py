@@ -10,7 +10,11 @@ a breaker that records calls only when they complete -- resilience4j's
 count-based sliding window with the same thresholds -- to see when it would
 have opened.
 
-usage: bench/decide.py [TRIALS]   (root; prints a Markdown table)
+usage: bench/decide.py [TRIALS] [--out FILE]   (root; prints a Markdown table;
+       --out also writes every trial's figures as JSON)
+DEPWATCH (environment) names the binary; default build/depwatch. Each trial
+also counts the dw_ programs of other loaders (another depwatch) seen at its
+start and when the breaker opened: those slow every TCP event a little.
 """
 
 import json
@@ -24,8 +28,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from openloop import OpenLoopClient, SlowServer  # noqa: E402
+from scale import dw_progs_others  # noqa: E402
 
-DEPWATCH = os.path.join(HERE, "..", "build", "depwatch")
+DEPWATCH = os.environ.get("DEPWATCH", os.path.join(HERE, "..", "build", "depwatch"))
 SLOW_CALL, SAMPLE, MIN_CALLS, RATE = 0.5, 20, 5, 0.5
 
 
@@ -56,6 +61,7 @@ def trial(run_dir, pin_dir):
             time.sleep(0.05)
         client = OpenLoopClient("127.0.0.1", server.port, 40).start()
         time.sleep(3)
+        foreign = dw_progs_others(daemon.pid)
         t0 = time.monotonic()
         server.delay = 3.0
         opened = None
@@ -66,8 +72,9 @@ def trial(run_dir, pin_dir):
             if dep["breaker"] == "open":
                 opened = time.monotonic() - t0
             time.sleep(0.01)
+        foreign = max(foreign, dw_progs_others(daemon.pid))
         time.sleep(4)  # let the slow calls complete, for the completion-only rule
-        return opened, completion_breaker_opens(list(client.log), t0)
+        return opened, completion_breaker_opens(list(client.log), t0), foreign
     finally:
         if client:
             client.stop()
@@ -82,13 +89,20 @@ def ms(v):
 
 
 def main():
-    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    args = sys.argv[1:]
+    out = None
+    if "--out" in args:
+        i = args.index("--out")
+        out = args[i + 1]
+        del args[i:i + 2]
+    trials = int(args[0]) if args else 20
     rows = []
     for i in range(trials):
-        dw, r4j = trial("/tmp/depwatch-decide", "/sys/fs/bpf/depwatch-decide")
-        rows.append((dw, r4j))
-        print("trial %2d: depwatch open after %s ms, completion-only rule after %s ms" % (i + 1, ms(dw), ms(r4j)),
-              file=sys.stderr)
+        dw, r4j, foreign = trial("/tmp/depwatch-decide", "/sys/fs/bpf/depwatch-decide")
+        rows.append((dw, r4j, foreign))
+        print("trial %2d: depwatch open after %s ms, completion-only rule after %s ms%s" % (
+            i + 1, ms(dw), ms(r4j), "  (other dw_ programs: %d)" % foreign if foreign else ""),
+            file=sys.stderr)
     dws = [r[0] for r in rows if r[0] is not None]
     r4s = [r[1] for r in rows if r[1] is not None]
     print("| breaker (slow_call 500 ms, 40 calls/s, 20 ms -> 3 s) | median | worst | opened |")
@@ -97,6 +111,11 @@ def main():
         ms(statistics.median(dws)) if dws else "-", ms(max(dws)) if dws else "-", len(dws), trials))
     print("| completion-only rule (resilience4j count window) | %s ms | %s ms | %d/%d |" % (
         ms(statistics.median(r4s)) if r4s else "-", ms(max(r4s)) if r4s else "-", len(r4s), trials))
+    if out:
+        with open(out, "w") as f:
+            json.dump({"trials": [{"depwatch_s": r[0], "completion_only_s": r[1], "foreign": r[2]}
+                                  for r in rows],
+                       "slow_call_s": SLOW_CALL, "sample": SAMPLE, "min_calls": MIN_CALLS, "rate": RATE}, f)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Interleaved A/B benchmark of depwatch's cost on a loopback request/response
-# workload (build/pingpong). For each configuration (message size x client
-# threads) it alternates in time: A = no depwatch, B = depwatch running (a
-# fresh daemon started before and stopped after each B run). Then one extra
-# run per configuration with kernel.bpf_stats_enabled=1 measures each BPF
-# program's average cost per invocation; the sysctl is restored afterwards.
+# `make bench`: depwatch's cost and decision speed, on loopback.
+#
+# 1. Interleaved A/B/C runs of a request/response workload (build/pingpong).
+#    For each configuration (message size x client threads) it alternates in
+#    time: A = nothing attached, B = depwatch running (a fresh daemon started
+#    before and stopped after each B run), C = the bpftrace peer (bench/peer.bt:
+#    the same call model on the same tracepoints, as one would write it in
+#    bpftrace; a fresh bpftrace per C run). Then one extra run per
+#    configuration and per B/C with kernel.bpf_stats_enabled=1 measures each
+#    BPF program's average cost per invocation; the sysctl is restored after.
+# 2. Decision speed: bench/decide.py (DECIDE_TRIALS trials, time to breaker
+#    open against a completion-only breaker on the same calls).
+# 3. Scale: bench/scale.py (the daemon's CPU, peak RSS and polling-pass time
+#    at 1 000 destinations x 10 000 connections and 10 000 x 50 000).
 #
 # pingpong runs with --pin (each client thread and its server thread share a
 # CPU): unpinned single-connection runs on a VM swing 2-5x from run to run
@@ -12,36 +20,53 @@
 # measured here. PIN=0 measures unpinned.
 #
 # Other depwatch instances (e.g. integration tests run by someone else) would
-# put their dw_ programs on every TCP event of both A and B runs: each run
-# first waits up to QUIET_WAIT seconds for there to be none (QUIET_BUDGET
-# seconds of such waiting in all, to bound the whole benchmark), and the
-# report counts the runs during which there were some anyway.
+# put their dw_ programs on every TCP event of all runs: each run first waits
+# up to QUIET_WAIT seconds for there to be none (QUIET_BUDGET seconds of such
+# waiting in all, to bound the whole benchmark), and the report counts the
+# runs, trials and cases during which there were some anyway.
 #
-# Prints a Markdown report and writes it to bench/RESULTS.md. Needs root.
-# Called by `make bench`. Knobs (environment): PAIRS (default 7),
-# RUN_SECONDS (default 3), WARMUP_MS (default 300), PIN (default 1),
-# QUIET_WAIT (default 5), QUIET_BUDGET (default 90).
+# Prints a Markdown report and writes it to bench/RESULTS.md (BENCH_QUICK=1:
+# a short smoke run, written to $OUT/bench-quick.md instead). Needs root.
+# Knobs (environment): PAIRS (default 7), RUN_SECONDS (default 3), WARMUP_MS
+# (default 300), PIN (default 1), QUIET_WAIT (default 5), QUIET_BUDGET
+# (default 90), PEER (default 1; 0: no bpftrace arm), DECIDE_TRIALS (default
+# 20; 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py),
+# BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
+# DECIDE_TRIALS=2, scale.py --quick).
 # Nothing here asserts on timing: the numbers are reported, never judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 OUT=${OUT:-build}
-PAIRS=${PAIRS:-7}
-RUN_SECONDS=${RUN_SECONDS:-3}
-WARMUP_MS=${WARMUP_MS:-300}
+BENCH_QUICK=${BENCH_QUICK:-0}
+# defaults: full run, then BENCH_QUICK=1's
+declare -A DEFAULTS=([PAIRS]=7 [RUN_SECONDS]=3 [WARMUP_MS]=300 [DECIDE_TRIALS]=20 [QUIET_WAIT]=5
+	[QUIET_BUDGET]=90)
+[ "$BENCH_QUICK" != 1 ] ||
+	DEFAULTS=([PAIRS]=1 [RUN_SECONDS]=1 [WARMUP_MS]=100 [DECIDE_TRIALS]=2 [QUIET_WAIT]=1 [QUIET_BUDGET]=10)
+PAIRS=${PAIRS:-${DEFAULTS[PAIRS]}}
+RUN_SECONDS=${RUN_SECONDS:-${DEFAULTS[RUN_SECONDS]}}
+WARMUP_MS=${WARMUP_MS:-${DEFAULTS[WARMUP_MS]}}
+DECIDE_TRIALS=${DECIDE_TRIALS:-${DEFAULTS[DECIDE_TRIALS]}}
+QUIET_WAIT=${QUIET_WAIT:-${DEFAULTS[QUIET_WAIT]}}
+QUIET_BUDGET=${QUIET_BUDGET:-${DEFAULTS[QUIET_BUDGET]}}
 PIN=${PIN:-1}
-QUIET_WAIT=${QUIET_WAIT:-5}
-QUIET_BUDGET=${QUIET_BUDGET:-90}
+PEER=${PEER:-1}
+SCALE=${SCALE:-1}
 CONFIGS=("1 1" "1 2" "4096 1" "4096 2")	# "size threads"
 PIN_DIR=/sys/fs/bpf/dwbench
 RUN_DIR=/tmp/dwbench
 PINGPONG=$OUT/pingpong
 DEPWATCH=$OUT/depwatch
 BPFTOOL=${BPFTOOL:-$(command -v bpftool || echo /usr/sbin/bpftool)}
+BPFTRACE=${BPFTRACE:-$(command -v bpftrace || echo /usr/bin/bpftrace)}
+PEER_BT=bench/peer.bt
 RESULTS=bench/RESULTS.md
+[ "$BENCH_QUICK" != 1 ] || RESULTS=$OUT/bench-quick.md
 
 work=$(mktemp -d /tmp/dwbench-run.XXXXXX)
 daemon_pid=""
+peer_pid=""
 stats_orig=""
 quiet_left=$((QUIET_BUDGET * 4))	# quarter seconds of waiting left
 
@@ -75,8 +100,28 @@ stats_restore() {
 	sysctl -q -w kernel.bpf_stats_enabled="$stats_orig" >/dev/null || true
 }
 
+# Stops the bpftrace peer: SIGINT (it prints its maps and detaches), up to 10 s, then SIGKILL.
+peer_stop() {
+	local pid=$peer_pid i
+
+	[ -n "$pid" ] || return 0
+	peer_pid=""
+	kill -INT "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "bench: bpftrace (pid $pid) ignored SIGINT for 10 s; killing it" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+	return 0
+}
+
 cleanup() {
 	daemon_stop
+	peer_stop
 	stats_restore
 	rm -rf "$work"
 }
@@ -105,9 +150,30 @@ daemon_start() {
 	die "depwatch did not start (log above)"
 }
 
-# The BPF program ids the running daemon holds, from its file descriptors.
-daemon_prog_ids() {
-	grep -h '^prog_id:' /proc/"$daemon_pid"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un
+# Starts bench/peer.bt and waits (up to 60 s: bpftrace compiles the script
+# first) until all its tracepoints are attached, as `bpftool perf list` shows.
+peer_start() {
+	local log=$work/peer.log i n want
+
+	want=$(grep -c '^tracepoint:' "$PEER_BT")
+	: >"$log"
+	"$BPFTRACE" "$PEER_BT" >>"$log" 2>&1 &
+	peer_pid=$!
+	for ((i = 0; i < 300; i++)); do
+		n=$("$BPFTOOL" perf list 2>/dev/null |
+			awk -v p="$peer_pid" '$1 == "pid" && $2 == p && $7 == "tracepoint"' | wc -l)
+		[ "$n" -lt "$want" ] || return 0
+		kill -0 "$peer_pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	cat "$log" >&2
+	peer_stop
+	die "bpftrace did not attach $want tracepoints (log above)"
+}
+
+# The BPF program ids a process holds, from its file descriptors.
+prog_ids_of() {
+	grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un
 }
 
 # How many dw_ programs are loaded other than the given ids (ours). Runs
@@ -139,16 +205,21 @@ wait_quiet() {
 	quiet=$(foreign_dw_progs)
 }
 
-# Appends "id name run_time_ns run_cnt" for the given ids to $1.
+# Writes "id name run_time_ns run_cnt" for the given ids to $1. A program
+# attached to a tracepoint through perf (bpftrace's) is named "bt:" and the
+# tracepoint, as bpftrace's own names are cut to 15 characters.
 bpf_snapshot() {
 	local file=$1
 	shift
+	"$BPFTOOL" perf list 2>/dev/null | awk '$7 == "tracepoint" {print $6, $8}' >"$work/perf.names"
 	"$BPFTOOL" prog show --json | python3 -c '
 import json, sys
-ids = {int(i) for i in sys.argv[1:]}
+ids = {int(i) for i in sys.argv[2:]}
+names = dict(line.split() for line in open(sys.argv[1]) if line.strip())
 for p in json.load(sys.stdin):
 	if p["id"] in ids:
-		print(p["id"], p.get("name", "?"), p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$@" |
+		name = "bt:" + names[str(p["id"])] if str(p["id"]) in names else p.get("name", "?")
+		print(p["id"], name, p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$work/perf.names" "$@" |
 		LC_ALL=C sort >"$file"
 }
 
@@ -165,6 +236,34 @@ pingpong() {
 	echo "$line"
 }
 
+mode_name() {
+	case $1 in
+	A) echo baseline ;;
+	B) echo depwatch ;;
+	C) echo bpftrace ;;
+	esac
+}
+
+# Starts what mode B or C runs (nothing for A); sets $ids to its BPF program ids.
+arm_start() {
+	ids=""
+	case $1 in
+	B)
+		daemon_start
+		ids=$(prog_ids_of "$daemon_pid")
+		;;
+	C)
+		peer_start
+		ids=$(prog_ids_of "$peer_pid")
+		;;
+	esac
+}
+
+arm_stop() {
+	daemon_stop
+	peer_stop
+}
+
 # One run; appends "size threads pair mode foreign calls seconds calls_per_s p50 p99
 # cpu_us_per_call" to runs.tsv, foreign being the most dw_ programs of others
 # seen before or after the run.
@@ -173,30 +272,29 @@ one_run() {
 
 	wait_quiet
 	f0=$quiet
-	if [ "$mode" = B ]; then
-		daemon_start
-		ids=$(daemon_prog_ids)
-	fi
+	arm_start "$mode"
 	line=$(pingpong "$size" "$threads" "$WARMUP_MS")
 	# shellcheck disable=SC2086
 	f1=$(foreign_dw_progs $ids)
-	[ "$mode" = A ] || daemon_stop
-	printf '  size=%-5s threads=%s pair=%s %s  %s%s\n' "$size" "$threads" "$pair" \
-		"$([ "$mode" = A ] && echo baseline || echo depwatch)" "$line" \
+	arm_stop
+	printf '  size=%-5s threads=%s pair=%s %-8s  %s%s\n' "$size" "$threads" "$pair" \
+		"$(mode_name "$mode")" "$line" \
 		"$([ $((f0 + f1)) -eq 0 ] || echo "  (other dw_ programs: $f0 before, $f1 after)")" >&2
 	# shellcheck disable=SC2001
 	echo "$size $threads $pair $mode $((f0 > f1 ? f0 : f1))" \
 		"$(sed 's/[a-z0-9_]*=//g' <<<"$line")" >>"$work/runs.tsv"
 }
 
-# With depwatch running and BPF stats on: per-program deltas over one pingpong run.
+# With depwatch (B) or the peer (C) running and BPF stats on: per-program
+# deltas over one pingpong run, appended to stats.tsv as "mode size threads
+# prog run_time_ns run_cnt calls foreign".
 stats_run() {
-	local size=$1 threads=$2 line ids calls
+	local size=$1 threads=$2 mode=$3 line ids calls f0 f1
 
 	wait_quiet
-	daemon_start
-	ids=$(daemon_prog_ids)
-	[ -n "$ids" ] || die "cannot find depwatch's BPF programs in /proc/$daemon_pid/fdinfo"
+	f0=$quiet
+	arm_start "$mode"
+	[ -n "$ids" ] || die "cannot find the BPF programs of the $(mode_name "$mode") run"
 	sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null
 	# shellcheck disable=SC2086
 	bpf_snapshot "$work/before" $ids
@@ -204,11 +302,13 @@ stats_run() {
 	# shellcheck disable=SC2086
 	bpf_snapshot "$work/after" $ids
 	stats_restore
-	daemon_stop
-	echo "  size=$size threads=$threads stats run: $line" >&2
+	# shellcheck disable=SC2086
+	f1=$(foreign_dw_progs $ids)
+	arm_stop
+	echo "  size=$size threads=$threads $(mode_name "$mode") stats run: $line" >&2
 	calls=${line%% *}
 	LC_ALL=C join "$work/before" "$work/after" | while read -r _ name t0 c0 _ t1 c1; do
-		echo "$size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=}"
+		echo "$mode $size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=} $((f0 > f1 ? f0 : f1))"
 	done >>"$work/stats.tsv"
 }
 
@@ -218,60 +318,124 @@ preflight() {
 	[ -x "$DEPWATCH" ] || die "build first: make $DEPWATCH"
 	[ -x "$BPFTOOL" ] || die "bpftool not found"
 	[ -r /proc/sys/kernel/bpf_stats_enabled ] || die "no kernel.bpf_stats_enabled sysctl"
+	if [ "$PEER" = 1 ] && ! [ -x "$BPFTRACE" ]; then
+		echo "bench: bpftrace not found (make deps installs it): no bpftrace arm" >&2
+		PEER=0
+	fi
+	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 	stats_orig=$(cat /proc/sys/kernel/bpf_stats_enabled)
 	# A private copy (the skeleton carries the BPF object): a concurrent `make`
 	# replacing build/depwatch mid-benchmark must not change what B runs run.
 	cp "$DEPWATCH" "$work/depwatch"
 	DEPWATCH=$work/depwatch
+	SOURCE_ID=$(source_id)
 	: >"$work/runs.tsv"
 	: >"$work/stats.tsv"
+	: >"$work/decide.json"
+	: >"$work/scale.json"
 }
 
 # The exact command, with any knob that differs from its default.
 command_line() {
-	local env=""
+	local env="" k
 
-	[ "$PAIRS" = 7 ] || env+="PAIRS=$PAIRS "
-	[ "$RUN_SECONDS" = 3 ] || env+="RUN_SECONDS=$RUN_SECONDS "
-	[ "$WARMUP_MS" = 300 ] || env+="WARMUP_MS=$WARMUP_MS "
+	[ "$BENCH_QUICK" = 0 ] || env+="BENCH_QUICK=$BENCH_QUICK "
+	for k in PAIRS RUN_SECONDS WARMUP_MS DECIDE_TRIALS QUIET_WAIT QUIET_BUDGET; do
+		[ "${!k}" = "${DEFAULTS[$k]}" ] || env+="$k=${!k} "
+	done
 	[ "$PIN" = 1 ] || env+="PIN=$PIN "
-	[ "$QUIET_WAIT" = 5 ] || env+="QUIET_WAIT=$QUIET_WAIT "
-	[ "$QUIET_BUDGET" = 90 ] || env+="QUIET_BUDGET=$QUIET_BUDGET "
+	[ "$PEER" = 1 ] || env+="PEER=$PEER "
+	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
+	[ -z "${SCALE_CASES:-}" ] || env+="SCALE_CASES=$SCALE_CASES "
 	echo "${env}make bench"
 }
 
-main() {
-	local cfg size threads pair start
+# The commit built, and whether bpf/ or user/ had changes not committed.
+source_id() {
+	local head dirty
 
-	preflight
-	start=$(date +%s)
-	echo "bench: $PAIRS A/B pairs x ${#CONFIGS[@]} configs, ${RUN_SECONDS}s per run" \
-		"(+${WARMUP_MS}ms warm-up), PIN=$PIN; A = baseline, B = depwatch" >&2
-	export LOAD_BEFORE
-	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+	head=$(git rev-parse --short HEAD 2>/dev/null) || return 0
+	dirty=$(git status --porcelain -- bpf user 2>/dev/null | wc -l)
+	echo ", from commit $head$([ "$dirty" -eq 0 ] || echo " + $dirty uncommitted file(s) in bpf/ user/")"
+}
+
+# What the machine is, in one line.
+machine() {
+	local cpu mem virt
+
+	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+	mem=$(awk '/^MemTotal:/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
+	virt=$(systemd-detect-virt 2>/dev/null || echo unknown)
+	! grep -qw hypervisor /proc/cpuinfo || virt+=", on a hypervisor (cpuinfo flag)"
+	echo "$cpu, $(nproc) cores, $mem RAM; virtualization: $virt;" \
+		"$(sed -n 's/^PRETTY_NAME="\(.*\)"$/\1/p' /etc/os-release) (Debian $(cat /etc/debian_version));" \
+		"kernel $(uname -r)"
+}
+
+pingpong_phase() {
+	local cfg size threads pair mode modes=(A B)
+
+	[ "$PEER" = 1 ] && modes+=(C)
+	echo "bench: $PAIRS interleaved rounds (${modes[*]}) x ${#CONFIGS[@]} configs, ${RUN_SECONDS}s" \
+		"per run (+${WARMUP_MS}ms warm-up), PIN=$PIN; A = baseline, B = depwatch, C = bpftrace peer" >&2
 	for cfg in "${CONFIGS[@]}"; do
 		read -r size threads <<<"$cfg"
 		for ((pair = 1; pair <= PAIRS; pair++)); do
-			one_run "$size" "$threads" "$pair" A
-			one_run "$size" "$threads" "$pair" B
+			for mode in "${modes[@]}"; do
+				one_run "$size" "$threads" "$pair" "$mode"
+			done
 		done
-		stats_run "$size" "$threads"
+		for mode in "${modes[@]:1}"; do
+			stats_run "$size" "$threads" "$mode"
+		done
 	done
-	export LOAD_AFTER ELAPSED CMDLINE KERNEL CPU_MODEL CORES DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
-		BUILD_ID ATTACHED
+}
+
+decide_phase() {
+	[ "$DECIDE_TRIALS" -gt 0 ] || return 0
+	echo "bench: decision speed, $DECIDE_TRIALS trials" >&2
+	wait_quiet
+	DEPWATCH=$DEPWATCH python3 bench/decide.py "$DECIDE_TRIALS" --out "$work/decide.json" >/dev/null ||
+		die "bench/decide.py failed"
+}
+
+scale_phase() {
+	local quick=()
+
+	[ "$SCALE" = 1 ] || return 0
+	[ "$BENCH_QUICK" = 1 ] && quick=(--quick)
+	echo "bench: scale" >&2
+	wait_quiet
+	DEPWATCH=$DEPWATCH SCALE_LOGDIR=$work python3 bench/scale.py "${quick[@]}" \
+		--out "$work/scale.json" >/dev/null || die "bench/scale.py failed (log: $work/dwscale.log)"
+}
+
+main() {
+	local start
+
+	preflight
+	start=$(date +%s)
+	export LOAD_BEFORE
+	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+	pingpong_phase
+	decide_phase
+	scale_phase
+	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
+		BUILD_ID ATTACHED PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK
 	LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 	ELAPSED=$(($(date +%s) - start))
 	CMDLINE=$(command_line)
-	KERNEL=$(uname -r)
-	CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
-	CORES=$(nproc)
+	MACHINE=$(machine)
 	DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
-	BUILD_ID="$OUT/depwatch as copied at the start: $(sha256sum "$DEPWATCH" | cut -c1-12)"
-	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" >"$work/report.md"
+	BUILD_ID="$OUT/depwatch as copied at the start: $(sha256sum "$DEPWATCH" | cut -c1-12)$SOURCE_ID"
+	BPFTRACE_VERSION=$([ "$PEER" = 1 ] && "$BPFTRACE" --version 2>/dev/null || echo "not run")
+	QUIET_WAITED=$(((QUIET_BUDGET * 4 - quiet_left) / 4))
+	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
+		"$work/scale.json" >"$work/report.md"
 	cp "$work/report.md" "$RESULTS"
 	cat "$work/report.md"
-	echo "bench: wrote $RESULTS (${ELAPSED}s, $(((QUIET_BUDGET * 4 - quiet_left) / 4))s of it" \
+	echo "bench: wrote $RESULTS (${ELAPSED}s, ${QUIET_WAITED}s of it" \
 		"waiting for other dw_ programs to go)" >&2
 }
 

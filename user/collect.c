@@ -19,7 +19,7 @@ uint64_t dw_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static uint64_t key_hash(const struct dw_dest_key *key)
+uint64_t dw_dest_key_hash(const struct dw_dest_key *key)
 {
 	const unsigned char *p = (const unsigned char *)key;
 	uint64_t h = 1469598103934665603ULL;
@@ -31,7 +31,7 @@ static uint64_t key_hash(const struct dw_dest_key *key)
 
 static struct dw_dest *slot_for(struct dw_dest *tab, size_t cap, const struct dw_dest_key *key)
 {
-	size_t i = key_hash(key) & (cap - 1);
+	size_t i = dw_dest_key_hash(key) & (cap - 1);
 
 	while (tab[i].used && memcmp(&tab[i].key, key, sizeof(*key)))
 		i = (i + 1) & (cap - 1);

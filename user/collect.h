@@ -56,6 +56,8 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b);
 uint64_t dw_dest_inflight(const struct dw_dest *d);
 uint64_t dw_dest_connecting(const struct dw_dest *d);
 uint64_t dw_dest_connect_failures(const struct dw_dest *d);
+/* FNV-1a of the key's bytes, for hash tables of destinations. */
+uint64_t dw_dest_key_hash(const struct dw_dest_key *key);
 /* "127.0.0.1:8080", "[::1]:443", or "overflow". */
 void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len);
 

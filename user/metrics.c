@@ -318,19 +318,9 @@ void dw_metrics_stop(void)
 
 /* ---- cumulative histograms per destination */
 
-static uint64_t key_hash(const struct dw_dest_key *key)
-{
-	const unsigned char *p = (const unsigned char *)key;
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < sizeof(*key); i++)
-		h = (h ^ p[i]) * 1099511628211ULL;
-	return h;
-}
-
 static struct mdest *slot_for(struct mdest *tab, size_t cap, const struct dw_dest_key *key)
 {
-	size_t i = key_hash(key) & (cap - 1);
+	size_t i = dw_dest_key_hash(key) & (cap - 1);
 
 	while (tab[i].used && memcmp(&tab[i].key, key, sizeof(*key)))
 		i = (i + 1) & (cap - 1);
