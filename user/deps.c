@@ -238,6 +238,18 @@ int dw_deps_to_kernel(struct dw_deps *deps, struct dw_bpf *b)
 	return 0;
 }
 
+static const struct dw_dep_settings *dep_settings(struct dw_deps *deps, const struct dw_dep *dep)
+{
+	deps->overflow_settings = deps->cfg.defaults;
+	deps->overflow_settings.ignore = true;
+	if (!dep->id && dep->dest.family == DW_FAMILY_OVERFLOW)
+		return &deps->overflow_settings;
+	for (unsigned k = 0; dep->id && k < deps->cfg.ndeps; k++)
+		if (!strcmp(deps->cfg.deps[k].name, dep->name))
+			return &deps->cfg.deps[k].s;
+	return &deps->cfg.defaults;
+}
+
 /* A destination no match covers is a dependency of its own, named by its dest string. */
 static int own_dep_of(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 {
@@ -250,7 +262,7 @@ static int own_dep_of(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 		return -1;
 	dw_dest_format(&d->key, dep->name, sizeof(dep->name));
 	dep->dest = d->key;
-	dep->s = &deps->cfg.defaults;
+	dep->s = dep_settings(deps, dep);
 	dw_breaker_init(&dep->br, dep->s, now);
 	d->own_dep = dep - deps->deps;
 	return d->own_dep;
@@ -637,12 +649,8 @@ int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collec
 	for (unsigned i = 0; i < deps->n; i++) {
 		struct dw_dep *dep = &deps->deps[i];
 
-		if (!dep->used)
-			continue;
-		dep->s = &deps->cfg.defaults;
-		for (unsigned k = 0; dep->id && k < deps->cfg.ndeps; k++)
-			if (!strcmp(deps->cfg.deps[k].name, dep->name))
-				dep->s = &deps->cfg.deps[k].s;
+		if (dep->used)
+			dep->s = dep_settings(deps, dep);
 	}
 	for (size_t i = 0; i < c->cap; i++)
 		c->dests[i].dep = -1;

@@ -50,6 +50,8 @@ struct dw_deps {
 	unsigned n, cap;
 	int index_of_id[DW_MAX_DEPS];	/* configured id -> index, -1 */
 	uint64_t lease_ns;		/* how long a breakers map entry is good for */
+	/* the overflow row mixes unrelated destinations: traced, never judged */
+	struct dw_dep_settings overflow_settings;
 };
 
 /* Takes cfg over (it is freed with the deps). */
