@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!text.oom) {
 		if (dw_config_parse("described", text.data, text.len, &again, err, sizeof(err)))
 			abort();	/* describe must print a valid config */
-		if (again.ndeps != cfg.ndeps)
+		if (again.ndeps != cfg.ndeps || again.nservices != cfg.nservices)
 			abort();
 		dw_config_free(&again);
 	}

@@ -125,10 +125,15 @@ static void test_embedded_default(void **state)
 	assert_documented_defaults(&cfg.defaults);
 	assert_int_equal(cfg.ndeps, 0);
 	assert_null(cfg.deps);
+	assert_int_equal(cfg.nservices, 0);
+	assert_null(cfg.services);
 	assert_int_equal(cfg.syslog_facility, LOG_DAEMON);
 	/* its default is "not set", so the built-in text does not name it */
 	assert_string_equal(cfg.enforce_cgroup, "");
 	assert_null(strstr(dw_default_config, "enforce_cgroup"));
+	/* timeout has no default, and services are not defaults */
+	assert_null(strstr(dw_default_config, "timeout"));
+	assert_null(strstr(dw_default_config, "[service"));
 	/* the documented text, not just the values */
 	assert_non_null(strstr(dw_default_config,
 			       "[defaults]\nslow_call = 1s          # a call slower than this is slow\n"));
@@ -184,8 +189,57 @@ static void test_example_file(void **state)
 	assert_int_equal(cfg.deps[0].s.slow_call_ns, 500 * MS);
 	assert_int_equal(cfg.deps[0].s.max_inflight, 25);
 	assert_int_equal(cfg.deps[0].s.sample, 20);
+	assert_int_equal(cfg.deps[0].timeout_ns, 800 * MS);
 	assert_string_equal(cfg.enforce_cgroup, "");
+	/* the [service] example is commented out */
+	assert_int_equal(cfg.nservices, 0);
 	dw_config_free(&cfg);
+}
+
+/* The commented-out [service] example, with its '# ' taken off, is a valid config. */
+static void test_example_service_block(void **state)
+{
+	char path[4096], *text, *block, *line, *end;
+	struct dw_buf b = { 0 };
+	struct dw_config cfg;
+	FILE *f;
+	long n;
+
+	(void)state;
+	example_path(path, sizeof(path));
+	f = fopen(path, "r");
+	assert_non_null(f);
+	text = calloc(1, DW_CONFIG_MAX_BYTES + 1);
+	assert_non_null(text);
+	n = fread(text, 1, DW_CONFIG_MAX_BYTES, f);
+	fclose(f);
+	assert_true(n > 0);
+	block = strstr(text, "\n# [service shop]\n");
+	if (!block)
+		fail_msg("%s has no commented-out [service shop] block", path);
+	/* the file up to the block, then the block's lines uncommented up to a blank one */
+	dw_buf_write(&b, text, block + 1 - text);
+	for (line = block + 1; *line && *line != '\n'; line = end + 1) {
+		end = strchrnul(line, '\n');
+		assert_int_equal(strncmp(line, "# ", 2), 0);
+		dw_buf_write(&b, line + 2, end - line - 2);
+		dw_buf_putc(&b, '\n');
+		if (!*end)
+			break;
+	}
+	assert_false(b.oom);
+	parse_ok(b.data, &cfg);
+	assert_int_equal(cfg.nservices, 1);
+	assert_string_equal(cfg.services[0].name, "shop");
+	assert_int_equal(cfg.services[0].port_lo, 8080);
+	assert_int_equal(cfg.services[0].port_hi, 8080);
+	assert_int_equal(cfg.services[0].pool, 200);
+	assert_int_equal(cfg.services[0].deadline_ns, 2 * SEC);
+	assert_int_equal(cfg.services[0].npath, 1);
+	assert_int_equal(cfg.services[0].path[0], 0);
+	dw_config_free(&cfg);
+	dw_buf_free(&b);
+	free(text);
 }
 
 static const char full_conf[] =
@@ -1470,6 +1524,522 @@ static void test_match_rules_many(void **state)
 	dw_buf_free(&b);
 }
 
+
+/* ---- timeouts and services ---- */
+
+static void test_timeout(void **state)
+{
+	static const char *const good[] = { "1ms", "800ms", "1.5s", "60m" };
+	static const char *const bad[] = { "999us", "60.001m", "0s", "1h", "800", "fast" };
+	struct dw_config cfg;
+	char conf[256];
+	size_t i;
+
+	(void)state;
+	parse_ok("[dependency a]\nmatch = 10.0.0.0/8\ntimeout = 800ms\n"
+		 "[dependency b]\nmatch = 11.0.0.0/8\n",
+		 &cfg);
+	assert_int_equal(cfg.deps[0].timeout_ns, 800 * MS);
+	assert_int_equal(cfg.deps[1].timeout_ns, 0);	/* not set: unknown, not inherited */
+	dw_config_free(&cfg);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(conf, sizeof(conf), "[dependency a]\nmatch = 10.0.0.0/8\ntimeout = %s\n",
+			 good[i]);
+		parse_ok(conf, &cfg);
+		dw_config_free(&cfg);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(conf, sizeof(conf), "[dependency a]\nmatch = 10.0.0.0/8\ntimeout = %s\n",
+			 bad[i]);
+		expect_error(conf, 3, "timeout: '");
+		assert_non_null(strstr(err, "' is not a duration from 1ms to 60m"));
+	}
+}
+
+static void test_err_timeout_misplaced(void **state)
+{
+	(void)state;
+	expect_error("[defaults]\ntimeout = 1s\n", 2,
+		     "timeout belongs in a [dependency NAME], not in [defaults]");
+	expect_error("[service web]\nlisten = 80\ntimeout = 1s\n", 3,
+		     "timeout belongs in a [dependency NAME], not in [service web]");
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\ntimeout = 1s\ntimeout = 2s\n", 4,
+		     "duplicate key 'timeout' in [dependency a] (first set at line 3)");
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\ntimeuot = 1s\n", 3,
+		     "unknown key 'timeuot' in [dependency a] (did you mean 'timeout'?)");
+}
+
+static const char svc_conf[] =
+	"[service web]\n"				/* 1 */
+	"listen = 8080\n"				/* 2 */
+	"pool = 200\n"					/* 3 */
+	"deadline = 2s\n"				/* 4 */
+	"path = auth,cart ,\tpayments   # in order\n"	/* 5 */
+	"\n"						/* 6 */
+	"[dependency auth]\n"				/* 7 */
+	"match = 10.0.1.0/24\n"				/* 8 */
+	"timeout = 800ms\n"				/* 9 */
+	"[defaults]\n"					/* 10 */
+	"slow_call = 2s\n"				/* 11 */
+	"[dependency payments]\n"			/* 12 */
+	"match = 10.0.3.0/24:443\n"			/* 13 */
+	"timeout = 400ms\n"				/* 14 */
+	"[service batch]\n"				/* 15 */
+	"listen = 9000-9099\n"				/* 16 */
+	"[dependency cart]\n"				/* 17 */
+	"match = 10.0.2.0/24\n"				/* 18 */
+	"timeout = 400ms\n"				/* 19 */
+	"[service worker]\n"				/* 20 */
+	"listen = cgroup:/sys/fs/cgroup/worker.slice\n"	/* 21 */
+	"path = cart\n";				/* 22 */
+
+static void test_services(void **state)
+{
+	const struct dw_service *s;
+	struct dw_config cfg;
+	uint64_t sum;
+
+	(void)state;
+	parse_ok(svc_conf, &cfg);
+	assert_int_equal(cfg.ndeps, 3);
+	assert_int_equal(cfg.nservices, 3);
+
+	s = &cfg.services[0];
+	assert_string_equal(s->name, "web");
+	assert_int_equal(s->line, 1);
+	assert_int_equal(s->port_lo, 8080);
+	assert_int_equal(s->port_hi, 8080);
+	assert_string_equal(s->cgroup, "");
+	assert_int_equal(s->pool, 200);
+	assert_int_equal(s->deadline_ns, 2 * SEC);
+	assert_int_equal(s->path_line, 5);
+	assert_int_equal(s->npath, 3);
+	/* indexes into cfg.deps, in the order the path names them */
+	assert_int_equal(s->path[0], 0);
+	assert_int_equal(s->path[1], 2);
+	assert_int_equal(s->path[2], 1);
+	assert_string_equal(cfg.deps[s->path[1]].name, "cart");
+	assert_int_equal(dw_service_path_timeout(&cfg, s, &sum), 0);
+	assert_int_equal(sum, 1600 * MS);
+
+	s = &cfg.services[1];
+	assert_string_equal(s->name, "batch");
+	assert_int_equal(s->port_lo, 9000);
+	assert_int_equal(s->port_hi, 9099);
+	assert_int_equal(s->pool, 0);		/* not set: unknown */
+	assert_int_equal(s->deadline_ns, 0);
+	assert_int_equal(s->npath, 0);
+	assert_null(s->path);
+	assert_int_equal(s->path_line, 0);
+	assert_int_equal(dw_service_path_timeout(&cfg, s, &sum), 0);
+	assert_int_equal(sum, 0);
+
+	s = &cfg.services[2];
+	assert_string_equal(s->name, "worker");
+	assert_int_equal(s->port_lo, 0);
+	assert_int_equal(s->port_hi, 0);
+	assert_string_equal(s->cgroup, "/sys/fs/cgroup/worker.slice");
+	assert_int_equal(s->npath, 1);
+	assert_int_equal(s->path[0], 2);
+	/* the dependencies are as before */
+	assert_int_equal(cfg.deps[0].s.slow_call_ns, 2 * SEC);
+	assert_int_equal(cfg.deps[2].timeout_ns, 400 * MS);
+	dw_config_free(&cfg);
+	assert_null(cfg.services);
+	assert_int_equal(cfg.nservices, 0);
+	dw_config_free(&cfg);
+}
+
+static void test_service_listen_forms(void **state)
+{
+	struct dw_config cfg;
+
+	(void)state;
+	parse_ok("[service a]\nlisten = 1\n[service b]\nlisten = 65535\n"
+		 "[service c]\nlisten = 2-65534\n"
+		 "[service d]\nlisten = cgroup:  /\n"
+		 "[service e]\nlisten = cgroup:/a/b c/caf\xc3\xa9.slice/\n",
+		 &cfg);
+	assert_int_equal(cfg.nservices, 5);
+	assert_int_equal(cfg.services[0].port_lo, 1);
+	assert_int_equal(cfg.services[1].port_hi, 65535);
+	assert_int_equal(cfg.services[2].port_lo, 2);
+	assert_int_equal(cfg.services[2].port_hi, 65534);
+	assert_string_equal(cfg.services[3].cgroup, "/");
+	assert_string_equal(cfg.services[4].cgroup, "/a/b c/caf\xc3\xa9.slice/");
+	dw_config_free(&cfg);
+	/* nested cgroups are fine: the deeper one is the more specific */
+	parse_ok("[service a]\nlisten = cgroup:/app.slice\n"
+		 "[service b]\nlisten = cgroup:/app.slice/b.service\n",
+		 &cfg);
+	dw_config_free(&cfg);
+	/* a path without a deadline is not checked: its timeouts may be unknown */
+	parse_ok("[service a]\nlisten = 80\npath = x, y\n"
+		 "[dependency x]\nmatch = 10.0.0.0/8\ntimeout = 1s\n"
+		 "[dependency y]\nmatch = 11.0.0.0/8\n",
+		 &cfg);
+	assert_int_equal(cfg.services[0].npath, 2);
+	dw_config_free(&cfg);
+	/* a deadline without a path: nothing to check either */
+	parse_ok("[service a]\nlisten = 80\ndeadline = 1ms\n", &cfg);
+	assert_int_equal(cfg.services[0].deadline_ns, 1 * MS);
+	dw_config_free(&cfg);
+}
+
+/* web's path is auth + cart + payments, each with timeout T; its deadline is D. */
+static void budget_conf(char *buf, size_t len, const char *t, const char *d)
+{
+	snprintf(buf, len,
+		 "[dependency auth]\nmatch = 10.0.1.0/24\ntimeout = %s\n"	/* 1-3 */
+		 "[dependency cart]\nmatch = 10.0.2.0/24\ntimeout = %s\n"	/* 4-6 */
+		 "[dependency payments]\nmatch = 10.0.3.0/24\ntimeout = %s\n"	/* 7-9 */
+		 "[service web]\nlisten = 8080\ndeadline = %s\n"		/* 10-12 */
+		 "path = auth, cart, payments\n",				/* 13 */
+		 t, t, t, d);
+}
+
+static void test_budget(void **state)
+{
+	struct dw_config cfg;
+	char conf[512];
+	uint64_t sum;
+
+	(void)state;
+	/* fits */
+	budget_conf(conf, sizeof(conf), "600ms", "2s");
+	parse_ok(conf, &cfg);
+	assert_int_equal(dw_service_path_timeout(&cfg, &cfg.services[0], &sum), 0);
+	assert_int_equal(sum, 1800 * MS);
+	dw_config_free(&cfg);
+	/* exactly the deadline is still within it */
+	budget_conf(conf, sizeof(conf), "500ms", "1.5s");
+	parse_ok(conf, &cfg);
+	dw_config_free(&cfg);
+	/* over: the sum and its parts against the deadline, at the path line */
+	budget_conf(conf, sizeof(conf), "800ms", "2s");
+	expect_error(conf, 13,
+		     "service web: timeouts along its path add up to 2.4s (auth 800ms + cart 800ms + payments 800ms), more than its deadline 2s");
+	assert_string_equal(err,
+			    "t.conf:13: service web: timeouts along its path add up to 2.4s (auth 800ms + cart 800ms + payments 800ms), more than its deadline 2s");
+	/* one nanosecond over is over */
+	budget_conf(conf, sizeof(conf), "500ms", "1.499999999s");
+	expect_error(conf, 13, "add up to 1.5s (auth 500ms + cart 500ms + payments 500ms), more than its deadline 1.499999999s");
+	/* one dependency alone over the deadline */
+	expect_error("[dependency db]\nmatch = 10.0.0.0/8\ntimeout = 3s\n"
+		     "[service api]\nlisten = 80\npath = db\ndeadline = 1s\n",
+		     6, "service api: timeouts along its path add up to 3s (db 3s), more than its deadline 1s");
+}
+
+static void test_err_budget_untimed(void **state)
+{
+	(void)state;
+	expect_error("[dependency auth]\nmatch = 10.0.1.0/24\ntimeout = 100ms\n"
+		     "[dependency cart]\nmatch = 10.0.2.0/24\n"
+		     "[dependency pay]\nmatch = 10.0.3.0/24\n"
+		     "[service web]\nlisten = 80\ndeadline = 2s\npath = auth, pay, cart\n",
+		     11, "dependency pay on the path of service web has no timeout");
+	assert_non_null(strstr(err, "set 'timeout = DURATION' in [dependency pay]"));
+	assert_non_null(strstr(err, "the deadline 2s"));
+}
+
+/* A long path is cut in the message, never the deadline at its end. */
+static void test_budget_long_path(void **state)
+{
+	struct dw_buf b = { 0 };
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 500; i++)
+		dw_buf_printf(&b, "[dependency dep%u]\nmatch = 10.%u.%u.0/24\ntimeout = 1ms\n", i,
+			      i >> 8, i & 0xff);
+	dw_buf_printf(&b, "[service web]\nlisten = 80\ndeadline = 499ms\npath = dep0");
+	for (i = 1; i < 500; i++)
+		dw_buf_printf(&b, ", dep%u", i);
+	dw_buf_printf(&b, "\n");
+	assert_false(b.oom);
+	expect_error(b.data, 1504, "service web: timeouts along its path add up to 500ms (dep0 1ms + dep1 1ms + ");
+	assert_non_null(strstr(err, " more), more than its deadline 499ms"));
+	assert_true(strlen(err) < 400);
+	dw_buf_free(&b);
+}
+
+static void test_err_service_unknown_key(void **state)
+{
+	(void)state;
+	expect_error("[service web]\nlisten = 80\ndeadlin = 2s\n", 3,
+		     "unknown key 'deadlin' in [service web] (did you mean 'deadline'?)");
+	expect_error("[service web]\nlisten = 80\ncolour = blue\n", 3,
+		     "unknown key 'colour' in [service web]");
+	assert_null(strstr(err, "did you mean"));
+	/* keys of the other sections say where they belong */
+	expect_error("[service web]\nlisten = 80\nslow_call = 1s\n", 3,
+		     "slow_call belongs in [defaults] or a [dependency NAME], not in [service web]");
+	expect_error("[service web]\nmatch = 10.0.0.0/8\n", 2,
+		     "match belongs in a [dependency NAME], not in [service web]");
+	expect_error("[service web]\nsyslog_facility = user\n", 2,
+		     "syslog_facility belongs in [defaults], not in [service web]");
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\ndeadline = 2s\n", 3,
+		     "deadline belongs in a [service NAME], not in [dependency a]");
+	expect_error("[defaults]\nlisten = 80\n", 2, "listen belongs in a [service NAME], not in [defaults]");
+	expect_error("[defaults]\npath = a\n", 2, "path belongs in a [service NAME]");
+}
+
+static void test_err_service_header(void **state)
+{
+	(void)state;
+	expect_error("[service]\n", 1, "missing service name: [service NAME]");
+	expect_error("[service web app]\n", 1, "invalid service name 'web app'");
+	expect_error("[serviceweb]\n", 1,
+		     "unknown section '[serviceweb]': expected [defaults], [dependency NAME] or [service NAME]");
+}
+
+static void test_err_service_missing_listen(void **state)
+{
+	(void)state;
+	expect_error("[service a]\nlisten = 80\n[service web]\npool = 5\n[dependency x]\nmatch = 10.0.0.0/8\n",
+		     3, "[service web] has no listen: add 'listen = PORT'");
+	expect_error("[service last]\n", 1, "[service last] has no listen");
+	expect_error("[service web]\nlisten = 80\nlisten = 81\n", 3,
+		     "duplicate key 'listen' in [service web] (first set at line 2)");
+}
+
+static void test_err_service_bad_listen(void **state)
+{
+	static const char *const bad_ports[] = {
+		"0", "65536", "http", "80-", "-80", "1-2-3", "10.0.0.1:80", "80 81", "+80",
+	};
+	char conf[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad_ports) / sizeof(bad_ports[0]); i++) {
+		snprintf(conf, sizeof(conf), "[service web]\n\nlisten = %s\n", bad_ports[i]);
+		expect_error(conf, 3, "listen: '");
+		assert_non_null(strstr(err, "' is not a port (1 to 65535), a range LOW-HIGH or cgroup:/PATH"));
+		assert_non_null(strstr(err, bad_ports[i]));
+	}
+	expect_error("[service web]\nlisten = 90-80\n", 2, "listen: bad port range: 90 is above 80");
+	expect_error("[service web]\nlisten = cgroup:app.slice\n", 2,
+		     "listen: cgroup 'app.slice' is not an absolute path");
+	expect_error("[service web]\nlisten = cgroup:\n", 2, "listen: cgroup '' is not an absolute path");
+	expect_error("[service web]\nlisten = cgroup:/sys/fs/cgroup/../x\n", 2,
+		     "listen: cgroup '/sys/fs/cgroup/../x' has a '..' component");
+	expect_error("[service web]\nlisten = cgroup:/a\tb\n", 2,
+		     "listen: the cgroup path has a control byte (0x09 at byte 3)");
+}
+
+static void test_err_service_bad_values(void **state)
+{
+	(void)state;
+	expect_error("[service web]\nlisten = 80\npool = 0\n", 3,
+		     "pool: '0' is not a whole number from 1 to 1000000");
+	expect_error("[service web]\nlisten = 80\npool = 1000001\n", 3, "pool: '1000001'");
+	expect_error("[service web]\nlisten = 80\npool = many\n", 3, "pool: 'many'");
+	expect_error("[service web]\nlisten = 80\npool = 1\npool = 2\n", 4, "duplicate key 'pool'");
+	expect_error("[service web]\nlisten = 80\ndeadline = 2\n", 3,
+		     "deadline: '2' is not a duration from 1ms to 60m");
+	expect_error("[service web]\nlisten = 80\ndeadline = 0s\n", 3, "deadline: '0s'");
+	expect_error("[service web]\nlisten = 80\ndeadline = 1s\ndeadline = 1s\n", 4,
+		     "duplicate key 'deadline' in [service web]");
+	/* the ends of both ranges are fine */
+	{
+		struct dw_config cfg;
+
+		parse_ok("[service a]\nlisten = 80\npool = 1\ndeadline = 1ms\n"
+			 "[service b]\nlisten = 81\npool = 1000000\ndeadline = 60m\n",
+			 &cfg);
+		assert_int_equal(cfg.services[1].pool, 1000000);
+		assert_int_equal(cfg.services[1].deadline_ns, 3600 * SEC);
+		dw_config_free(&cfg);
+	}
+}
+
+static void test_err_service_path(void **state)
+{
+	(void)state;
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\n[service web]\nlisten = 80\npath = a, b\n",
+		     5, "path: there is no [dependency b] (entry 2 of the path of service web)");
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\ntimeout = 1s\n"
+		     "[dependency b]\nmatch = 11.0.0.0/8\ntimeout = 1s\n"
+		     "[service web]\nlisten = 80\ndeadline = 5s\npath = a, b, a\n",
+		     10, "path: dependency a is on the path of service web twice (entries 1 and 3)");
+	/* the first bad entry is the one reported */
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\n[service web]\nlisten = 80\npath = a, x, a, y\n",
+		     5, "there is no [dependency x]");
+	/* names are case-sensitive, as section names are */
+	expect_error("[dependency auth]\nmatch = 10.0.0.0/8\n[service web]\nlisten = 80\npath = Auth\n",
+		     5, "there is no [dependency Auth]");
+	expect_error("[service web]\nlisten = 80\npath = a,,b\n", 3,
+		     "path: entry 2 is empty: separate dependency names with single commas");
+	expect_error("[service web]\nlisten = 80\npath = a,\n", 3, "path: entry 2 is empty");
+	expect_error("[service web]\nlisten = 80\npath = a b\n", 3,
+		     "path: 'a b' is not a dependency name");
+	expect_error("[service web]\nlisten = 80\npath = a\npath = a\n", 4,
+		     "duplicate key 'path' in [service web] (first set at line 3)");
+}
+
+static void test_err_service_names(void **state)
+{
+	(void)state;
+	expect_error("[service web]\nlisten = 80\n[service api]\nlisten = 81\n"
+		     "[service web]\nlisten = 82\n",
+		     5, "duplicate service name 'web' (the first [service web] is at line 1)");
+	/* a service and a dependency may not share a name: reported at the later one */
+	expect_error("[dependency cart]\nmatch = 10.0.0.0/8\n[service cart]\nlisten = 80\n", 3,
+		     "[service cart] has the name of [dependency cart] (line 1): a service and a dependency may not share one");
+	expect_error("[service cart]\nlisten = 80\n\n[dependency cart]\nmatch = 10.0.0.0/8\n", 4,
+		     "[dependency cart] has the name of [service cart] (line 1)");
+}
+
+static void test_err_service_listen_overlap(void **state)
+{
+	struct dw_config cfg;
+
+	(void)state;
+	expect_error("[service a]\nlisten = 80\n[service b]\n\nlisten = 80\n", 5,
+		     "listen '80' overlaps 't.conf:2' ('80' of [service a]): a port belongs to one service");
+	expect_error("[service a]\nlisten = 8000-8099\n[service b]\nlisten = 8099-8100\n", 4,
+		     "listen '8099-8100' overlaps 't.conf:2' ('8000-8099' of [service a])");
+	expect_error("[service a]\nlisten = 8050\n[service b]\nlisten = 8000-8099\n", 4,
+		     "listen '8000-8099' overlaps 't.conf:2' ('8050' of [service a])");
+	/* the earliest conflict in the file */
+	expect_error("[service a]\nlisten = 1-100\n"		/* 1-2 */
+		     "[service b]\nlisten = 200\n"		/* 3-4 */
+		     "[service c]\nlisten = 50\n"		/* 5-6: vs a */
+		     "[service d]\nlisten = 200\n",		/* 7-8: vs b */
+		     6, "listen '50' overlaps 't.conf:2' ('1-100' of [service a])");
+	/* the same cgroup, however spelt */
+	expect_error("[service a]\nlisten = cgroup:/sys/fs/cgroup/app.slice\n"
+		     "[service b]\nlisten = cgroup://sys/./fs/cgroup/app.slice/\n",
+		     4, "listen: cgroup '//sys/./fs/cgroup/app.slice/' is the cgroup of [service a] too ('t.conf:2')");
+	expect_error("[service a]\nlisten = cgroup:/\n[service b]\nlisten = 80\n"
+		     "[service c]\nlisten = cgroup://\n",
+		     6, "is the cgroup of [service a] too");
+	/* adjacent ranges, and a port next to a cgroup, are fine */
+	parse_ok("[service a]\nlisten = 1-100\n[service b]\nlisten = 101-65535\n"
+		 "[service c]\nlisten = cgroup:/x\n",
+		 &cfg);
+	dw_config_free(&cfg);
+}
+
+/* Thousands of services, one port each: the checks stay fast, the overlap is found at the end. */
+static void test_many_services(void **state)
+{
+	struct dw_buf b = { 0 };
+	struct dw_config cfg;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 30000; i++)
+		dw_buf_printf(&b, "[service s%u]\nlisten = %u\n", i, 30000 - i);
+	assert_false(b.oom);
+	parse_ok(b.data, &cfg);
+	assert_int_equal(cfg.nservices, 30000);
+	dw_config_free(&cfg);
+	dw_buf_printf(&b, "[service late]\nlisten = 1-65535\n");
+	expect_error(b.data, 60002, "listen '1-65535' overlaps 't.conf:60000' ('1' of [service s29999])");
+	dw_buf_free(&b);
+}
+
+static void test_describe_services(void **state)
+{
+	struct dw_config cfg, again;
+	struct dw_buf out = { 0 };
+	const struct dw_service *s, *a;
+	unsigned i, k;
+
+	(void)state;
+	parse_ok(svc_conf, &cfg);
+	dw_config_describe(&cfg, &out);
+	assert_false(out.oom);
+	assert_non_null(strstr(out.data, ": 3 dependencies, 3 services; destinations"));
+	assert_non_null(strstr(out.data, "[dependency auth]\t# line 7\n"));
+	assert_non_null(strstr(out.data, "ignore = no\ntimeout = 800ms\n"));
+	assert_non_null(strstr(out.data, "\n[service web]\t# line 1\n"
+					 "listen = 8080\n"
+					 "pool = 200\n"
+					 "deadline = 2s\n"
+					 "path = auth, cart, payments\n"
+					 "# path timeouts 1.6s of deadline 2s\n"));
+	assert_non_null(strstr(out.data, "\n[service batch]\t# line 15\n"
+					 "listen = 9000-9099\n"
+					 "# pool: not set\n"
+					 "# deadline: not set, so the path is not checked\n"
+					 "# path: not set\n"));
+	assert_non_null(strstr(out.data, "\n[service worker]\t# line 20\n"
+					 "listen = cgroup:/sys/fs/cgroup/worker.slice\n"
+					 "# pool: not set\n"
+					 "# deadline: not set, so the path is not checked\n"
+					 "path = cart\n"));
+	/* it parses back to the same services */
+	parse_ok(out.data, &again);
+	assert_int_equal(again.ndeps, cfg.ndeps);
+	for (i = 0; i < cfg.ndeps; i++)
+		assert_int_equal(again.deps[i].timeout_ns, cfg.deps[i].timeout_ns);
+	assert_int_equal(again.nservices, cfg.nservices);
+	for (i = 0; i < cfg.nservices; i++) {
+		s = &cfg.services[i];
+		a = &again.services[i];
+		assert_string_equal(a->name, s->name);
+		assert_int_equal(a->port_lo, s->port_lo);
+		assert_int_equal(a->port_hi, s->port_hi);
+		assert_string_equal(a->cgroup, s->cgroup);
+		assert_int_equal(a->pool, s->pool);
+		assert_int_equal(a->deadline_ns, s->deadline_ns);
+		assert_int_equal(a->npath, s->npath);
+		for (k = 0; k < s->npath; k++)
+			assert_int_equal(a->path[k], s->path[k]);
+	}
+	dw_config_free(&again);
+	dw_buf_free(&out);
+
+	/* a budget exactly at its deadline says so */
+	memset(&out, 0, sizeof(out));
+	cfg.deps[0].timeout_ns = 1200 * MS;
+	dw_config_describe(&cfg, &out);
+	assert_non_null(strstr(out.data, "# path timeouts 2s of deadline 2s\n"));
+	parse_ok(out.data, &again);
+	dw_config_free(&again);
+	dw_buf_free(&out);
+
+	/* without services the header is as it was */
+	memset(&out, 0, sizeof(out));
+	dw_config_free(&cfg);
+	parse_ok(full_conf, &cfg);
+	dw_config_describe(&cfg, &out);
+	assert_non_null(strstr(out.data, ": 2 dependencies; destinations no match covers"));
+	assert_null(strstr(out.data, "timeout"));
+	assert_null(strstr(out.data, "[service"));
+	dw_config_free(&cfg);
+	dw_buf_free(&out);
+}
+
+/* Configs filled in by hand: the sum says what it cannot add up. */
+static void test_service_path_timeout_by_hand(void **state)
+{
+	struct dw_dep_config deps[2] = { { .name = "a", .timeout_ns = 5 * MS }, { .name = "b" } };
+	unsigned path[3] = { 0, 1, 0 };
+	struct dw_service svc = { .name = "s", .port_lo = 80, .port_hi = 80, .deadline_ns = SEC,
+				  .path = path, .npath = 3, .line = 1 };
+	struct dw_config cfg = { .deps = deps, .ndeps = 2, .services = &svc, .nservices = 1 };
+	struct dw_buf out = { 0 };
+	uint64_t sum;
+
+	(void)state;
+	assert_int_equal(dw_service_path_timeout(&cfg, &svc, &sum), -ENODATA);
+	assert_int_equal(sum, 10 * MS);
+	dw_config_describe(&cfg, &out);
+	assert_non_null(strstr(out.data, "path = a, b, a\n# path timeouts unknown"));
+	dw_buf_free(&out);
+	path[1] = 7;
+	assert_int_equal(dw_service_path_timeout(&cfg, &svc, &sum), -EINVAL);
+	memset(&out, 0, sizeof(out));
+	dw_config_describe(&cfg, &out);
+	assert_non_null(strstr(out.data, "# path: 3 dependencies this config does not have\n"));
+	assert_null(strstr(out.data, "\npath ="));
+	dw_buf_free(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1535,6 +2105,25 @@ int main(void)
 		cmocka_unit_test(test_err_match_rules_same_prefix),
 		cmocka_unit_test(test_match_rules_allowed),
 		cmocka_unit_test(test_match_rules_many),
+		cmocka_unit_test(test_example_service_block),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_err_timeout_misplaced),
+		cmocka_unit_test(test_services),
+		cmocka_unit_test(test_service_listen_forms),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_err_budget_untimed),
+		cmocka_unit_test(test_budget_long_path),
+		cmocka_unit_test(test_err_service_unknown_key),
+		cmocka_unit_test(test_err_service_header),
+		cmocka_unit_test(test_err_service_missing_listen),
+		cmocka_unit_test(test_err_service_bad_listen),
+		cmocka_unit_test(test_err_service_bad_values),
+		cmocka_unit_test(test_err_service_path),
+		cmocka_unit_test(test_err_service_names),
+		cmocka_unit_test(test_err_service_listen_overlap),
+		cmocka_unit_test(test_many_services),
+		cmocka_unit_test(test_describe_services),
+		cmocka_unit_test(test_service_path_timeout_by_hand),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,6 +72,20 @@ static const struct key_def keys[] = {
 #define KEY_SAMPLE 3
 #define KEY_MIN_CALLS 5
 
+/*
+ * Keys outside struct dw_dep_settings (off unused): their values are read
+ * by hand, these give fail_value() the name and range.
+ */
+static const struct key_def timeout_key = { "timeout", KIND_DURATION, 0, NS_PER_MS, NS_PER_H };
+static const struct key_def pool_key = { "pool", KIND_UINT, 0, 1, 1000000 };
+static const struct key_def deadline_key = { "deadline", KIND_DURATION, 0, NS_PER_MS, NS_PER_H };
+
+/* The keys of [defaults] and [dependency] besides keys[], and of [service]. */
+static const char *const other_keys[] = { "match", "syslog_facility", "enforce_cgroup", "timeout" };
+static const char *const service_keys[] = { "listen", "pool", "deadline", "path" };
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 struct facility_def {
 	const char *name;
 	int value;
@@ -87,13 +101,25 @@ static const struct facility_def facilities[] = {
 
 #define NFACILITIES (sizeof(facilities) / sizeof(facilities[0]))
 
-enum section { SEC_NONE, SEC_DEFAULTS, SEC_DEP };
+enum section { SEC_NONE, SEC_DEFAULTS, SEC_DEP, SEC_SERVICE };
 
 /* A [dependency] section as read: dep.s holds only the keys it set. */
 struct pdep {
 	struct dw_dep_config dep;
 	int key_line[NKEYS];	/* line that set each key; 0: inherited from [defaults] */
+	int timeout_line;
 	unsigned mcap;
+};
+
+/*
+ * A [service] section as read. Its path is names until the whole file is
+ * read (the dependencies may come later): svc.npath of them, each ending
+ * in a NUL, one after the other in names; svc.path is set at the end.
+ */
+struct psvc {
+	struct dw_service svc;
+	int listen_line, pool_line, deadline_line;
+	char *names;
 };
 
 struct parser {
@@ -111,6 +137,8 @@ struct parser {
 	int cgroup_line;
 	struct pdep *deps;
 	unsigned ndeps, cap;
+	struct psvc *svcs;
+	unsigned nsvcs, svc_cap;
 };
 
 /*
@@ -199,6 +227,8 @@ static void section_name(const struct parser *p, char *buf, size_t len)
 {
 	if (p->sec == SEC_DEFAULTS)
 		snprintf(buf, len, "[defaults]");
+	else if (p->sec == SEC_SERVICE)
+		snprintf(buf, len, "[service %s]", p->svcs[p->nsvcs - 1].svc.name);
 	else
 		snprintf(buf, len, "[dependency %s]", p->deps[p->ndeps - 1].dep.name);
 }
@@ -301,18 +331,34 @@ static unsigned edit_distance(const char *a, const char *b)
 	return row[lb];
 }
 
-/* The known key within two typos of name, for "did you mean"; NULL if none. */
-static const char *suggest_key(const char *name)
+static bool in_list(const char *name, const char *const *list, size_t n)
 {
-	static const char *const extra[] = { "match", "syslog_facility", "enforce_cgroup" };
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The key of section sec within two typos of name, for "did you mean";
+ * NULL if none.
+ */
+static const char *suggest_key(const char *name, enum section sec)
+{
 	const char *best = NULL, *cand;
 	unsigned d, best_d = 3;
-	size_t i;
+	size_t i, n;
 
 	if (strlen(name) > 32)
 		return NULL;
-	for (i = 0; i < NKEYS + sizeof(extra) / sizeof(extra[0]); i++) {
-		cand = i < NKEYS ? keys[i].name : extra[i - NKEYS];
+	n = sec == SEC_SERVICE ? ARRAY_SIZE(service_keys) : NKEYS + ARRAY_SIZE(other_keys);
+	for (i = 0; i < n; i++) {
+		if (sec == SEC_SERVICE)
+			cand = service_keys[i];
+		else
+			cand = i < NKEYS ? keys[i].name : other_keys[i - NKEYS];
 		d = edit_distance(name, cand);
 		if (d < best_d) {
 			best_d = d;
@@ -322,12 +368,26 @@ static const char *suggest_key(const char *name)
 	return best;
 }
 
+/* Where key belongs if it is a key, just not of this kind of section; NULL if not. */
+static const char *home_of(const char *key, enum section sec)
+{
+	if (sec != SEC_SERVICE)
+		return in_list(key, service_keys, ARRAY_SIZE(service_keys)) ? "a [service NAME]" : NULL;
+	if (!strcmp(key, "match") || !strcmp(key, "timeout"))
+		return "a [dependency NAME]";
+	if (!strcmp(key, "syslog_facility") || !strcmp(key, "enforce_cgroup"))
+		return "[defaults]";
+	return find_key(key) >= 0 ? "[defaults] or a [dependency NAME]" : NULL;
+}
+
 static int fail_unknown_key(struct parser *p, const char *key)
 {
-	const char *hint = suggest_key(key);
+	const char *hint = suggest_key(key, p->sec), *home = home_of(key, p->sec);
 	char sec[DW_DEP_NAME_MAX + 16], c[CLIP_BUF];
 
 	section_name(p, sec, sizeof(sec));
+	if (home)
+		return fail(p, "%s belongs in %s, not in %s", key, home, sec);
 	if (hint)
 		return fail(p, "unknown key '%s' in %s (did you mean '%s'?)", clip(key, c), sec,
 			    hint);
@@ -652,6 +712,42 @@ static int begin_dep(struct parser *p, const char *name)
 	return 0;
 }
 
+/* Duplicate names, and names dependencies have too, are found at the end. */
+static int begin_service(struct parser *p, const char *name)
+{
+	struct psvc *s;
+	char c[CLIP_BUF];
+	unsigned cap;
+
+	if (!*name)
+		return fail(p, "missing service name: [service NAME]");
+	if (!valid_name(name))
+		return fail(p, "invalid service name '%s': use 1 to %d of A-Z a-z 0-9 _ . -",
+			    clip(name, c), DW_DEP_NAME_MAX);
+	if (p->nsvcs == p->svc_cap) {
+		cap = p->svc_cap ? 2 * p->svc_cap : 4;
+		s = realloc(p->svcs, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		p->svcs = s;
+		p->svc_cap = cap;
+	}
+	s = &p->svcs[p->nsvcs++];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->svc.name, sizeof(s->svc.name), "%s", name);
+	s->svc.line = p->line;
+	p->sec = SEC_SERVICE;
+	return 0;
+}
+
+/* Whether s is word followed by the end or a blank. */
+static bool starts_word(const char *s, const char *word)
+{
+	size_t n = strlen(word);
+
+	return strncmp(s, word, n) == 0 && (s[n] == '\0' || IS_SPACE(s[n]));
+}
+
 /* s: a trimmed line starting with '['. */
 static int parse_section(struct parser *p, char *s)
 {
@@ -666,9 +762,11 @@ static int parse_section(struct parser *p, char *s)
 	inner = trim(s + 1);
 	if (strcmp(inner, "defaults") == 0)
 		return begin_defaults(p);
-	if (strncmp(inner, "dependency", 10) == 0 && (inner[10] == '\0' || IS_SPACE(inner[10])))
+	if (starts_word(inner, "dependency"))
 		return begin_dep(p, trim(inner + 10));
-	return fail(p, "unknown section '[%s]': expected [defaults] or [dependency NAME]",
+	if (starts_word(inner, "service"))
+		return begin_service(p, trim(inner + 7));
+	return fail(p, "unknown section '[%s]': expected [defaults], [dependency NAME] or [service NAME]",
 		    clip(inner, c));
 }
 
@@ -768,6 +866,164 @@ static int set_cgroup(struct parser *p, const char *val)
 	return 0;
 }
 
+/* 0 if key is not set yet in the current section; line: where it was. */
+static int check_unset(struct parser *p, const char *key, int line)
+{
+	char sec[DW_DEP_NAME_MAX + 16];
+
+	if (!line)
+		return 0;
+	section_name(p, sec, sizeof(sec));
+	return fail(p, "duplicate key '%s' in %s (first set at line %d)", key, sec, line);
+}
+
+static int parse_duration_key(struct parser *p, const struct key_def *k, const char *val,
+			      uint64_t *ns)
+{
+	uint64_t u;
+
+	if (dw_parse_duration(val, &u) || u < k->min || u > k->max)
+		return fail_value(p, k, val);
+	*ns = u;
+	return 0;
+}
+
+static int set_timeout(struct parser *p, const char *val)
+{
+	struct pdep *d;
+	int err;
+
+	if (p->sec == SEC_DEFAULTS)
+		return fail(p, "timeout belongs in a [dependency NAME], not in [defaults]: it is what callers wait for that one dependency, and has no default");
+	d = &p->deps[p->ndeps - 1];
+	err = check_unset(p, "timeout", d->timeout_line);
+	if (!err)
+		err = parse_duration_key(p, &timeout_key, val, &d->dep.timeout_ns);
+	if (!err)
+		d->timeout_line = p->line;
+	return err;
+}
+
+/* PORT, LOW-HIGH or cgroup:/PATH. */
+static int set_listen(struct parser *p, struct psvc *s, char *val)
+{
+	char c[CLIP_BUF], *dash, *path;
+	uint64_t lo, hi;
+	const char *why;
+	size_t n, at;
+	int err;
+
+	err = check_unset(p, "listen", s->listen_line);
+	if (err)
+		return err;
+	if (strncmp(val, "cgroup:", 7) == 0) {
+		path = trim(val + 7);
+		n = strlen(path);
+		why = cgroup_path_problem(path, n, &at);
+		if (why && at)	/* the byte itself stays out of the message */
+			return fail(p, "listen: the cgroup path %s (0x%02x at byte %zu)", why,
+				    (unsigned char)path[at - 1], at);
+		if (why)
+			return fail(p, "listen: cgroup '%s' %s", clip(path, c), why);
+		memcpy(s->svc.cgroup, path, n + 1);
+		s->listen_line = p->line;
+		return 0;
+	}
+	dash = strchr(val, '-');
+	if (dash)
+		*dash = '\0';
+	if (dw_parse_uint(val, 1, 65535, &lo) || (dash && dw_parse_uint(dash + 1, 1, 65535, &hi))) {
+		if (dash)
+			*dash = '-';
+		return fail(p, "listen: '%s' is not a port (1 to 65535), a range LOW-HIGH or cgroup:/PATH",
+			    clip(val, c));
+	}
+	if (!dash)
+		hi = lo;
+	if (lo > hi)
+		return fail(p, "listen: bad port range: %llu is above %llu", (unsigned long long)lo,
+			    (unsigned long long)hi);
+	s->svc.port_lo = lo;
+	s->svc.port_hi = hi;
+	s->listen_line = p->line;
+	return 0;
+}
+
+/*
+ * Dependency names separated by commas, kept as names: whether each is a
+ * dependency, and only once on the path, is known at the end.
+ */
+static int set_path(struct parser *p, struct psvc *s, char *val)
+{
+	char c[CLIP_BUF], *names, *out, *tok, *next;
+	unsigned n = 0;
+	size_t len;
+	int err;
+
+	err = check_unset(p, "path", s->svc.path_line);
+	if (err)
+		return err;
+	names = malloc(strlen(val) + 1);
+	if (!names)
+		return -ENOMEM;
+	out = names;
+	for (tok = val; tok; tok = next) {
+		next = strchr(tok, ',');
+		if (next)
+			*next++ = '\0';
+		tok = trim(tok);
+		n++;
+		if (!*tok) {
+			free(names);
+			return fail(p, "path: entry %u is empty: separate dependency names with single commas, as in 'auth, cart, payments'",
+				    n);
+		}
+		if (!valid_name(tok)) {
+			free(names);
+			return fail(p, "path: '%s' is not a dependency name (1 to %d of A-Z a-z 0-9 _ . -)",
+				    clip(tok, c), DW_DEP_NAME_MAX);
+		}
+		len = strlen(tok) + 1;
+		memcpy(out, tok, len);
+		out += len;
+	}
+	s->names = names;
+	s->svc.npath = n;
+	s->svc.path_line = p->line;
+	return 0;
+}
+
+static int set_service_key(struct parser *p, const char *key, char *val)
+{
+	struct psvc *s = &p->svcs[p->nsvcs - 1];
+	uint64_t u;
+	int err;
+
+	if (strcmp(key, "listen") == 0)
+		return set_listen(p, s, val);
+	if (strcmp(key, "path") == 0)
+		return set_path(p, s, val);
+	if (strcmp(key, "pool") == 0) {
+		err = check_unset(p, key, s->pool_line);
+		if (err)
+			return err;
+		if (dw_parse_uint(val, pool_key.min, pool_key.max, &u))
+			return fail_value(p, &pool_key, val);
+		s->svc.pool = u;
+		s->pool_line = p->line;
+		return 0;
+	}
+	if (strcmp(key, "deadline") == 0) {
+		err = check_unset(p, key, s->deadline_line);
+		if (!err)
+			err = parse_duration_key(p, &deadline_key, val, &s->svc.deadline_ns);
+		if (!err)
+			s->deadline_line = p->line;
+		return err;
+	}
+	return fail_unknown_key(p, key);
+}
+
 static int set_key(struct parser *p, int k, const char *val)
 {
 	struct dw_dep_settings *s = &p->defaults;
@@ -805,8 +1061,10 @@ static int parse_setting(struct parser *p, char *s)
 	if (!*val)
 		return fail(p, "empty value for '%s'", clip(key, c));
 	if (p->sec == SEC_NONE)
-		return fail(p, "'%s' is outside any section: start with [defaults] or [dependency NAME]",
+		return fail(p, "'%s' is outside any section: start with [defaults], [dependency NAME] or [service NAME]",
 			    clip(key, c));
+	if (p->sec == SEC_SERVICE)
+		return set_service_key(p, key, val);
 	if (strcmp(key, "match") == 0) {
 		if (p->sec == SEC_DEFAULTS)
 			return fail(p, "match is not allowed in [defaults]: put it in a [dependency NAME]");
@@ -816,6 +1074,8 @@ static int parse_setting(struct parser *p, char *s)
 		return set_facility(p, val);
 	if (strcmp(key, "enforce_cgroup") == 0)
 		return set_cgroup(p, val);
+	if (strcmp(key, "timeout") == 0)
+		return set_timeout(p, val);
 	k = find_key(key);
 	if (k < 0)
 		return fail_unknown_key(p, key);
@@ -892,13 +1152,18 @@ static int cmp_pdep_name(const void *a, const void *b)
 	return x->dep.line - y->dep.line;
 }
 
-/* Sorted rather than compared pairwise: a 1 MiB file can hold 30000 sections. */
-static int check_names(struct parser *p)
+/*
+ * The dependencies by name (and line), for duplicates and for looking
+ * names up; NULL with none. Sorted rather than compared pairwise: a 1 MiB
+ * file can hold 30000 sections.
+ */
+static int sort_deps(struct parser *p, struct pdep ***sorted)
 {
 	struct pdep **v;
 	unsigned i;
 
-	if (p->ndeps < 2)
+	*sorted = NULL;
+	if (p->ndeps == 0)
 		return 0;
 	v = malloc(p->ndeps * sizeof(*v));
 	if (!v)
@@ -906,13 +1171,35 @@ static int check_names(struct parser *p)
 	for (i = 0; i < p->ndeps; i++)
 		v[i] = &p->deps[i];
 	qsort(v, p->ndeps, sizeof(*v), cmp_pdep_name);
+	*sorted = v;
+	return 0;
+}
+
+static void check_names(struct parser *p, struct pdep *const *v)
+{
+	unsigned i;
+
 	for (i = 1; i < p->ndeps; i++)
 		if (strcmp(v[i - 1]->dep.name, v[i]->dep.name) == 0)
 			fail_at(p, v[i]->dep.line, 0,
 				"duplicate dependency name '%s' (the first [dependency %s] is at line %d)",
 				v[i]->dep.name, v[i]->dep.name, v[i - 1]->dep.line);
-	free(v);
-	return 0;
+}
+
+static int cmp_name_pdep(const void *key, const void *elem)
+{
+	return strcmp(key, (*(struct pdep *const *)elem)->dep.name);
+}
+
+/* The dependency called name; NULL if there is none. */
+static struct pdep *find_dep(struct parser *p, struct pdep *const *sorted, const char *name)
+{
+	struct pdep *const *d;
+
+	if (!sorted)
+		return NULL;
+	d = bsearch(name, sorted, p->ndeps, sizeof(*sorted), cmp_name_pdep);
+	return d ? *d : NULL;
 }
 
 struct mref {
@@ -1083,6 +1370,289 @@ static int check_matches(struct parser *p)
 	return 0;
 }
 
+/* ---- services ---- */
+
+/*
+ * "d1 800ms + d2 800ms" for the message of a path over its deadline; cut
+ * short ("... + 12 more") where it would push the deadline out of err.
+ */
+static void path_parts(const struct parser *p, const struct dw_service *s, char *buf, size_t len)
+{
+	char t[DW_DURATION_STRLEN], part[DW_DEP_NAME_MAX + DW_DURATION_STRLEN + 8];
+	const struct dw_dep_config *d;
+	size_t n = 0, room = sizeof(" + 4294967295 more");
+	unsigned k;
+	int w;
+
+	buf[0] = '\0';
+	for (k = 0; k < s->npath; k++) {
+		d = &p->deps[s->path[k]].dep;
+		dw_format_duration(d->timeout_ns, t, sizeof(t));
+		w = snprintf(part, sizeof(part), "%s%s %s", k ? " + " : "", d->name, t);
+		if (w < 0 || n + w + (k + 1 < s->npath ? room : 0) >= len) {
+			snprintf(buf + n, len - n, " + %u more", s->npath - k);
+			return;
+		}
+		memcpy(buf + n, part, w + 1);
+		n += w;
+	}
+}
+
+/* The sum of the timeouts along s's path against its deadline. */
+static void check_budget(struct parser *p, const struct dw_service *s)
+{
+	char sum[DW_DURATION_STRLEN], dl[DW_DURATION_STRLEN], parts[256];
+	const struct dw_dep_config *d;
+	uint64_t total = 0;
+	unsigned k;
+
+	if (!s->deadline_ns || !s->npath)
+		return;
+	dw_format_duration(s->deadline_ns, dl, sizeof(dl));
+	for (k = 0; k < s->npath; k++) {
+		d = &p->deps[s->path[k]].dep;
+		if (!d->timeout_ns) {
+			fail_at(p, s->path_line, k + 1,
+				"dependency %s on the path of service %s has no timeout: set 'timeout = DURATION' in [dependency %s] so the path can be held to the deadline %s",
+				d->name, s->name, d->name, dl);
+			return;
+		}
+		total += d->timeout_ns;	/* a line holds < 2100 names of 1 h at most: no overflow */
+	}
+	if (total <= s->deadline_ns)
+		return;
+	dw_format_duration(total, sum, sizeof(sum));
+	path_parts(p, s, parts, sizeof(parts));
+	fail_at(p, s->path_line, 0,
+		"service %s: timeouts along its path add up to %s (%s), more than its deadline %s",
+		s->name, sum, parts, dl);
+}
+
+/*
+ * The names of s's path into dependency indexes. seen[i] is the number
+ * (from 1) of the service whose path last held dependency i, at entry
+ * at[i], so that a name twice on one path is found in one pass.
+ */
+static int resolve_path(struct parser *p, struct psvc *s, unsigned num, struct pdep *const *sorted,
+			unsigned *seen, unsigned *at)
+{
+	const char *name = s->names;
+	struct pdep *d;
+	unsigned k, i;
+	bool ok = true;
+
+	if (!s->svc.npath)
+		return 0;
+	s->svc.path = malloc(s->svc.npath * sizeof(*s->svc.path));
+	if (!s->svc.path)
+		return -ENOMEM;
+	for (k = 0; k < s->svc.npath; k++, name += strlen(name) + 1) {
+		d = find_dep(p, sorted, name);
+		if (!d) {
+			fail_at(p, s->svc.path_line, k + 1,
+				"path: there is no [dependency %s] (entry %u of the path of service %s)",
+				name, k + 1, s->svc.name);
+			ok = false;
+			continue;
+		}
+		i = d - p->deps;
+		if (seen[i] == num) {
+			fail_at(p, s->svc.path_line, k + 1,
+				"path: dependency %s is on the path of service %s twice (entries %u and %u)",
+				name, s->svc.name, at[i] + 1, k + 1);
+			ok = false;
+			continue;
+		}
+		seen[i] = num;
+		at[i] = k;
+		s->svc.path[k] = i;
+	}
+	if (ok)
+		check_budget(p, &s->svc);
+	return 0;
+}
+
+/* A service and a dependency of one name: reported at the later header. */
+static void check_name_clash(struct parser *p, const struct psvc *s, struct pdep *const *sorted)
+{
+	const struct pdep *d = find_dep(p, sorted, s->svc.name);
+
+	if (!d)
+		return;
+	if (s->svc.line > d->dep.line)
+		fail_at(p, s->svc.line, 0,
+			"[service %s] has the name of [dependency %s] (line %d): a service and a dependency may not share one",
+			s->svc.name, d->dep.name, d->dep.line);
+	else
+		fail_at(p, d->dep.line, 0,
+			"[dependency %s] has the name of [service %s] (line %d): a service and a dependency may not share one",
+			d->dep.name, s->svc.name, s->svc.line);
+}
+
+static int cmp_psvc_name(const void *a, const void *b)
+{
+	const struct psvc *x = *(const struct psvc *const *)a, *y = *(const struct psvc *const *)b;
+	int c = strcmp(x->svc.name, y->svc.name);
+
+	if (c)
+		return c;
+	return x->svc.line - y->svc.line;
+}
+
+/* The cgroup path a written one names: no '//', no '.' components, no trailing '/'. */
+static void normalise_cgroup(const char *in, char *out)
+{
+	size_t n = 0, len;
+	const char *end;
+
+	while (*in) {
+		while (*in == '/')
+			in++;
+		end = strchrnul(in, '/');
+		len = end - in;
+		if (len && !(len == 1 && in[0] == '.')) {
+			out[n++] = '/';
+			memcpy(out + n, in, len);
+			n += len;
+		}
+		in = end;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+}
+
+static int cmp_psvc_cgroup(const void *a, const void *b)
+{
+	const struct psvc *x = *(const struct psvc *const *)a, *y = *(const struct psvc *const *)b;
+	char nx[DW_CGROUP_PATH_MAX + 1], ny[DW_CGROUP_PATH_MAX + 1];
+	int c;
+
+	normalise_cgroup(x->svc.cgroup, nx);
+	normalise_cgroup(y->svc.cgroup, ny);
+	c = strcmp(nx, ny);
+	if (c)
+		return c;
+	return x->listen_line - y->listen_line;
+}
+
+/* Duplicate service names, and two services on one cgroup: sorted, as for dependencies. */
+static int check_service_names(struct parser *p)
+{
+	char a[DW_CGROUP_PATH_MAX + 1], b[DW_CGROUP_PATH_MAX + 1], c[CLIP_BUF];
+	struct psvc **v;
+	unsigned i, n = 0;
+
+	if (p->nsvcs < 2)
+		return 0;
+	v = malloc(p->nsvcs * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < p->nsvcs; i++)
+		v[i] = &p->svcs[i];
+	qsort(v, p->nsvcs, sizeof(*v), cmp_psvc_name);
+	for (i = 1; i < p->nsvcs; i++)
+		if (strcmp(v[i - 1]->svc.name, v[i]->svc.name) == 0)
+			fail_at(p, v[i]->svc.line, 0,
+				"duplicate service name '%s' (the first [service %s] is at line %d)",
+				v[i]->svc.name, v[i]->svc.name, v[i - 1]->svc.line);
+	for (i = 0; i < p->nsvcs; i++)
+		if (p->svcs[i].svc.cgroup[0])
+			v[n++] = &p->svcs[i];
+	qsort(v, n, sizeof(*v), cmp_psvc_cgroup);
+	for (i = 1; i < n; i++) {
+		normalise_cgroup(v[i - 1]->svc.cgroup, a);
+		normalise_cgroup(v[i]->svc.cgroup, b);
+		if (strcmp(a, b) == 0)
+			fail_at(p, v[i]->listen_line, 0,
+				"listen: cgroup '%s' is the cgroup of [service %s] too ('%s:%d')",
+				clip(v[i]->svc.cgroup, c), v[i - 1]->svc.name, p->src,
+				v[i - 1]->listen_line);
+	}
+	free(v);
+	return 0;
+}
+
+static void format_ports(const struct dw_service *s, char *buf, size_t len)
+{
+	if (s->port_lo == s->port_hi)
+		snprintf(buf, len, "%u", s->port_lo);
+	else
+		snprintf(buf, len, "%u-%u", s->port_lo, s->port_hi);
+}
+
+/*
+ * Two services on one port. In file order, each port range is checked
+ * against those before it, port by port in a table of owners, stopping at
+ * the first overlap: until then no port is owned twice, so the whole scan
+ * visits at most 65535 ports plus one range.
+ */
+static int check_ports(struct parser *p)
+{
+	char x[16], y[16];
+	const struct psvc *s, *o;
+	unsigned i, port, *owner;
+
+	if (p->nsvcs < 2)
+		return 0;
+	owner = calloc(65536, sizeof(*owner));	/* service number from 1; 0: free */
+	if (!owner)
+		return -ENOMEM;
+	for (i = 0; i < p->nsvcs; i++) {
+		s = &p->svcs[i];
+		if (!s->svc.port_lo)
+			continue;
+		for (port = s->svc.port_lo; port <= s->svc.port_hi && !owner[port]; port++)
+			;
+		if (port <= s->svc.port_hi) {
+			o = &p->svcs[owner[port] - 1];
+			format_ports(&s->svc, x, sizeof(x));
+			format_ports(&o->svc, y, sizeof(y));
+			fail_at(p, s->listen_line, 0,
+				"listen '%s' overlaps '%s:%d' ('%s' of [service %s]): a port belongs to one service",
+				x, p->src, o->listen_line, y, o->svc.name);
+			break;
+		}
+		for (port = s->svc.port_lo; port <= s->svc.port_hi; port++)
+			owner[port] = i + 1;
+	}
+	free(owner);
+	return 0;
+}
+
+static int check_services(struct parser *p, struct pdep *const *sorted)
+{
+	unsigned *seen, *at, i;
+	struct psvc *s;
+	int err = 0;
+
+	if (!p->nsvcs)
+		return 0;
+	seen = calloc(p->ndeps + 1, sizeof(*seen));
+	at = calloc(p->ndeps + 1, sizeof(*at));
+	if (!seen || !at) {
+		free(seen);
+		free(at);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->nsvcs && !err; i++) {
+		s = &p->svcs[i];
+		if (!s->listen_line)
+			fail_at(p, s->svc.line, 0,
+				"[service %s] has no listen: add 'listen = PORT', 'listen = LOW-HIGH' or 'listen = cgroup:/PATH'",
+				s->svc.name);
+		check_name_clash(p, s, sorted);
+		err = resolve_path(p, s, i + 1, sorted, seen, at);
+	}
+	free(seen);
+	free(at);
+	if (!err)
+		err = check_service_names(p);
+	if (!err)
+		err = check_ports(p);
+	return err;
+}
+
 /* [defaults] with the section's own keys on top, then the section's own checks. */
 static void resolve_dep(struct parser *p, struct pdep *d)
 {
@@ -1138,6 +1708,7 @@ static void check_dep_count(struct parser *p)
 
 static int finish(struct parser *p, const struct dw_config *base)
 {
+	struct pdep **sorted;
 	unsigned i;
 	int err;
 
@@ -1145,18 +1716,24 @@ static int finish(struct parser *p, const struct dw_config *base)
 	for (i = 0; i < p->ndeps; i++)
 		resolve_dep(p, &p->deps[i]);
 	check_dep_count(p);
-	err = check_names(p);
+	err = sort_deps(p, &sorted);
+	if (err)
+		return err;
+	check_names(p, sorted);
+	err = check_matches(p);
 	if (!err)
-		err = check_matches(p);
+		err = check_services(p, sorted);
+	free(sorted);
 	if (err)
 		return err;
 	return p->err_line ? -EINVAL : 0;
 }
 
-/* Hands the parsed dependencies over to out; p keeps nothing. */
+/* Hands the parsed dependencies and services over to out; p keeps nothing. */
 static int build(struct parser *p, struct dw_config *out)
 {
 	struct dw_dep_config *deps = NULL;
+	struct dw_service *svcs = NULL;
 	unsigned i;
 
 	if (p->ndeps) {
@@ -1164,14 +1741,27 @@ static int build(struct parser *p, struct dw_config *out)
 		if (!deps)
 			return -ENOMEM;
 	}
+	if (p->nsvcs) {
+		svcs = calloc(p->nsvcs, sizeof(*svcs));
+		if (!svcs) {
+			free(deps);
+			return -ENOMEM;
+		}
+	}
 	for (i = 0; i < p->ndeps; i++) {
 		deps[i] = p->deps[i].dep;
 		p->deps[i].dep.matches = NULL;
+	}
+	for (i = 0; i < p->nsvcs; i++) {
+		svcs[i] = p->svcs[i].svc;
+		p->svcs[i].svc.path = NULL;
 	}
 	memset(out, 0, sizeof(*out));
 	out->defaults = p->defaults;
 	out->deps = deps;
 	out->ndeps = p->ndeps;
+	out->services = svcs;
+	out->nservices = p->nsvcs;
 	out->syslog_facility = p->facility;
 	memcpy(out->enforce_cgroup, p->cgroup, sizeof(out->enforce_cgroup));
 	snprintf(out->source, sizeof(out->source), "%s", p->src);
@@ -1185,6 +1775,11 @@ static void parser_free(struct parser *p)
 	for (i = 0; i < p->ndeps; i++)
 		free(p->deps[i].dep.matches);
 	free(p->deps);
+	for (i = 0; i < p->nsvcs; i++) {
+		free(p->svcs[i].names);
+		free(p->svcs[i].svc.path);
+	}
+	free(p->svcs);
 }
 
 static int parse_config(const char *src, const char *text, size_t len,
@@ -1240,7 +1835,31 @@ void dw_config_free(struct dw_config *cfg)
 	for (i = 0; i < cfg->ndeps; i++)
 		free(cfg->deps[i].matches);
 	free(cfg->deps);
+	for (i = 0; i < cfg->nservices; i++)
+		free(cfg->services[i].path);
+	free(cfg->services);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+int dw_service_path_timeout(const struct dw_config *cfg, const struct dw_service *svc,
+			    uint64_t *sum_ns)
+{
+	uint64_t t, sum = 0;
+	unsigned k;
+	int ret = 0;
+
+	for (k = 0; k < svc->npath; k++) {
+		if (svc->path[k] >= cfg->ndeps) {
+			ret = -EINVAL;
+			continue;
+		}
+		t = cfg->deps[svc->path[k]].timeout_ns;
+		if (!t && !ret)
+			ret = -ENODATA;
+		sum = sum + t < sum ? UINT64_MAX : sum + t;	/* a hand-made config */
+	}
+	*sum_ns = sum;
+	return ret;
 }
 
 /* True if m is more specific than best (or there is no best yet). */
@@ -1347,18 +1966,84 @@ static void describe_cgroup(struct dw_buf *out, const char *path)
 	dw_buf_printf(out, "enforce_cgroup = %.*s\n", (int)n, path);
 }
 
+static void describe_listen(struct dw_buf *out, const struct dw_service *s)
+{
+	size_t n = strnlen(s->cgroup, DW_CGROUP_PATH_MAX + 1), at;
+
+	if (n == 0 && s->port_lo && s->port_lo <= s->port_hi) {
+		if (s->port_lo == s->port_hi)
+			dw_buf_printf(out, "listen = %u\n", s->port_lo);
+		else
+			dw_buf_printf(out, "listen = %u-%u\n", s->port_lo, s->port_hi);
+		return;
+	}
+	/* a parsed config always has one of the two; one filled in by hand may not */
+	if (n == 0 || cgroup_path_problem(s->cgroup, n, &at) || memchr(s->cgroup, '#', n)) {
+		dw_buf_printf(out, "# listen = ");
+		dw_escape_text(out, s->cgroup, n);
+		dw_buf_printf(out, " ports %u-%u (not one a config can name)\n", s->port_lo,
+			      s->port_hi);
+		return;
+	}
+	dw_buf_printf(out, "listen = cgroup:%.*s\n", (int)n, s->cgroup);
+}
+
+static void describe_service(struct dw_buf *out, const struct dw_config *cfg,
+			     const struct dw_service *s)
+{
+	char sum[DW_DURATION_STRLEN], dl[DW_DURATION_STRLEN];
+	uint64_t total;
+	unsigned k;
+	int ret;
+
+	dw_buf_printf(out, "\n[service %s]\t# line %d\n", s->name, s->line);
+	describe_listen(out, s);
+	if (s->pool)
+		dw_buf_printf(out, "pool = %u\n", s->pool);
+	else
+		dw_buf_printf(out, "# pool: not set\n");
+	dw_format_duration(s->deadline_ns, dl, sizeof(dl));
+	if (s->deadline_ns)
+		dw_buf_printf(out, "deadline = %s\n", dl);
+	else
+		dw_buf_printf(out, "# deadline: not set, so the path is not checked\n");
+	if (!s->npath) {
+		dw_buf_printf(out, "# path: not set\n");
+		return;
+	}
+	ret = dw_service_path_timeout(cfg, s, &total);
+	if (ret == -EINVAL) {
+		dw_buf_printf(out, "# path: %u dependencies this config does not have\n", s->npath);
+		return;
+	}
+	dw_buf_printf(out, "path = ");
+	for (k = 0; k < s->npath; k++)
+		dw_buf_printf(out, "%s%s", k ? ", " : "", cfg->deps[s->path[k]].name);
+	dw_buf_putc(out, '\n');
+	if (!s->deadline_ns)
+		return;
+	dw_format_duration(total, sum, sizeof(sum));
+	if (ret)
+		dw_buf_printf(out, "# path timeouts unknown: not every dependency on it has one\n");
+	else
+		dw_buf_printf(out, "# path timeouts %s of deadline %s\n", sum, dl);
+}
+
 void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out)
 {
 	const struct dw_dep_config *d;
 	const char *fac = facility_name(cfg->syslog_facility);
-	char m[DW_MATCH_STRLEN];
+	char m[DW_MATCH_STRLEN], t[DW_DURATION_STRLEN];
 	unsigned i, k;
 
 	/* the source name may hold anything; escaped, it cannot break the comment */
 	dw_buf_printf(out, "# ");
 	dw_escape_text(out, cfg->source, sizeof(cfg->source));
-	dw_buf_printf(out, ": %u %s; destinations no match covers get [defaults]\n", cfg->ndeps,
-		      cfg->ndeps == 1 ? "dependency" : "dependencies");
+	dw_buf_printf(out, ": %u %s", cfg->ndeps, cfg->ndeps == 1 ? "dependency" : "dependencies");
+	if (cfg->nservices)
+		dw_buf_printf(out, ", %u %s", cfg->nservices,
+			      cfg->nservices == 1 ? "service" : "services");
+	dw_buf_printf(out, "; destinations no match covers get [defaults]\n");
 	dw_buf_printf(out, "[defaults]\n");
 	describe_settings(out, &cfg->defaults);
 	if (fac)
@@ -1375,7 +2060,13 @@ void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out)
 			dw_buf_printf(out, "match = %s\n", m);
 		}
 		describe_settings(out, &d->s);
+		if (d->timeout_ns) {
+			dw_format_duration(d->timeout_ns, t, sizeof(t));
+			dw_buf_printf(out, "timeout = %s\n", t);
+		}
 	}
+	for (i = 0; i < cfg->nservices; i++)
+		describe_service(out, cfg, &cfg->services[i]);
 }
 
 /* ---- the one function that does I/O ---- */

@@ -9,6 +9,18 @@
  *	[dependency payments]		NAME: 1-63 of A-Z a-z 0-9 _ . -
  *	match = 10.0.3.0/24:443		CIDR[:PORT[-PORT]], repeatable, at least one
  *	slow_call = 500ms		overrides [defaults] wherever that section is
+ *	timeout = 800ms			[dependency] only, no default: what callers wait
+ *	[service shop]			NAME as above, unique among services and dependencies
+ *	listen = 8080			PORT, LOW-HIGH or cgroup:/PATH; exactly one
+ *	pool = 200			optional: its thread or connection pool
+ *	deadline = 2s			optional: its callers' deadline for one request
+ *	path = auth, cart, payments	optional: [dependency] names, each at most once
+ *
+ * The timeouts of the dependencies on a service's path must add up to at
+ * most its deadline: a request that waits out each of them has missed the
+ * deadline already, so such a config describes an outage and is an error
+ * (and every dependency on the path of a service with a deadline needs a
+ * timeout). Sections may come in any order; paths are resolved at the end.
  *
  * Everything except dw_config_load() is pure: text in, struct out. Errors
  * are one line, "FILE:LINE: what is wrong", and parsing stops at the first.
@@ -58,12 +70,37 @@ struct dw_dep_config {
 	struct dw_match *matches;
 	unsigned nmatches;
 	int line;			/* of the section header */
+	/*
+	 * The timeout the application puts on one call to this dependency,
+	 * 1 ms to 60 min; 0: not set. Declared, not enforced: only the
+	 * budgets of the services whose path it is on use it.
+	 */
+	uint64_t timeout_ns;
+};
+
+/*
+ * A service this host runs, [service NAME]: where it listens, and the
+ * budget of one request to it. Exactly one of the port range and the
+ * cgroup is set. Ports of two services never overlap and no two name the
+ * same cgroup (after '//', '/./' and a trailing '/'); nested cgroups may.
+ */
+struct dw_service {
+	char name[DW_DEP_NAME_MAX + 1];
+	uint16_t port_lo, port_hi;	/* inclusive, 1-65535; both 0 for a cgroup */
+	char cgroup[DW_CGROUP_PATH_MAX + 1];	/* as written after "cgroup:"; "" for ports */
+	unsigned pool;			/* its thread or connection pool, 1..1000000; 0: not set */
+	uint64_t deadline_ns;		/* 1 ms to 60 min; 0: not set */
+	unsigned *path;			/* indexes into cfg->deps, in the order written */
+	unsigned npath;
+	int line, path_line;		/* of the section header and of 'path' (0: no path) */
 };
 
 struct dw_config {
 	struct dw_dep_settings defaults;	/* also for destinations no match covers */
 	struct dw_dep_config *deps;		/* in file order */
 	unsigned ndeps;
+	struct dw_service *services;		/* in file order */
+	unsigned nservices;
 	int syslog_facility;			/* LOG_DAEMON etc. */
 	/*
 	 * Where the connect() enforcement programs are attached: a cgroup v2
@@ -113,9 +150,19 @@ int dw_config_lookup(const struct dw_config *cfg, int family, const uint8_t *add
 void dw_match_format(const struct dw_match *m, char *buf, size_t len);
 
 /*
- * `depwatch check`: the effective settings, [defaults] and then one block
- * per dependency with every key spelt out. The text is itself a valid
- * config that parses back to the same settings and matches.
+ * The timeouts along svc's path, added up, into *sum_ns. 0; -ENODATA if a
+ * dependency on it has no timeout (*sum_ns then adds those that have one);
+ * -EINVAL if the path holds an index cfg has no dependency for.
+ */
+int dw_service_path_timeout(const struct dw_config *cfg, const struct dw_service *svc,
+			    uint64_t *sum_ns);
+
+/*
+ * `depwatch check`: the effective settings, [defaults], one block per
+ * dependency with every key spelt out (timeout only when set), then one
+ * per service, with a comment giving its path's timeouts against its
+ * deadline. The text is itself a valid config that parses back to the
+ * same settings, matches and services.
  */
 void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out);
 
