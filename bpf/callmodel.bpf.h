@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The call model, in one place. Hooks (tracepoints today, other backends
- * later) translate kernel events into these dw_on_*() calls and nothing else.
+ * The call model, in one place. Hooks (the sock backend's tracepoints in
+ * depwatch.bpf.c, the syscalls backend's in syscalls.bpf.h) translate kernel
+ * events into these dw_on_*() calls and nothing else.
  *
  * An outbound connection is a TCP socket this host connect()ed. A call starts
  * at the first send of request bytes with no call outstanding, completes at
@@ -53,7 +54,36 @@ static __always_inline void global_count(int field)
 
 static __always_inline struct dw_conn *conn_of(const struct sock *sk)
 {
+	__u64 key = (__u64)(unsigned long)sk;
+
+	/* dw_backend is read-only: the verifier drops the branch not taken */
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		return bpf_map_lookup_elem(&conns_sk, &key);
 	return bpf_sk_storage_get(&conns, (struct sock *)sk, 0, 0);
+}
+
+static __always_inline struct dw_conn *conn_create(const struct sock *sk)
+{
+	static const struct dw_conn fresh;
+	__u64 key = (__u64)(unsigned long)sk;
+	long err;
+
+	if (dw_backend != DW_BACKEND_SYSCALLS)
+		return bpf_sk_storage_get(&conns, (struct sock *)sk, 0,
+					  BPF_SK_STORAGE_GET_F_CREATE);
+	err = bpf_map_update_elem(&conns_sk, &key, &fresh, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: a reconnect, or a reused address; conn_adopt resets it */)
+		return 0;
+	return bpf_map_lookup_elem(&conns_sk, &key);
+}
+
+/* At TCP_CLOSE: socket storage stays with the socket, the syscalls backend's entry goes. */
+static __always_inline void conn_forget(const struct sock *sk)
+{
+	__u64 key = (__u64)(unsigned long)sk;
+
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		bpf_map_delete_elem(&conns_sk, &key);
 }
 
 static __always_inline __u32 netns_of(const struct sock *sk)
@@ -271,7 +301,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk)
 {
 	struct dw_conn *conn;
 
-	conn = bpf_sk_storage_get(&conns, (struct sock *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	conn = conn_create(sk);
 	if (!conn) {
 		global_count(2);
 		return 0;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The "sock" backend: socket tracepoints (Linux 6.3+) feed the call model.
+ * The "sock" backend: socket tracepoints (Linux 6.3+) feed the call model;
+ * the "syscalls" backend (syscalls.bpf.h) feeds the same model from system
+ * call tracepoints. The loader loads one backend's send and receive programs.
  * Thin entry points only; the model is in callmodel.bpf.h.
  */
 #include "vmlinux.h"
@@ -10,6 +12,7 @@
 #include <bpf/bpf_endian.h>
 #include "callmodel.bpf.h"
 #include "enforce.bpf.h"
+#include "syscalls.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -38,6 +41,8 @@ SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(dw_set_state, const struct sock *sk, const int oldstate, const int newstate)
 {
 	dw_on_state(sk, oldstate, newstate);
+	if (newstate == TCP_CLOSE)
+		conn_forget(sk);
 	return 0;
 }
 
@@ -65,31 +70,53 @@ int dw_enforce6(struct bpf_sock_addr *ctx)
  * per-socket state every interval instead of the kernel sending an event per
  * call. Emits one dw_pending per busy socket.
  */
-SEC("iter/bpf_sk_storage_map")
-int dw_dump_pending(struct bpf_iter__bpf_sk_storage_map *ctx)
+static __always_inline void emit_pending(struct seq_file *seq, const struct dw_conn *conn)
 {
-	struct dw_conn *conn = ctx->value;
 	struct dw_pending rec = {};
 
 	if (!conn || conn->role != DW_ROLE_OUTBOUND)
-		return 0;
+		return;
 	rec.dest = conn->dest;
 	if (conn->call_start_ns) {
 		rec.start_ns = conn->call_start_ns;
 		rec.kind = DW_PENDING_CALL;
-		bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+		bpf_seq_write(seq, &rec, sizeof(rec));
 	}
 	if (conn->connect_start_ns) {
 		rec.start_ns = conn->connect_start_ns;
 		rec.kind = DW_PENDING_CONNECT;
-		bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+		bpf_seq_write(seq, &rec, sizeof(rec));
 	}
+}
+
+SEC("iter/bpf_sk_storage_map")
+int dw_dump_pending(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	emit_pending(ctx->meta->seq, ctx->value);
+	return 0;
+}
+
+/* The same over the syscalls backend's per-connection hash. */
+SEC("iter/bpf_map_elem")
+int dw_dump_pending_sk(struct bpf_iter__bpf_map_elem *ctx)
+{
+	emit_pending(ctx->meta->seq, ctx->value);
 	return 0;
 }
 
 /* After a config reload: every tracked connection's dependency, matched again. */
 SEC("iter/bpf_sk_storage_map")
 int dw_remap(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct dw_conn *conn = ctx->value;
+
+	if (conn && conn->role == DW_ROLE_OUTBOUND)
+		conn->dep_id = dep_of(&conn->dest);
+	return 0;
+}
+
+SEC("iter/bpf_map_elem")
+int dw_remap_sk(struct bpf_iter__bpf_map_elem *ctx)
 {
 	struct dw_conn *conn = ctx->value;
 

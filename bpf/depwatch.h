@@ -179,7 +179,18 @@ struct dw_global_stats {
 	__u64 dest_map_full;	/* events whose destination had no row: counted in the overflow row */
 	__u64 hist_map_full;	/* completions not added to a histogram */
 	__u64 conn_storage_fail;	/* sockets that could not get socket-local storage */
+	__u64 thread_map_full;	/* syscalls backend: socket calls untraced, per-thread map full */
 };
+
+/*
+ * Which hooks feed the call model (the BPF object's read-only dw_backend).
+ * sock: the socket tracepoints sock_send_length, sock_recv_length and
+ * sk_data_ready (Linux 6.3+); per-connection state in socket storage.
+ * syscalls: the send and receive system call tracepoints; per-connection
+ * state in a hash keyed by the socket's address (the tracepoint programs
+ * cannot use socket storage).
+ */
+enum dw_backend { DW_BACKEND_SOCK = 0, DW_BACKEND_SYSCALLS = 1 };
 
 /* What the oldest-outstanding scan (iterator) emits for each busy socket. */
 enum dw_pending_kind {

@@ -16,6 +16,37 @@ struct {
 	__type(value, struct dw_conn);
 } conns SEC(".maps");
 
+/* Set by user space before load: which backend runs (enum dw_backend). */
+const volatile __u32 dw_backend = DW_BACKEND_SOCK;
+
+/*
+ * Per-connection state of the syscalls backend, keyed by the socket's
+ * address: its system call tracepoint programs may not use socket storage.
+ * Created at connect (or adoption), deleted when the socket reaches
+ * TCP_CLOSE, which every TCP socket passes before it is freed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct dw_conn);
+} conns_sk SEC(".maps");
+
+/* syscalls backend: the socket a thread's send or receive system call is on, from entry to exit. */
+struct dw_sys_call {
+	__u64 sk;	/* struct sock address */
+	__s32 flags;	/* the receive's MSG_* flags */
+	__u32 op;	/* DW_SYS_SEND, DW_SYS_RECV */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);	/* threads in a traced call at once; full: counted */
+	__type(key, __u64);		/* pid_tgid */
+	__type(value, struct dw_sys_call);
+} sys_calls SEC(".maps");
+
 /* Exact counters per destination, per CPU: no atomics on the hot path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite: the cmocka unit tests (given as arguments, built with
-# ASan/UBSan) and the integration tests against the real kernel. Prints one
-# closing line, "N passed, M failed", and exits non-zero if anything failed.
+# ASan/UBSan) and the integration tests against the real kernel, once per
+# tracing backend (sock, syscalls). Prints one closing line, "N passed, M
+# failed", counting both integration runs, and exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -23,15 +24,28 @@ done
 echo "== fuzz: a short libFuzzer run over the config parser (make fuzz for a long one)"
 if bash tests/fuzz/run.sh 15; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
-echo "== integration (real kernel, real sockets)"
-python3 tests/integration/run.py 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
-p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-passed=$((passed + ${p:-0}))
-failed=$((failed + ${f:-0}))
-if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+# The whole integration suite once per tracing backend, with the same assertions
+# (DW_BACKEND makes every daemon of the run start with --backend).
+summary=""
+for backend in sock syscalls; do
+	if [ "$backend" = sock ] && ! grep -qa btf_trace_sock_send_length /sys/kernel/btf/vmlinux; then
+		summary="$summary
+   integration, backend sock: skipped, this kernel lacks the sock_send_length tracepoint (Linux 6.3+)"
+		continue
+	fi
+	echo "== integration, backend $backend (real kernel, real sockets)"
+	DW_BACKEND=$backend python3 tests/integration/run.py 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
+	p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+	f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+	if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+	summary="$summary
+   integration, backend $backend: ${line:-no result line (exit status $rc)}"
+done
+echo "== integration per backend:$summary"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -32,6 +32,7 @@ struct run_opts {
 	const char *metrics;		/* --metrics ADDR:PORT, NULL: off */
 	const char *pin_dir;
 	const char *run_dir;
+	const char *backend;		/* --backend sock|syscalls, NULL: the best the kernel has */
 	uint64_t interval_ns;
 	uint64_t window_ns;
 	unsigned max_dests;
@@ -44,7 +45,7 @@ struct daemon {
 	struct dw_collector coll;
 	struct dw_deps deps;
 	struct dw_run_info info;
-	char programs[512];
+	char programs[1024];
 	int run_lock_fd;
 	int control_fd;
 	int signal_fd;
@@ -55,7 +56,8 @@ struct daemon {
 
 static const char run_usage[] =
 	"usage: depwatch run [-c FILE] [--pin-dir DIR] [--run-dir DIR] [--interval DUR] [--window DUR]\n"
-	"                    [--max-dests N] [--events FILE|-] [--metrics ADDR:PORT] [-v]\n";
+	"                    [--max-dests N] [--events FILE|-] [--metrics ADDR:PORT]\n"
+	"                    [--backend sock|syscalls] [-v]\n";
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -76,6 +78,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{ "events", required_argument, NULL, 'e' },
 		{ "keep-pinned", no_argument, NULL, 'K' },
 		{ "metrics", required_argument, NULL, 'M' },
+		{ "backend", required_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -91,6 +94,15 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		case 'c': o->config = optarg; break;
 		case 'e': o->events = optarg; break;
 		case 'K': o->keep_pinned = true; break;
+		case 'B': {
+			int backend;
+
+			if (dw_backend_parse(optarg, &backend))
+				return dw_usage_error("--backend: '%s' is not sock or syscalls",
+						      optarg);
+			o->backend = optarg;
+			break;
+		}
 		case 'P': o->pin_dir = optarg; break;
 		case 'R': o->run_dir = optarg; break;
 		case 'v': dw_verbose = true; break;
@@ -252,6 +264,9 @@ static void report_kernel_trouble(struct daemon *d)
 	if (now->conn_storage_fail != was->conn_storage_fail)
 		dw_warn("%llu sockets so far could not get socket-local storage and are not tracked",
 			(unsigned long long)now->conn_storage_fail);
+	if (now->thread_map_full != was->thread_map_full)
+		dw_warn("per-thread map full: %llu socket system calls so far not traced",
+			(unsigned long long)now->thread_map_full);
 	*was = *now;
 	d->reported_ns = d->coll.now_ns;
 }
@@ -368,7 +383,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 {
 	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
 				     .cgroup = cfg->enforce_cgroup,
-				     .keep_pinned = d->opts.keep_pinned,
+				     .keep_pinned = d->opts.keep_pinned, .backend = d->opts.backend,
 				     .before_attach = config_to_kernel, .arg = d };
 	int adopted, err;
 
@@ -396,7 +411,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .interval_ns = d->opts.interval_ns,
 					 .window_ns = d->opts.window_ns,
 					 .max_dests = d->opts.max_dests,
-					 .backend = "sock",
+					 .backend = dw_backend_name(d->bpf.backend),
 					 .programs = d->programs };
 	poll_once(d);
 	err = dw_drop_privileges();
@@ -406,9 +421,10 @@ static int start(struct daemon *d, struct dw_config *cfg)
 	}
 	if (d->opts.metrics && (err = dw_metrics_serve()))
 		return err;
-	dw_notice("started (backend sock, pid %d, pin dir %s, run dir %s, config %s: %u dependencies); %s",
-		  getpid(), d->opts.pin_dir, d->opts.run_dir, d->deps.cfg.source, d->deps.cfg.ndeps,
-		  d->programs);
+	dw_notice("started (backend %s (%s), pid %d, pin dir %s, run dir %s, config %s: %u "
+		  "dependencies); %s",
+		  dw_backend_name(d->bpf.backend), d->bpf.backend_why, getpid(), d->opts.pin_dir,
+		  d->opts.run_dir, d->deps.cfg.source, d->deps.cfg.ndeps, d->programs);
 	return 0;
 }
 

@@ -20,20 +20,82 @@
 /* Maps other tools may read, pinned by these names under the pin dir. */
 static const char *const pinned_maps[] = { "dests", "details", "globals", "conns", "breakers" };
 
+#define ON_SOCK (1u << DW_BACKEND_SOCK)
+#define ON_SYSCALLS (1u << DW_BACKEND_SYSCALLS)
+
 struct prog_spec {
 	const char *name;
 	const char *tracepoint;	/* its btf_trace_<tp> typedef must be in the kernel's BTF */
 	bool required;
 	const char *without;	/* what is lost without it */
+	unsigned backends;	/* ON_SOCK, ON_SYSCALLS: loaded only for those */
 };
 
 static const struct prog_spec prog_specs[] = {
-	{ "dw_send", "sock_send_length", true, NULL },
-	{ "dw_recv", "sock_recv_length", true, NULL },
-	{ "dw_set_state", "inet_sock_set_state", true, NULL },
-	{ "dw_data_ready", "sk_data_ready", false, "calls complete at the receive, not at data arrival" },
-	{ "dw_retransmit", "tcp_retransmit_skb", false, "retransmits are not counted" },
+	{ "dw_send", "sock_send_length", true, NULL, ON_SOCK },
+	{ "dw_recv", "sock_recv_length", true, NULL, ON_SOCK },
+	{ "dw_set_state", "inet_sock_set_state", true, NULL, ON_SOCK | ON_SYSCALLS },
+	{ "dw_data_ready", "sk_data_ready", false, "calls complete at the receive, not at data arrival",
+	  ON_SOCK },
+	{ "dw_retransmit", "tcp_retransmit_skb", false, "retransmits are not counted",
+	  ON_SOCK | ON_SYSCALLS },
 };
+
+/*
+ * The syscalls backend: classic tracepoints syscalls/sys_enter_<name> and
+ * sys_exit_<name>. One entry program per argument layout (bpf/syscalls.bpf.h),
+ * dw_sys_exit for every exit. What a socket can be driven by without these
+ * (io_uring, 32-bit processes) is in the README's support matrix.
+ */
+struct syscall_spec {
+	const char *name;
+	const char *enter;	/* the program attached to its entry */
+	bool required;		/* on every architecture since long before BPF */
+};
+
+static const struct syscall_spec syscall_specs[] = {
+	{ "sendto", "dw_sys_enter_send", true },
+	{ "sendmsg", "dw_sys_enter_send", true },
+	{ "sendmmsg", "dw_sys_enter_send", false },
+	{ "write", "dw_sys_enter_send", true },
+	{ "writev", "dw_sys_enter_send", false },
+	{ "pwritev2", "dw_sys_enter_send", false },
+	{ "sendfile64", "dw_sys_enter_send", false },
+	{ "recvfrom", "dw_sys_enter_recv_flags3", true },
+	{ "recvmsg", "dw_sys_enter_recvmsg", true },
+	{ "recvmmsg", "dw_sys_enter_recv_flags3", false },
+	{ "read", "dw_sys_enter_read", true },
+	{ "readv", "dw_sys_enter_read", false },
+	{ "preadv2", "dw_sys_enter_read", false },
+	{ "splice", "dw_sys_enter_splice", false },
+};
+
+/* Programs that belong to one backend only, besides prog_specs. */
+static const char *const sock_only[] = { "dw_dump_pending", "dw_remap" };
+static const char *const syscalls_only[] = {
+	"dw_sys_enter_send", "dw_sys_enter_read", "dw_sys_enter_recv_flags3", "dw_sys_enter_recvmsg",
+	"dw_sys_enter_splice", "dw_sys_exit", "dw_dump_pending_sk", "dw_remap_sk",
+};
+
+#define NSPECS(a) (sizeof(a) / sizeof(a[0]))
+_Static_assert(NSPECS(prog_specs) + NSPECS(syscall_specs) + 2 <= DW_MAX_PROGS,
+	       "DW_MAX_PROGS too small");
+
+const char *dw_backend_name(int backend)
+{
+	return backend == DW_BACKEND_SYSCALLS ? "syscalls" : "sock";
+}
+
+int dw_backend_parse(const char *name, int *backend)
+{
+	if (!strcmp(name, "sock"))
+		*backend = DW_BACKEND_SOCK;
+	else if (!strcmp(name, "syscalls"))
+		*backend = DW_BACKEND_SYSCALLS;
+	else
+		return -EINVAL;
+	return 0;
+}
 
 /* The cgroup v2 mount: /sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid hosts. */
 static int cgroup2_root(char *buf, size_t len)
@@ -100,8 +162,76 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp)
 	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
 }
 
-/* Decides which tracing programs to load; fails when a required one cannot be. */
-static int probe_programs(struct dw_bpf *b)
+/* A classic tracepoint under tracefs (libbpf attaches through it), wherever tracefs is mounted. */
+static bool kernel_has_syscall_tracepoint(const char *event)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[160];
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/syscalls/%s", roots[i], event);
+		if (!access(path, F_OK))
+			return true;
+	}
+	return false;
+}
+
+static void no_autoload(struct dw_bpf *b, const char *name)
+{
+	bpf_program__set_autoload(bpf_object__find_program_by_name(b->skel->obj, name), false);
+}
+
+/* The sock backend when the kernel has its tracepoints, unless --backend says otherwise. */
+static void choose_backend(struct dw_bpf *b, const struct btf *vmlinux, const char *want)
+{
+	const char *missing = NULL;
+
+	if (!kernel_has_tracepoint(vmlinux, "sock_send_length"))
+		missing = "sock_send_length";
+	else if (!kernel_has_tracepoint(vmlinux, "sock_recv_length"))
+		missing = "sock_recv_length";
+
+	if (want && !dw_backend_parse(want, &b->backend)) {
+		snprintf(b->backend_why, sizeof(b->backend_why), "forced by --backend");
+		return;
+	}
+	b->backend = missing ? DW_BACKEND_SYSCALLS : DW_BACKEND_SOCK;
+	snprintf(b->backend_why, sizeof(b->backend_why), "kernel %s %s", missing ? "lacks" : "has",
+		 missing ? missing : "sock_send_length");
+}
+
+/* The syscalls backend's tracepoints; fails when a required one is missing. */
+static int probe_syscalls(struct dw_bpf *b)
+{
+	char enter[64], exit[64];
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(syscall_specs) / sizeof(syscall_specs[0]); i++) {
+		const struct syscall_spec *spec = &syscall_specs[i];
+		struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+		ps->name = spec->enter;
+		ps->hook = spec->name;
+		ps->required = spec->required;
+		ps->syscall = true;
+		snprintf(enter, sizeof(enter), "sys_enter_%s", spec->name);
+		snprintf(exit, sizeof(exit), "sys_exit_%s", spec->name);
+		if (kernel_has_syscall_tracepoint(enter) && kernel_has_syscall_tracepoint(exit))
+			continue;
+		snprintf(ps->why, sizeof(ps->why), "no tracepoint syscalls/%s in tracefs", enter);
+		if (spec->required) {
+			dw_err("the syscalls backend needs the tracepoint syscalls/%s: not under "
+			       "/sys/kernel/tracing/events or /sys/kernel/debug/tracing/events "
+			       "(tracefs not mounted, or a kernel without CONFIG_FTRACE_SYSCALLS)",
+			       enter);
+			err = -ENOTSUP;
+		}
+	}
+	return err;
+}
+
+/* Picks the backend and the tracing programs to load; fails when a required one cannot be. */
+static int probe_programs(struct dw_bpf *b, const char *want)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	int err = 0;
@@ -110,31 +240,53 @@ static int probe_programs(struct dw_bpf *b)
 		dw_err("cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): %s", strerror(errno));
 		return -ENOENT;
 	}
+	choose_backend(b, vmlinux, want);
 	for (size_t i = 0; i < sizeof(prog_specs) / sizeof(prog_specs[0]); i++) {
 		const struct prog_spec *spec = &prog_specs[i];
-		struct dw_prog_status *ps = &b->progs[b->nprogs++];
-		struct bpf_program *prog;
+		struct dw_prog_status *ps;
 
+		if (!(spec->backends & (1u << b->backend))) {
+			no_autoload(b, spec->name);
+			continue;
+		}
+		ps = &b->progs[b->nprogs++];
 		ps->name = spec->name;
 		ps->hook = spec->tracepoint;
 		ps->required = spec->required;
 		if (kernel_has_tracepoint(vmlinux, spec->tracepoint))
 			continue;
-		prog = bpf_object__find_program_by_name(b->skel->obj, spec->name);
-		bpf_program__set_autoload(prog, false);
+		no_autoload(b, spec->name);
 		snprintf(ps->why, sizeof(ps->why), "tracepoint not in this kernel%s%s",
 			 spec->without ? ": " : "", spec->without ? spec->without : "");
-		if (spec->required) {
-			dw_err("this kernel lacks the tracepoint %s, which depwatch needs (Linux 6.3+)",
+		if (spec->required && b->backend == DW_BACKEND_SOCK) {
+			dw_err("this kernel lacks the tracepoint %s, which the sock backend needs "
+			       "(Linux 6.3+); --backend syscalls does without",
+			       spec->tracepoint);
+			err = -ENOTSUP;
+		} else if (spec->required) {
+			dw_err("this kernel lacks the tracepoint %s, which depwatch needs",
 			       spec->tracepoint);
 			err = -ENOTSUP;
 		}
 	}
 	btf__free(vmlinux);
+	if (b->backend == DW_BACKEND_SYSCALLS) {
+		for (size_t i = 0; i < sizeof(sock_only) / sizeof(sock_only[0]); i++)
+			no_autoload(b, sock_only[i]);
+		if (!err)
+			err = probe_syscalls(b);
+	} else {
+		for (size_t i = 0; i < sizeof(syscalls_only) / sizeof(syscalls_only[0]); i++)
+			no_autoload(b, syscalls_only[i]);
+		/* one set of maps: the syscalls backend's need no room here */
+		bpf_map__set_max_entries(b->skel->maps.sys_calls, 1);
+		bpf_map__set_max_entries(b->skel->maps.conns_sk, 1);
+	}
+	b->skel->rodata->dw_backend = b->backend;
 	return err;
 }
 
-static int open_and_load(struct dw_bpf *b)
+static int open_and_load(struct dw_bpf *b, const char *backend)
 {
 	int err;
 
@@ -145,7 +297,7 @@ static int open_and_load(struct dw_bpf *b)
 	}
 	bpf_map__set_max_entries(b->skel->maps.dests, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.details, b->max_dests);
-	err = probe_programs(b);
+	err = probe_programs(b, backend);
 	if (err)
 		return err;
 	err = depwatch_bpf__load(b->skel);
@@ -208,6 +360,29 @@ static void unpin_maps(struct dw_bpf *b)
 		unlinkat(b->pin_dir_fd, pinned_maps[i], 0);
 }
 
+/* The exit first: an entry remembered is always forgotten at its exit. */
+static void attach_syscall(struct dw_bpf *b, struct dw_prog_status *ps, struct bpf_program *enter)
+{
+	char tp[64];
+
+	if (ps->why[0])
+		return;		/* no such tracepoint */
+	snprintf(tp, sizeof(tp), "sys_exit_%s", ps->hook);
+	ps->exit_link = bpf_program__attach_tracepoint(b->skel->progs.dw_sys_exit, "syscalls", tp);
+	if (ps->exit_link) {
+		snprintf(tp, sizeof(tp), "sys_enter_%s", ps->hook);
+		ps->link = bpf_program__attach_tracepoint(enter, "syscalls", tp);
+	}
+	if (!ps->exit_link || !ps->link) {
+		snprintf(ps->why, sizeof(ps->why), "attach to syscalls/%s failed: %s", tp,
+			 strerror(errno));
+		bpf_link__destroy(ps->exit_link);
+		ps->exit_link = NULL;
+		return;
+	}
+	ps->attached = true;
+}
+
 static void attach_tracing(struct dw_bpf *b)
 {
 	for (int i = 0; i < b->nprogs; i++) {
@@ -215,6 +390,10 @@ static void attach_tracing(struct dw_bpf *b)
 		struct bpf_program *prog = bpf_object__find_program_by_name(b->skel->obj, ps->name);
 		struct bpf_link *link;
 
+		if (ps->syscall) {
+			attach_syscall(b, ps, prog);
+			continue;
+		}
 		if (!bpf_program__autoload(prog))
 			continue;
 		link = bpf_program__attach(prog);
@@ -266,19 +445,31 @@ static int required_attached(const struct dw_bpf *b)
 {
 	for (int i = 0; i < b->nprogs; i++)
 		if (b->progs[i].required && !b->progs[i].attached) {
-			dw_err("cannot attach %s (%s): %s", b->progs[i].name, b->progs[i].hook,
+			dw_err("cannot attach %s (%s%s): %s", b->progs[i].name,
+			       b->progs[i].syscall ? "syscalls/" : "", b->progs[i].hook,
 			       b->progs[i].why);
 			return -ENOTSUP;
 		}
 	return 0;
 }
 
+/* The map of per-connection state: socket storage, or the syscalls backend's hash. */
+static int conn_map_fd(const struct dw_bpf *b)
+{
+	if (b->backend == DW_BACKEND_SYSCALLS)
+		return bpf_map__fd(b->skel->maps.conns_sk);
+	return b->conns_fd;
+}
+
 static int attach_pending_iter(struct dw_bpf *b)
 {
-	union bpf_iter_link_info linfo = { .map.map_fd = b->conns_fd };
+	union bpf_iter_link_info linfo = { .map.map_fd = conn_map_fd(b) };
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
 
-	b->pending_iter = bpf_program__attach_iter(b->skel->progs.dw_dump_pending, &opts);
+	b->pending_iter = bpf_program__attach_iter(b->backend == DW_BACKEND_SYSCALLS ?
+							   b->skel->progs.dw_dump_pending_sk :
+							   b->skel->progs.dw_dump_pending,
+						   &opts);
 	if (!b->pending_iter) {
 		dw_err("cannot attach the socket-state iterator: %s", strerror(errno));
 		return -errno;
@@ -303,7 +494,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	if (err)
 		return err;
 	pin_dir_clear(b);
-	err = open_and_load(b);
+	err = open_and_load(b, opts->backend);
 	if (!err)
 		err = create_overflow_rows(b);
 	if (!err)
@@ -330,6 +521,8 @@ void dw_bpf_stop(struct dw_bpf *b)
 	for (int i = 0; i < b->nprogs; i++) {
 		bpf_link__destroy(b->progs[i].link);
 		b->progs[i].link = NULL;
+		bpf_link__destroy(b->progs[i].exit_link);
+		b->progs[i].exit_link = NULL;
 	}
 	if (b->skel)
 		depwatch_bpf__destroy(b->skel);
@@ -352,18 +545,27 @@ static void append(char *buf, size_t len, size_t *off, const char *fmt, const ch
 void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len)
 {
 	size_t off = 0;
-	int missing = 0;
+	int missing = 0, syscalls = 0;
 
 	append(buf, len, &off, "attached:%s%s", "", "");
+	/* the system calls as one group: syscalls/{sendto,...} */
 	for (int i = 0; i < b->nprogs; i++)
-		if (b->progs[i].attached)
+		if (b->progs[i].attached && b->progs[i].syscall)
+			append(buf, len, &off, syscalls++ ? ",%s%s" : " syscalls/{%s%s",
+			       b->progs[i].hook, "");
+	if (syscalls)
+		append(buf, len, &off, "}%s%s", "", "");
+	for (int i = 0; i < b->nprogs; i++)
+		if (b->progs[i].attached && !b->progs[i].syscall)
 			append(buf, len, &off, " %s%s", b->progs[i].hook, "");
 	append(buf, len, &off, "; not attached:%s%s", "", "");
 	for (int i = 0; i < b->nprogs; i++) {
 		if (b->progs[i].attached)
 			continue;
 		missing++;
-		append(buf, len, &off, " %s (%s)", b->progs[i].hook, b->progs[i].why);
+		append(buf, len, &off, " %s%s", b->progs[i].syscall ? "syscalls/" : "",
+		       b->progs[i].hook);
+		append(buf, len, &off, " (%s)%s", b->progs[i].why, "");
 	}
 	if (!missing)
 		append(buf, len, &off, " none%s%s", "", "");
@@ -410,9 +612,12 @@ int dw_bpf_classify_existing(struct dw_bpf *b)
 
 int dw_bpf_remap(struct dw_bpf *b)
 {
-	union bpf_iter_link_info linfo = { .map.map_fd = b->conns_fd };
+	union bpf_iter_link_info linfo = { .map.map_fd = conn_map_fd(b) };
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
-	struct bpf_link *link = bpf_program__attach_iter(b->skel->progs.dw_remap, &opts);
+	struct bpf_link *link = bpf_program__attach_iter(b->backend == DW_BACKEND_SYSCALLS ?
+								 b->skel->progs.dw_remap_sk :
+								 b->skel->progs.dw_remap,
+							 &opts);
 	char buf[256];
 	int err;
 
@@ -443,6 +648,7 @@ int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out)
 		out->dest_map_full += per_cpu[i].dest_map_full;
 		out->hist_map_full += per_cpu[i].hist_map_full;
 		out->conn_storage_fail += per_cpu[i].conn_storage_fail;
+		out->thread_map_full += per_cpu[i].thread_map_full;
 	}
 	return 0;
 }

@@ -9,7 +9,7 @@
 
 struct depwatch_bpf;
 
-#define DW_MAX_PROGS 8
+#define DW_MAX_PROGS 32
 
 /* One tracing program: attached, or not and why. */
 struct dw_prog_status {
@@ -17,8 +17,10 @@ struct dw_prog_status {
 	const char *hook;	/* what it attaches to, e.g. "tp_btf/sock_send_length" */
 	bool required;
 	bool attached;
+	bool syscall;		/* hook is a system call: name enters, exit_link its exit */
 	char why[320];		/* when not attached */
 	struct bpf_link *link;
+	struct bpf_link *exit_link;
 };
 
 struct dw_bpf {
@@ -27,6 +29,8 @@ struct dw_bpf {
 	int pin_dir_fd;		/* held with flock() while the daemon runs */
 	struct dw_prog_status progs[DW_MAX_PROGS];
 	int nprogs;
+	int backend;		/* enum dw_backend */
+	char backend_why[96];	/* "forced by --backend", "kernel has sock_send_length", ... */
 	unsigned max_dests;
 	int ncpus;
 	int dests_fd, details_fd, globals_fd, conns_fd;
@@ -41,6 +45,7 @@ struct dw_bpf_opts {
 	unsigned max_dests;
 	const char *cgroup;	/* where enforcement attaches; NULL or "": the cgroup v2 root */
 	bool keep_pinned;	/* leave the maps pinned at a clean stop, for inspection */
+	const char *backend;	/* "sock", "syscalls"; NULL: the best this kernel has */
 	/* Fills the config maps once they exist, before any tracepoint fires. */
 	int (*before_attach)(struct dw_bpf *b, void *arg);
 	void *arg;
@@ -52,6 +57,10 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts);
 void dw_bpf_stop(struct dw_bpf *b);
 /* One line: which programs are attached, which are not and why. */
 void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len);
+/* "sock" or "syscalls". */
+const char *dw_backend_name(int backend);
+/* 0 if name is a backend (*backend set), -EINVAL if not. */
+int dw_backend_parse(const char *name, int *backend);
 
 /* Adopts connections that were open before the programs were attached. Returns how many. */
 int dw_bpf_classify_existing(struct dw_bpf *b);

@@ -38,6 +38,9 @@ def _copy_binary():
 _copy_binary()
 BPFFS = "/sys/fs/bpf"
 
+# The tracing backend every daemon of the run uses (--backend), when set: the suite runs once per backend.
+BACKEND = os.environ.get("DW_BACKEND") or None
+
 START_TIMEOUT = 20.0      # seconds to wait for "depwatch: started"
 STOP_TIMEOUT = 10.0
 STATUS_DEADLINE = 5.0     # default deadline for a status condition to hold
@@ -140,7 +143,8 @@ class Daemon:
 
     @property
     def argv(self):
-        return [DEPWATCH, "run", "--pin-dir", self.pin_dir, "--run-dir", self.run_dir] + self.extra_args
+        backend = ["--backend", BACKEND] if BACKEND else []
+        return [DEPWATCH, "run", "--pin-dir", self.pin_dir, "--run-dir", self.run_dir] + backend + self.extra_args
 
     def _read_stderr(self):
         for raw in self.proc.stderr:
