@@ -286,10 +286,13 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 	return err;
 }
 
-static int open_and_load(struct dw_bpf *b, const char *backend)
+/* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
+static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool *refused)
 {
 	int err;
 
+	*refused = false;
+	b->nprogs = 0;
 	b->skel = depwatch_bpf__open();
 	if (!b->skel) {
 		dw_err("cannot open the BPF object: %s", strerror(errno));
@@ -300,11 +303,33 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 	err = probe_programs(b, backend);
 	if (err)
 		return err;
+	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
+	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
 	err = depwatch_bpf__load(b->skel);
-	if (err) {
-		dw_err("cannot load the BPF programs: %s", strerror(-err));
-		return err;
+	*refused = err != 0;
+	return err;
+}
+
+/*
+ * Enforcement is optional: a kernel that refuses the cgroup programs
+ * (bpf_set_retval is 5.18+) still gets everything else, and the start
+ * line says why enforcement is missing.
+ */
+static int open_and_load(struct dw_bpf *b, const char *backend)
+{
+	bool refused;
+	int err = load_skeleton(b, backend, true, &refused);
+
+	if (refused) {
+		dw_warn("the kernel refused the BPF object with the enforcement programs (%s); loading it without them",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		err = load_skeleton(b, backend, false, &refused);
 	}
+	if (refused)
+		dw_err("cannot load the BPF programs: %s", strerror(-err));
+	if (err)
+		return err;
 	b->dests_fd = bpf_map__fd(b->skel->maps.dests);
 	b->details_fd = bpf_map__fd(b->skel->maps.details);
 	b->dep_cfg_fd = bpf_map__fd(b->skel->maps.dep_cfg);
@@ -424,6 +449,11 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 
 		ps->name = bpf_program__name(progs[i]);
 		ps->hook = hooks[i];
+		if (!bpf_program__autoload(progs[i])) {
+			snprintf(ps->why, sizeof(ps->why),
+				 "the kernel refused the program (enforcement needs Linux 5.18+): breakers are judged, not enforced");
+			continue;
+		}
 		if (err || fd < 0) {
 			snprintf(ps->why, sizeof(ps->why), "no cgroup v2 directory %s: %s", err ? "mounted" : path,
 				 strerror(err ? -err : errno));
