@@ -9,6 +9,7 @@ bin=${OUT:-build}/fuzz_config
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp tests/fuzz/corpus/config/* "$work/"
+mkdir -p tests/fuzz/regressions	# git keeps no empty folder
 if compgen -G "tests/fuzz/regressions/config-*" >/dev/null; then
 	"$bin" tests/fuzz/regressions/config-*
 fi
