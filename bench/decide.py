@@ -12,7 +12,8 @@ have opened.
 
 usage: bench/decide.py [TRIALS] [--out FILE]   (root; prints a Markdown table;
        --out also writes every trial's figures as JSON)
-DEPWATCH (environment) names the binary; default build/depwatch. Each trial
+DEPWATCH (environment) names the binary; default build/depwatch. DECIDE_INTERVAL
+(environment, e.g. 50ms) passes --interval to the daemon; default: its own (250ms). Each trial
 also counts the dw_ programs of other loaders (another depwatch) seen at its
 start and when the breaker opened: those slow every TCP event a little.
 """
@@ -31,6 +32,7 @@ from openloop import OpenLoopClient, SlowServer  # noqa: E402
 from scale import dw_progs_others  # noqa: E402
 
 DEPWATCH = os.environ.get("DEPWATCH", os.path.join(HERE, "..", "build", "depwatch"))
+INTERVAL = os.environ.get("DECIDE_INTERVAL")
 SLOW_CALL, SAMPLE, MIN_CALLS, RATE = 0.5, 20, 5, 0.5
 
 
@@ -52,8 +54,9 @@ def trial(run_dir, pin_dir):
     conf.write("[defaults]\nslow_call = 500ms\nslow_rate = 50%%\nsample = %d\nmin_calls = %d\n"
                "open_for = 60s\n[dependency standin]\nmatch = 127.0.0.1:%d\n" % (SAMPLE, MIN_CALLS, server.port))
     conf.close()
-    daemon = subprocess.Popen([DEPWATCH, "run", "-c", conf.name, "--pin-dir", pin_dir, "--run-dir", run_dir],
-                              stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    interval = ["--interval", INTERVAL] if INTERVAL else []
+    daemon = subprocess.Popen([DEPWATCH, "run", "-c", conf.name, "--pin-dir", pin_dir, "--run-dir", run_dir]
+                              + interval, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = None
     try:
         while subprocess.run([DEPWATCH, "status", "--json", "--run-dir", run_dir],
@@ -115,7 +118,7 @@ def main():
         with open(out, "w") as f:
             json.dump({"trials": [{"depwatch_s": r[0], "completion_only_s": r[1], "foreign": r[2]}
                                   for r in rows],
-                       "slow_call_s": SLOW_CALL, "sample": SAMPLE, "min_calls": MIN_CALLS, "rate": RATE}, f)
+                       "interval": INTERVAL or "250ms (default)", "slow_call_s": SLOW_CALL, "sample": SAMPLE, "min_calls": MIN_CALLS, "rate": RATE}, f)
 
 
 if __name__ == "__main__":

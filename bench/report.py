@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's raw files into the Markdown report (stdout).
 
-usage: report.py RUNS STATS DECIDE SCALE
+usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST]
   RUNS    lines "size threads pair mode foreign calls seconds calls_per_s p50_us p99_us cpu_us":
           mode A (baseline), B (depwatch) or C (bpftrace peer); foreign, the dw_ programs of
           other loaders seen
@@ -9,6 +9,7 @@ usage: report.py RUNS STATS DECIDE SCALE
           stats run)
   DECIDE  bench/decide.py --out's JSON (empty file: not run)
   SCALE   bench/scale.py --out's JSON (empty file: not run)
+  DECIDE_FAST  the same as DECIDE, from trials with --interval 50ms (optional)
 Metadata comes from the environment (see run.sh).
 """
 import json
@@ -203,25 +204,33 @@ def decide_summary(dec):
     return dws, r4s, len(trials), sum(1 for t in trials if t["foreign"])
 
 
-def decide_table(dec):
+def decide_table(dec, fast):
     dws, r4s, n, dirty = decide_summary(dec)
 
-    def row(label, xs):
+    def row(label, xs, n):
         if not xs:
             return f"| {label} | — | — | — | 0/{n} |"
         return (f"| {label} | {ms(median(xs))} | {ms(max(xs))} | {ms(min(xs))} | {len(xs)}/{n} |")
+
+    def every(d):
+        return ", ".join(f"{ms(t['depwatch_s'])}/{ms(t['completion_only_s'])}" for t in d["trials"])
 
     out = [
         "| breaker (slow_call 500 ms, 40 calls/s, 20 ms → 3 s) | median ms | worst ms | best ms "
         "| trials opened |",
         "|---|---:|---:|---:|---:|",
-        row("depwatch (in-flight calls judged by their age)", dws),
-        row("completion-only rule (resilience4j count window, same thresholds)", r4s),
+        row("depwatch (in-flight calls judged by their age), default 250 ms interval", dws, n),
+        row("completion-only rule (resilience4j count window, same thresholds)", r4s, n),
+    ]
+    if fast:
+        fdws, _fr4s, fn, fdirty = decide_summary(fast)
+        out.append(row("for comparison: depwatch with `--interval 50ms`", fdws, fn))
+    out += [
         "",
-        f"Trials with other dw_ programs attached: {dirty} of {n}. Every trial, in ms "
-        "(depwatch / completion-only): "
-        + ", ".join(f"{ms(t['depwatch_s'])}/{ms(t['completion_only_s'])}" for t in dec["trials"])
-        + ".",
+        f"Trials with other dw_ programs attached: {dirty} of {n}"
+        + (f" (and {fdirty} of {fn} with `--interval 50ms`)" if fast else "")
+        + f". Every trial, in ms (depwatch / completion-only): {every(dec)}."
+        + (f" With `--interval 50ms`: {every(fast)}." if fast else ""),
     ]
     return out
 
@@ -315,11 +324,53 @@ def targets_table(runs, stats, dec, scale):
     return out
 
 
-def cleanliness(runs, stats, dec, scale):
+def analysis(runs, stats, dec, fast, scale):
+    """Data-driven notes on where the time goes, for the targets above."""
+    out = []
+    key = (1, 1)
+    if "B" in stats and key in stats["B"][0] and key in runs:
+        _cfgs, cell, calls, progs, _f = stats["B"]
+        parts = []
+        for name in progs:
+            t, c = cell[(name, key)]
+            if c and calls[key] and c / calls[key] >= 0.5:
+                parts.append(f"{name} {t / c:.0f} ns × {c / calls[key]:.1f}")
+        total = sum(cell[(n, key)][0] for n in progs) / calls[key] / 1000 if calls[key] else 0
+        base_cpu = med(runs[key]["A"].values(), 4)
+        dw_cpu = med(runs[key]["B"].values(), 4) if runs[key]["B"] else 0
+        out.append(
+            f"- BPF cost, 1 B × 1 thread: per call {', '.join(parts)}: {total:.2f} µs of BPF run time "
+            f"per call, {100 * total / base_cpu:.1f}% of the baseline's {base_cpu:.2f} CPU µs per "
+            f"call; the measured CPU per call grew by {dw_cpu - base_cpu:.2f} µs "
+            f"({100 * (dw_cpu / base_cpu - 1):.1f}%)."
+            + (" The rest is the tracepoints' dispatch (bpf_trace_run, recursion guard) and "
+               "the daemon itself sharing the 2 CPUs."
+               if dw_cpu - base_cpu > total else ""))
+    for r in scale_rows(scale):
+        if "error" in r or not r.get("polls"):
+            continue
+        share = median(r["polls"]) / 250 * 100
+        out.append(
+            f"- Daemon at {r['dests']:,} × {r['conns']:,}: a polling pass of {median(r['polls']):.1f} ms "
+            f"every 250 ms is {share:.1f}% of a core by itself (measured {r['cpu_pct']:.2f}% in all).")
+    if dec and fast:
+        dws = decide_summary(dec)[0]
+        fdws = decide_summary(fast)[0]
+        if dws and fdws:
+            out.append(
+                f"- Time to open: median {ms(median(dws))} ms with the default 250 ms interval, "
+                f"{ms(median(fdws))} ms with `--interval 50ms`. The floor of the rule itself is "
+                "slow_call (500 ms) + the 10 slow calls that make 50% of a 20-call sample "
+                "(250 ms at 40 calls/s) = 750 ms, plus up to one 67 ms start-time slice and the "
+                "wait for the next polling pass.")
+    return out
+
+
+def cleanliness(runs, stats, dec, scale, fast):
     """(clean?, sentence)"""
     n_runs = sum(1 for cfg in runs.values() for m in MODES for r in cfg[m].values() if r[3])
     n_stats = sum(1 for m in stats.values() for f in m[4].values() if f)
-    n_dec = decide_summary(dec)[3] if dec else 0
+    n_dec = (decide_summary(dec)[3] if dec else 0) + (decide_summary(fast)[3] if fast else 0)
     n_scale = sum(1 for r in scale_rows(scale) if r.get("foreign_before") or r.get("foreign_after"))
     if not (n_runs or n_stats or n_dec or n_scale):
         return True, ("**Clean run**: no other loader's dw_ programs (another depwatch, e.g. someone's "
@@ -349,7 +400,8 @@ def main():
     stats = load_stats(stats_path)
     dec = read_json(decide_path)
     scale = read_json(scale_path)
-    _clean, clean_text = cleanliness(runs, stats, dec, scale)
+    fast = read_json(sys.argv[5]) if len(sys.argv) > 5 else None
+    _clean, clean_text = cleanliness(runs, stats, dec, scale, fast)
     quick = env("BENCH_QUICK", "0") == "1"
     lines = [
         "# depwatch benchmark: overhead, decision speed, scale",
@@ -375,6 +427,8 @@ def main():
         "## Targets",
         "",
         *targets_table(runs, stats, dec, scale),
+        "",
+        *analysis(runs, stats, dec, fast, scale),
         "",
         "## Throughput: loopback request/response",
         "",
@@ -447,9 +501,11 @@ def main():
             "250 ms interval; the trial measures T0 → breaker `open` as `depwatch status` "
             "reports it (polled every 10 ms). The same calls, as the client logged them, are "
             "fed to a breaker that records calls only when they complete (resilience4j's "
-            "count-based window, same thresholds) to see when it would have opened.",
+            "count-based window, same thresholds) to see when it would have opened."
+            + (f" The last row repeats {len(fast['trials'])} trials with `depwatch run --interval "
+               "50ms`, to show the polling interval's share." if fast else ""),
             "",
-            *decide_table(dec),
+            *decide_table(dec, fast),
             "",
         ]
     else:

@@ -10,7 +10,8 @@
 #    configuration and per B/C with kernel.bpf_stats_enabled=1 measures each
 #    BPF program's average cost per invocation; the sysctl is restored after.
 # 2. Decision speed: bench/decide.py (DECIDE_TRIALS trials, time to breaker
-#    open against a completion-only breaker on the same calls).
+#    open against a completion-only breaker on the same calls; then
+#    DECIDE_FAST_TRIALS with --interval 50ms for comparison).
 # 3. Scale: bench/scale.py (the daemon's CPU, peak RSS and polling-pass time
 #    at 1 000 destinations x 10 000 connections and 10 000 x 50 000).
 #
@@ -30,9 +31,11 @@
 # Knobs (environment): PAIRS (default 7), RUN_SECONDS (default 3), WARMUP_MS
 # (default 300), PIN (default 1), QUIET_WAIT (default 5), QUIET_BUDGET
 # (default 90), PEER (default 1; 0: no bpftrace arm), DECIDE_TRIALS (default
-# 20; 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py),
+# 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
+# 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
-# DECIDE_TRIALS=2, scale.py --quick).
+# DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
+# scale.py --quick).
 # Nothing here asserts on timing: the numbers are reported, never judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,14 +43,16 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build}
 BENCH_QUICK=${BENCH_QUICK:-0}
 # defaults: full run, then BENCH_QUICK=1's
-declare -A DEFAULTS=([PAIRS]=7 [RUN_SECONDS]=3 [WARMUP_MS]=300 [DECIDE_TRIALS]=20 [QUIET_WAIT]=5
-	[QUIET_BUDGET]=90)
+declare -A DEFAULTS=([PAIRS]=7 [RUN_SECONDS]=3 [WARMUP_MS]=300 [DECIDE_TRIALS]=20 [DECIDE_FAST_TRIALS]=10
+	[QUIET_WAIT]=5 [QUIET_BUDGET]=90)
 [ "$BENCH_QUICK" != 1 ] ||
-	DEFAULTS=([PAIRS]=1 [RUN_SECONDS]=1 [WARMUP_MS]=100 [DECIDE_TRIALS]=2 [QUIET_WAIT]=1 [QUIET_BUDGET]=10)
+	DEFAULTS=([PAIRS]=1 [RUN_SECONDS]=1 [WARMUP_MS]=100 [DECIDE_TRIALS]=2 [DECIDE_FAST_TRIALS]=0
+		[QUIET_WAIT]=1 [QUIET_BUDGET]=10)
 PAIRS=${PAIRS:-${DEFAULTS[PAIRS]}}
 RUN_SECONDS=${RUN_SECONDS:-${DEFAULTS[RUN_SECONDS]}}
 WARMUP_MS=${WARMUP_MS:-${DEFAULTS[WARMUP_MS]}}
 DECIDE_TRIALS=${DECIDE_TRIALS:-${DEFAULTS[DECIDE_TRIALS]}}
+DECIDE_FAST_TRIALS=${DECIDE_FAST_TRIALS:-${DEFAULTS[DECIDE_FAST_TRIALS]}}
 QUIET_WAIT=${QUIET_WAIT:-${DEFAULTS[QUIET_WAIT]}}
 QUIET_BUDGET=${QUIET_BUDGET:-${DEFAULTS[QUIET_BUDGET]}}
 PIN=${PIN:-1}
@@ -333,6 +338,7 @@ preflight() {
 	: >"$work/runs.tsv"
 	: >"$work/stats.tsv"
 	: >"$work/decide.json"
+	: >"$work/decide-fast.json"
 	: >"$work/scale.json"
 }
 
@@ -341,14 +347,18 @@ command_line() {
 	local env="" k
 
 	[ "$BENCH_QUICK" = 0 ] || env+="BENCH_QUICK=$BENCH_QUICK "
-	for k in PAIRS RUN_SECONDS WARMUP_MS DECIDE_TRIALS QUIET_WAIT QUIET_BUDGET; do
+	for k in PAIRS RUN_SECONDS WARMUP_MS DECIDE_TRIALS DECIDE_FAST_TRIALS QUIET_WAIT QUIET_BUDGET; do
 		[ "${!k}" = "${DEFAULTS[$k]}" ] || env+="$k=${!k} "
 	done
 	[ "$PIN" = 1 ] || env+="PIN=$PIN "
 	[ "$PEER" = 1 ] || env+="PEER=$PEER "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
 	[ -z "${SCALE_CASES:-}" ] || env+="SCALE_CASES=$SCALE_CASES "
-	echo "${env}make bench"
+	if [ -n "${MAKELEVEL:-}" ]; then
+		echo "${env}make bench"
+	else	# run directly: make bench's recipe, on what $OUT already held
+		echo "${env}OUT=$OUT bash bench/run.sh"
+	fi
 }
 
 # The commit built, and whether bpf/ or user/ had changes not committed.
@@ -392,12 +402,21 @@ pingpong_phase() {
 	done
 }
 
+# The issue's trials (default 250 ms interval), then DECIDE_FAST_TRIALS more
+# with --interval 50ms, to show how much of the time to open is the interval.
 decide_phase() {
-	[ "$DECIDE_TRIALS" -gt 0 ] || return 0
-	echo "bench: decision speed, $DECIDE_TRIALS trials" >&2
-	wait_quiet
-	DEPWATCH=$DEPWATCH python3 bench/decide.py "$DECIDE_TRIALS" --out "$work/decide.json" >/dev/null ||
-		die "bench/decide.py failed"
+	if [ "$DECIDE_TRIALS" -gt 0 ]; then
+		echo "bench: decision speed, $DECIDE_TRIALS trials" >&2
+		wait_quiet
+		DEPWATCH=$DEPWATCH python3 bench/decide.py "$DECIDE_TRIALS" --out "$work/decide.json" \
+			>/dev/null || die "bench/decide.py failed"
+	fi
+	if [ "$DECIDE_FAST_TRIALS" -gt 0 ]; then
+		echo "bench: decision speed with --interval 50ms, $DECIDE_FAST_TRIALS trials" >&2
+		wait_quiet
+		DEPWATCH=$DEPWATCH DECIDE_INTERVAL=50ms python3 bench/decide.py "$DECIDE_FAST_TRIALS" \
+			--out "$work/decide-fast.json" >/dev/null || die "bench/decide.py failed"
+	fi
 }
 
 scale_phase() {
@@ -432,7 +451,7 @@ main() {
 	BPFTRACE_VERSION=$([ "$PEER" = 1 ] && "$BPFTRACE" --version 2>/dev/null || echo "not run")
 	QUIET_WAITED=$(((QUIET_BUDGET * 4 - quiet_left) / 4))
 	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
-		"$work/scale.json" >"$work/report.md"
+		"$work/scale.json" "$work/decide-fast.json" >"$work/report.md"
 	cp "$work/report.md" "$RESULTS"
 	cat "$work/report.md"
 	echo "bench: wrote $RESULTS (${ELAPSED}s, ${QUIET_WAITED}s of it" \
