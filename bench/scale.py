@@ -2,13 +2,17 @@
 """The daemon's own cost at scale: CPU, peak RSS and polling-pass time with
 many destinations and connections, all on loopback.
 
-For each case (DESTS x CONNS) a load process opens DESTS listeners -- each a
-distinct (address, port): 127.0.1.A, ports 21000+ -- and CONNS client
-connections spread round-robin over them, from explicitly bound source
-addresses 127.0.2.B and ports 23000+ (outside the ephemeral range, so the
-benchmark takes no ephemeral port from anyone else on the host). Each
-connection then makes one small call (16 bytes each way, answered at once)
-every PERIOD seconds, staggered, so the daemon always has live data.
+For each case (DESTS x CONNS), load processes -- as many as the file
+descriptor limit (hard RLIMIT_NOFILE, 20 000 here, not raisable) needs, each
+owning the destinations i with i % NWORKERS == WORKER and their connections --
+open DESTS listeners, each a distinct (address, port): 127.1.X.Y, ports
+21000-21099, and CONNS client connections spread round-robin over them (j to
+destination j % DESTS), from explicitly bound source addresses 127.2.W.Y and
+ports 23000-27999 (outside the ephemeral range, so the benchmark takes no
+ephemeral port from anyone else on the host). Each connection then makes one
+small call (16 bytes each way, answered at once) every PERIOD seconds (5 s,
+longer so that all make at most 5 000 calls/s), staggered, so the daemon
+always has live data.
 
 depwatch runs with its default interval (250 ms) and --max-dests large
 enough, started before the connections are made (it sees every connect).
@@ -26,7 +30,9 @@ the listeners closed, and the daemon stopped with SIGTERM.
 usage: bench/scale.py [--quick] [--out FILE]   (root; prints a Markdown table)
        bench/scale.py load DESTS CONNS PERIOD LIMIT_S WORKER NWORKERS   (a load process; internal)
 Knobs (environment): DEPWATCH (the binary, default build/depwatch), SCALE_CASES
-("1000x10000,10000x50000"), SCALE_MEASURE (30), SCALE_SETTLE (5), SCALE_SAMPLES (10).
+("1000x10000,10000x50000"; --quick: "200x1000"), SCALE_MEASURE (30; --quick 10),
+SCALE_SETTLE (5; 2), SCALE_SAMPLES (10; 5), SCALE_LOGDIR (/tmp: dwscale.log, the
+daemon's and the load processes' stderr).
 Nothing here asserts on timing: the numbers are reported, never judged.
 """
 

@@ -62,14 +62,6 @@ static void format_line(struct dw_buf *b, const struct dw_alert *a)
 		dw_buf_printf(b, " suppressed=%u", a->suppressed);
 }
 
-static void json_ms(struct dw_buf *b, const char *key, double ms)
-{
-	dw_buf_printf(b, ",\"%s\":", key);
-	if (ms < 0)
-		dw_buf_printf(b, "null");
-	else
-		dw_json_num(b, ms, 1);
-}
 
 static void format_json(struct dw_buf *b, const struct dw_alert *a)
 {
@@ -86,8 +78,8 @@ static void format_json(struct dw_buf *b, const struct dw_alert *a)
 		      "\"calls\":%llu,\"inflight\":%llu,\"max_inflight\":%u",
 		      a->slow_rate, a->failure_rate, a->slow_call_ns / 1e6, (unsigned long long)a->calls,
 		      (unsigned long long)a->inflight, a->max_inflight);
-	json_ms(b, "oldest_ms", a->oldest_ms);
-	json_ms(b, "p99_ms", a->p99_ms);
+	dw_json_field_opt(b, "oldest_ms", a->oldest_ms, 1);
+	dw_json_field_opt(b, "p99_ms", a->p99_ms, 1);
 	dw_buf_printf(b, ",\"suppressed\":%u}\n", a->suppressed);
 }
 

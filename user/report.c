@@ -81,14 +81,6 @@ static struct dest_view *views_of(const struct dw_collector *c, size_t *n)
 	return views;
 }
 
-static void json_ms(struct dw_buf *out, const char *name, double ms)
-{
-	dw_buf_printf(out, ",\"%s\":", name);
-	if (ms < 0)
-		dw_buf_printf(out, "null");
-	else
-		dw_json_num(out, ms, 3);
-}
 
 static const char *dep_name(const struct dw_deps *deps, const struct dw_dest *d)
 {
@@ -107,11 +99,11 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      d->key.netns, (unsigned long long)d->sum.calls_completed,
 		      (unsigned long long)d->sum.calls_failed,
 		      (unsigned long long)dw_dest_inflight(d));
-	json_ms(out, "oldest_inflight_ms", v->oldest_ms);
+	dw_json_field_opt(out, "oldest_inflight_ms", v->oldest_ms, 3);
 	dw_buf_printf(out, ",\"window_calls\":%llu", (unsigned long long)v->window_calls);
-	json_ms(out, "p50_ms", v->p50);
-	json_ms(out, "p90_ms", v->p90);
-	json_ms(out, "p99_ms", v->p99);
+	dw_json_field_opt(out, "p50_ms", v->p50, 3);
+	dw_json_field_opt(out, "p90_ms", v->p90, 3);
+	dw_json_field_opt(out, "p99_ms", v->p99, 3);
 	dw_buf_printf(out,
 		      ",\"connects\":%llu,\"connect_failures\":%llu,\"connect_refused\":%llu,"
 		      "\"connect_timedout\":%llu,\"connecting\":%llu",
@@ -120,9 +112,9 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      (unsigned long long)d->sum.connect_refused,
 		      (unsigned long long)d->sum.connect_timedout,
 		      (unsigned long long)dw_dest_connecting(d));
-	json_ms(out, "oldest_connecting_ms", v->oldest_connect_ms);
-	json_ms(out, "connect_p50_ms", v->connect_p50);
-	json_ms(out, "connect_p99_ms", v->connect_p99);
+	dw_json_field_opt(out, "oldest_connecting_ms", v->oldest_connect_ms, 3);
+	dw_json_field_opt(out, "connect_p50_ms", v->connect_p50, 3);
+	dw_json_field_opt(out, "connect_p99_ms", v->connect_p99, 3);
 	dw_buf_printf(out, ",\"retransmits\":%llu,\"rejected\":%llu,\"connections\":%llu,\"last_caller\":",
 		      (unsigned long long)d->sum.retransmits,
 		      (unsigned long long)d->sum.connects_rejected,
@@ -186,9 +178,9 @@ static void json_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
 		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->rejected,
 		      (unsigned long long)dep->conns, dep->s->enforce_connect ? "true" : "false",
 		      dep->forced >= 0 ? "true" : "false");
-	json_ms(out, "oldest_inflight_ms", age_ms(now, dep->oldest_call_ns));
-	json_ms(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50));
-	json_ms(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99));
+	dw_json_field_opt(out, "oldest_inflight_ms", age_ms(now, dep->oldest_call_ns), 3);
+	dw_json_field_opt(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50), 3);
+	dw_json_field_opt(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99), 3);
 	dw_buf_printf(out, ",\"slow_call_ms\":");
 	dw_json_num(out, dep->s->slow_call_ns / 1e6, 3);
 	dw_buf_printf(out, "}");

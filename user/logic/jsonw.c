@@ -196,3 +196,12 @@ void dw_escape_text(struct dw_buf *b, const char *str, size_t n)
 			put_hex_escape(b, "\\x", s[i]);
 	}
 }
+
+void dw_json_field_opt(struct dw_buf *b, const char *key, double v, int decimals)
+{
+	dw_buf_printf(b, ",\"%s\":", key);
+	if (v < 0)
+		dw_buf_printf(b, "null");
+	else
+		dw_json_num(b, v, decimals);
+}

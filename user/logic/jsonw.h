@@ -39,6 +39,9 @@ void dw_json_strn(struct dw_buf *b, const char *s, size_t n);
  */
 void dw_json_num(struct dw_buf *b, double v, int decimals);
 
+/* ,"key":v with that many decimals, or ,"key":null when v is negative (no value). */
+void dw_json_field_opt(struct dw_buf *b, const char *key, double v, int decimals);
+
 /*
  * At most n bytes of s (stopping at a NUL) for a terminal or a key=value
  * syslog line: printable ASCII kept, '\' as "\\", everything else, and
