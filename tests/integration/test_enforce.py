@@ -70,6 +70,23 @@ class EnforceTest(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def forced_open(self):
+        """A daemon enforcing dependency `pay` on a fresh listener, forced open: (daemon, port)."""
+        lst = listener()
+        self.cleanups.append(lst.close)
+        port = lst.getsockname()[1]
+        d = self.daemon("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = connect\n" % port)
+        self.breaker(d, "open", "pay")
+        self.assertEqual(try_connect(port)[0], errno.ECONNREFUSED)
+        return d, port
+
+    def seconds_until_connects(self, port, when):
+        t0 = time.monotonic()
+        while try_connect(port)[0] != 0:
+            self.assertLess(time.monotonic() - t0, 3.0, "still refused 3 s " + when)
+            time.sleep(0.01)
+        return time.monotonic() - t0
+
     def test_forced_open_rejects_fast_and_auto_lifts(self):
         enforced, other = listener(), listener()
         self.cleanups += [enforced.close, other.close]
@@ -132,42 +149,21 @@ class EnforceTest(unittest.TestCase):
         self.assertEqual(results.count(errno.ECONNREFUSED), 3, results)
 
     def test_kill_9_fails_open_within_3_seconds(self):
-        lst = listener()
-        self.cleanups.append(lst.close)
-        port = lst.getsockname()[1]
-        d = self.daemon("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = connect\n" % port)
-        self.breaker(d, "open", "pay")
-        self.assertEqual(try_connect(port)[0], errno.ECONNREFUSED)
+        d, port = self.forced_open()
         d.proc.send_signal(signal.SIGKILL)
-        t0 = time.monotonic()
-        while try_connect(port)[0] != 0:
-            self.assertLess(time.monotonic() - t0, 3.0, "still refused 3 s after kill -9")
-            time.sleep(0.01)
-        print("\n  kill -9: connects succeed again after %.0f ms" % ((time.monotonic() - t0) * 1000))
+        took = self.seconds_until_connects(port, "after kill -9")
+        print("\n  kill -9: connects succeed again after %.0f ms" % (took * 1000))
 
     def test_sigstop_fails_open_when_the_lease_runs_out(self):
         """A hung daemon keeps its programs attached: the lease is what lets traffic through."""
-        lst = listener()
-        self.cleanups.append(lst.close)
-        port = lst.getsockname()[1]
-        d = self.daemon("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = connect\n" % port)
-        self.breaker(d, "open", "pay")
-        self.assertEqual(try_connect(port)[0], errno.ECONNREFUSED)
+        d, port = self.forced_open()
         d.proc.send_signal(signal.SIGSTOP)
         self.cleanups.insert(0, lambda: d.proc.send_signal(signal.SIGCONT))
-        t0 = time.monotonic()
-        while try_connect(port)[0] != 0:
-            self.assertLess(time.monotonic() - t0, 3.0, "still refused 3 s after the daemon hung")
-            time.sleep(0.01)
-        print("\n  SIGSTOP: lease expired, connects succeed after %.0f ms" % ((time.monotonic() - t0) * 1000))
+        took = self.seconds_until_connects(port, "after the daemon hung")
+        print("\n  SIGSTOP: lease expired, connects succeed after %.0f ms" % (took * 1000))
 
     def test_clean_stop_lifts_at_once(self):
-        lst = listener()
-        self.cleanups.append(lst.close)
-        port = lst.getsockname()[1]
-        d = self.daemon("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = connect\n" % port)
-        self.breaker(d, "open", "pay")
-        self.assertEqual(try_connect(port)[0], errno.ECONNREFUSED)
+        d, port = self.forced_open()
         self.assertEqual(d.stop(), 0)
         self.assertEqual(try_connect(port)[0], 0)
         self.assertFalse(os.path.exists(d.pin_dir))
