@@ -11,7 +11,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -I$(OUT) -Ibpf -Iuser -D_GNU_SOURCE
-LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw
+LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Pure logic: no I/O, unit-tested on its own.
@@ -73,7 +73,7 @@ FUZZ_SECONDS ?= 60
 $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) | deps $(OUT)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
-		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -o $@
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lm -o $@
 
 fuzz: $(OUT)/fuzz_config
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)

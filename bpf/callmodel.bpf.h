@@ -10,6 +10,18 @@
  * receive, whichever the kernel reports first) and fails when the connection
  * is reset, closed or errors while the call is outstanding.
  *
+ * An inbound connection is one a listener accepted; the same model mirrored:
+ * a request starts at its first bytes (reaching the socket, or received) and
+ * completes at the first bytes of the answer sent; its counters go to the
+ * listening port's row (DW_FAMILY_INBOUND). The thread that receives a
+ * request holds it (threads map) until it answers: an outbound call it
+ * starts meanwhile is attributed to that row, which is how user space tells
+ * who waits on whom.
+ *
+ * A call the caller abandons (closes the connection while it is outstanding)
+ * is remembered per (process, dependency) for DW_RETRY_WINDOW_NS: the next
+ * call the process starts to that dependency within it is a retry.
+ *
  * conn->call_start_ns is claimed and released with compare-and-swap, so each
  * started call is ended exactly once even when a send and a receive race on
  * two CPUs: the in-flight count (started - completed - failed) stays exact.
@@ -296,8 +308,20 @@ static __always_inline __u32 dep_of(const struct dw_dest_key *dest)
 	return 0;
 }
 
-/* Connection level: marks sk outbound, towards its current peer. */
-static __always_inline struct dw_conn *conn_adopt(const struct sock *sk)
+/* The row of sk's listening port: requests are counted per (netns, port). */
+static __always_inline void inbound_row_of(const struct sock *sk, struct dw_dest_key *row)
+{
+	__builtin_memset(row, 0, sizeof(*row));
+	row->netns = netns_of(sk);
+	row->family = DW_FAMILY_INBOUND;
+	row->port = BPF_CORE_READ(sk, __sk_common.skc_num);
+}
+
+/*
+ * Connection level: marks sk outbound, towards its current peer, or
+ * inbound, on its listening port's row.
+ */
+static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 role)
 {
 	struct dw_conn *conn;
 
@@ -306,13 +330,20 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk)
 		global_count(2);
 		return 0;
 	}
-	dest_of(sk, &conn->dest);
-	conn->dep_id = dep_of(&conn->dest);
+	if (role == DW_ROLE_INBOUND) {
+		inbound_row_of(sk, &conn->dest);
+		conn->dep_id = 0;
+	} else {
+		dest_of(sk, &conn->dest);
+		conn->dep_id = dep_of(&conn->dest);
+	}
 	dest_claim(&conn->dest);
-	conn->role = DW_ROLE_OUTBOUND;
+	conn->role = role;
 	conn->call_start_ns = 0;
 	conn->connect_start_ns = 0;
 	conn->established = 0;
+	conn->caller_netns = 0;
+	conn->caller_port = 0;
 	return conn;
 }
 
@@ -323,7 +354,7 @@ static __always_inline void dw_on_connect_start(const struct sock *sk)
 
 	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
 		return;
-	conn = conn_adopt(sk);
+	conn = conn_adopt(sk, DW_ROLE_OUTBOUND);
 	if (!conn)
 		return;
 	conn->connect_start_ns = bpf_ktime_get_ns();
@@ -367,39 +398,170 @@ static __always_inline void dw_on_connect_end(const struct sock *sk, int establi
 		st->connect_other++;
 }
 
-static __always_inline void dw_on_send(const struct sock *sk, int ret)
+/* Claims the connection's call slot for a call starting now; its counters, or 0. */
+static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __u64 now)
 {
 	struct dw_dest_detail *detail;
-	struct dw_conn *conn;
 	struct dw_dest_stats *st;
-	__u64 now;
 
-	if (ret <= 0)
-		return;
-	conn = conn_of(sk);
-	if (!conn || conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
-		return;
-	now = bpf_ktime_get_ns();
 	if (__sync_val_compare_and_swap(&conn->call_start_ns, 0, now) != 0)
-		return;
+		return 0;
 	detail = detail_of(conn);
 	if (detail)
 		slice_count(&slice_of(detail, now)->started, now >> DW_SLICE_SHIFT);
 	st = stats_of(conn);
 	if (!st)
-		return;
+		return 0;
 	st->calls_started++;
 	st->last_call_ns = now;
-	st->last_pid = bpf_get_current_pid_tgid() >> 32;
-	bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
+	return st;
 }
 
-/* Response bytes reached the socket. */
+/* The sending thread's inbound request, if it holds one: the call waits on its behalf. */
+static __always_inline void caller_note(struct dw_conn *conn, __u32 tid)
+{
+	struct dw_thread_req *req = bpf_map_lookup_elem(&threads, &tid);
+
+	if (req && req->active) {
+		conn->caller_netns = req->netns;
+		conn->caller_port = req->port;
+		return;
+	}
+	conn->caller_netns = 0;
+	conn->caller_port = 0;
+}
+
+static __always_inline void abandon_key_of(struct dw_conn *conn, __u32 tgid,
+					   struct dw_abandon_key *key)
+{
+	__builtin_memset(key, 0, sizeof(*key));
+	key->tgid = tgid;
+	key->dep_id = conn->dep_id;
+	if (!conn->dep_id)
+		__builtin_memcpy(&key->dest, &conn->dest, sizeof(key->dest));
+}
+
+/* A new call from a process that abandoned one to the same dependency lately: a retry. */
+static __always_inline void retry_check(struct dw_conn *conn, struct dw_dest_stats *st,
+					__u32 tgid, __u64 now)
+{
+	__u32 dep_id = conn->dep_id;
+	__u64 *newest = bpf_map_lookup_elem(&dep_abandoned, &dep_id);
+	struct dw_abandon_key key;
+	__u64 *at;
+
+	if (!newest || now - *newest > DW_RETRY_WINDOW_NS)
+		return;
+	abandon_key_of(conn, tgid, &key);
+	at = bpf_map_lookup_elem(&abandons, &key);
+	if (!at || now - *at > DW_RETRY_WINDOW_NS)
+		return;
+	bpf_map_delete_elem(&abandons, &key);
+	st->calls_retried++;
+}
+
+/* The caller closed the connection while its call was outstanding (process context). */
+static __always_inline void call_abandon(struct dw_conn *conn)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct dw_abandon_key key;
+	struct dw_dest_stats *st;
+	__u32 dep_id = conn->dep_id;
+	__u64 *newest;
+
+	abandon_key_of(conn, bpf_get_current_pid_tgid() >> 32, &key);
+	bpf_map_update_elem(&abandons, &key, &now, BPF_ANY);
+	newest = bpf_map_lookup_elem(&dep_abandoned, &dep_id);
+	if (newest)
+		*newest = now;
+	st = stats_of(conn);
+	if (st)
+		st->calls_abandoned++;
+}
+
+/* The thread took an inbound request: it holds it until it answers. */
+static __always_inline void thread_hold(const struct sock *sk, struct dw_conn *conn)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct dw_thread_req *req = bpf_map_lookup_elem(&threads, &tid);
+	struct dw_thread_req fresh = {
+		.sk = (__u64)(unsigned long)sk,
+		.netns = conn->dest.netns,
+		.port = conn->dest.port,
+		.active = 1,
+	};
+	struct dw_dest_stats *st;
+
+	if (req)
+		*req = fresh;
+	else
+		bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY);
+	/* the row's process: who answers on this port */
+	st = stats_of(conn);
+	if (st && st->last_pid != id >> 32) {
+		st->last_pid = id >> 32;
+		bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
+	}
+}
+
+static __always_inline void thread_release(const struct sock *sk)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct dw_thread_req *req = bpf_map_lookup_elem(&threads, &tid);
+
+	if (req && req->sk == (__u64)(unsigned long)sk)
+		req->active = 0;
+}
+
+/* An answer on an inbound connection: the request it answers is complete. */
+static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn *conn)
+{
+	if (conn->call_start_ns)
+		call_complete(conn);
+	thread_release(sk);
+}
+
+static __always_inline void dw_on_send(const struct sock *sk, int ret)
+{
+	struct dw_conn *conn;
+	struct dw_dest_stats *st;
+	__u64 id;
+
+	if (ret <= 0)
+		return;
+	conn = conn_of(sk);
+	if (!conn)
+		return;
+	if (conn->role == DW_ROLE_INBOUND) {
+		inbound_answer(sk, conn);
+		return;
+	}
+	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
+		return;
+	st = call_begin(conn, bpf_ktime_get_ns());
+	if (!st)
+		return;
+	id = bpf_get_current_pid_tgid();
+	st->last_pid = id >> 32;
+	bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
+	caller_note(conn, (__u32)id);
+	retry_check(conn, st, id >> 32, st->last_call_ns);
+}
+
+/* Bytes reached the socket: an outbound call's response, or an inbound request. */
 static __always_inline void dw_on_data(const struct sock *sk)
 {
 	struct dw_conn *conn = conn_of(sk);
 
-	if (conn && conn->call_start_ns)
+	if (!conn)
+		return;
+	if (conn->role == DW_ROLE_INBOUND) {
+		if (!conn->call_start_ns)
+			call_begin(conn, bpf_ktime_get_ns());
+		return;
+	}
+	if (conn->call_start_ns)
 		call_complete(conn);
 }
 
@@ -410,6 +572,23 @@ static __always_inline int is_peer_error(int err)
 	       err == EHOSTUNREACH || err == ENETUNREACH || err == ECONNREFUSED;
 }
 
+/*
+ * A request received: it started when its bytes arrived (sk_data_ready), or
+ * now where that is not traced (the syscalls backend).
+ */
+static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *conn, int ret)
+{
+	if (ret > 0) {
+		if (!conn->call_start_ns)
+			call_begin(conn, bpf_ktime_get_ns());
+		thread_hold(sk, conn);
+		return;
+	}
+	/* end of file: the client may have only shut down its sending side; it is answered or reset later */
+	if (ret < 0 && conn->call_start_ns && is_peer_error(-ret))
+		call_fail(conn);
+}
+
 static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags)
 {
 	struct dw_conn *conn;
@@ -417,7 +596,13 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 	if (flags & MSG_ERRQUEUE)
 		return;
 	conn = conn_of(sk);
-	if (!conn || !conn->call_start_ns)
+	if (!conn)
+		return;
+	if (conn->role == DW_ROLE_INBOUND) {
+		inbound_recv(sk, conn, ret);
+		return;
+	}
+	if (!conn->call_start_ns)
 		return;
 	if (ret > 0) {
 		call_complete(conn);
@@ -458,6 +643,32 @@ static __always_inline void conn_closed(struct dw_conn *conn)
 		st->conns_closed++;
 }
 
+/* A listener's child completed its handshake: an inbound connection. */
+static __always_inline void dw_on_accepted(const struct sock *sk)
+{
+	struct dw_conn *conn = conn_adopt(sk, DW_ROLE_INBOUND);
+	struct dw_dest_stats *st;
+
+	if (!conn)
+		return;
+	conn->established = 1;
+	st = stats_of(conn);
+	if (st)
+		st->conns_opened++;
+}
+
+/*
+ * The caller gave up on its outstanding call: it closed (FIN), or aborted
+ * (a reset it sent: state CLOSE with no error, where one the peer sent or
+ * a timeout leaves sk_err set).
+ */
+static __always_inline int caller_abandoned(const struct sock *sk, int oldstate, int newstate)
+{
+	if (newstate == TCP_FIN_WAIT1)
+		return 1;
+	return newstate == TCP_CLOSE && oldstate == TCP_ESTABLISHED && !BPF_CORE_READ(sk, sk_err);
+}
+
 static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int newstate)
 {
 	struct dw_conn *conn;
@@ -470,6 +681,10 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 		dw_on_connect_end(sk, newstate == TCP_ESTABLISHED);
 		return;
 	}
+	if (oldstate == TCP_SYN_RECV && newstate == TCP_ESTABLISHED) {
+		dw_on_accepted(sk);
+		return;
+	}
 	if (newstate != TCP_CLOSE_WAIT && newstate != TCP_CLOSE && newstate != TCP_FIN_WAIT1 &&
 	    newstate != TCP_LAST_ACK)
 		return;
@@ -480,10 +695,19 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 		conn_closed(conn);
 	if (!conn->call_start_ns)
 		return;
-	if (newstate == TCP_CLOSE_WAIT)
+	if (conn->role == DW_ROLE_INBOUND) {
+		/* a client that only shut down its sending side may still wait for the answer */
+		if (newstate != TCP_CLOSE_WAIT)
+			call_fail(conn);
+		return;
+	}
+	if (newstate == TCP_CLOSE_WAIT) {
 		peer_closed(sk, conn);
-	else
-		call_fail(conn);
+		return;
+	}
+	if (caller_abandoned(sk, oldstate, newstate))
+		call_abandon(conn);
+	call_fail(conn);
 }
 
 static __always_inline void dw_on_retransmit(const struct sock *sk)

@@ -66,20 +66,22 @@ int dw_enforce6(struct bpf_sock_addr *ctx)
 }
 
 /*
- * Oldest outstanding call and connect per destination: user space walks the
- * per-socket state every interval instead of the kernel sending an event per
- * call. Emits one dw_pending per busy socket.
+ * Outstanding calls, requests and connects, with who each call waits for:
+ * user space walks the per-socket state every interval instead of the
+ * kernel sending an event per call. Emits one dw_pending per busy socket.
  */
 static __always_inline void emit_pending(struct seq_file *seq, const struct dw_conn *conn)
 {
 	struct dw_pending rec = {};
 
-	if (!conn || conn->role != DW_ROLE_OUTBOUND)
+	if (!conn || conn->role == DW_ROLE_NONE)
 		return;
 	rec.dest = conn->dest;
 	if (conn->call_start_ns) {
 		rec.start_ns = conn->call_start_ns;
 		rec.kind = DW_PENDING_CALL;
+		rec.caller_netns = conn->caller_netns;
+		rec.caller_port = conn->caller_port;
 		bpf_seq_write(seq, &rec, sizeof(rec));
 	}
 	if (conn->connect_start_ns) {
@@ -127,10 +129,10 @@ int dw_remap_sk(struct bpf_iter__bpf_map_elem *ctx)
 
 /*
  * Connections open before the daemon started. Pass 1 records listening
- * ports; pass 2 adopts each established socket that was not accepted. An
- * accepted socket has its listener's port, and, being a copy of the
- * listener, the listener's non-zero sk_max_ack_backlog even after the
- * listener is gone; a connect()ed socket never listened.
+ * ports; pass 2 adopts each established socket: inbound if it was accepted,
+ * outbound if not. An accepted socket has its listener's port, and, being
+ * a copy of the listener, the listener's non-zero sk_max_ack_backlog even
+ * after the listener is gone; a connect()ed socket never listened.
  */
 int classify_pass;
 
@@ -141,6 +143,7 @@ int dw_classify(struct bpf_iter__tcp *ctx)
 	struct dw_listen_key lk = {};
 	struct dw_dest_stats *st;
 	struct dw_conn *conn;
+	__u8 role = DW_ROLE_OUTBOUND;
 	struct tcp_sock *tp;
 	__u8 one = 1;
 
@@ -154,14 +157,13 @@ int dw_classify(struct bpf_iter__tcp *ctx)
 	}
 	if (classify_pass != 2 || skc->skc_state != TCP_ESTABLISHED)
 		return 0;
-	if (bpf_map_lookup_elem(&listen_ports, &lk))
-		return 0;
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp || conn_of((struct sock *)tp))
 		return 0;
-	if (BPF_CORE_READ((struct sock *)tp, sk_max_ack_backlog))
-		return 0;
-	conn = conn_adopt((struct sock *)tp);
+	if (bpf_map_lookup_elem(&listen_ports, &lk) ||
+	    BPF_CORE_READ((struct sock *)tp, sk_max_ack_backlog))
+		role = DW_ROLE_INBOUND;
+	conn = conn_adopt((struct sock *)tp, role);
 	if (!conn)
 		return 0;
 	conn->established = 1;

@@ -44,8 +44,19 @@
 
 /* family value of the row that collects destinations the map had no room for */
 #define DW_FAMILY_OVERFLOW 0
+/*
+ * family value of an inbound row: the requests this host answers on one
+ * listening port (port = the local port, addr all zero), per netns.
+ */
+#define DW_FAMILY_INBOUND 0xffff
 
-/* A destination: one (network namespace, family, address, port). */
+/*
+ * A call abandoned by its caller (closed while outstanding) and a new call
+ * from the same process to the same dependency within this time: a retry.
+ */
+#define DW_RETRY_WINDOW_NS 2000000000ULL
+
+/* A destination: one (network namespace, family, address, port); or an inbound row. */
 struct dw_dest_key {
 	__u32 netns;	/* inode number of the network namespace */
 	__u16 family;	/* AF_INET, AF_INET6, or DW_FAMILY_OVERFLOW */
@@ -54,7 +65,9 @@ struct dw_dest_key {
 };
 
 /*
- * Per-CPU counters of one destination. Everything is cumulative since the
+ * Per-CPU counters of one destination. An inbound row counts requests in
+ * the calls_* fields: a request starts when its first bytes arrive and
+ * completes at the first bytes of the answer. Everything is cumulative since the
  * map was created; user space sums the CPUs and takes differences.
  * In flight = calls_started - calls_completed - calls_failed.
  * Connecting = connect_attempts - connects_ok - connect failures.
@@ -76,6 +89,8 @@ struct dw_dest_stats {
 	__u64 conns_opened;		/* connections established (or adopted at start) */
 	__u64 conns_closed;		/* of those, closed since: open now = opened - closed */
 	__u64 calls_late;		/* ended after their start slice was reused (started > 8.6 s ago) */
+	__u64 calls_abandoned;		/* of the failed: the caller closed the connection while waiting */
+	__u64 calls_retried;		/* started within DW_RETRY_WINDOW_NS of an abandoned one, same process */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	__u64 last_call_ns;		/* CLOCK_MONOTONIC start of this CPU's newest call */
 	__u32 last_pid;			/* thread group id of that call's sender */
@@ -161,6 +176,7 @@ struct dw_breaker_value {
 enum dw_role {
 	DW_ROLE_NONE = 0,
 	DW_ROLE_OUTBOUND = 1,	/* this host called connect() */
+	DW_ROLE_INBOUND = 2,	/* accepted from a listener: calls are requests this host answers */
 };
 
 /* Socket-local state (SK_STORAGE): lives and dies with the socket. */
@@ -172,6 +188,32 @@ struct dw_conn {
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
 	__u8 pad[2];
+	/*
+	 * Outbound: the inbound row (netns, listening port) whose request the
+	 * sending thread held when the outstanding call started; 0 for none.
+	 */
+	__u32 caller_netns;
+	__u16 caller_port;
+	__u16 pad2;
+};
+
+/*
+ * Per thread (the threads map): the inbound request it last received and
+ * whether it has answered it yet. Thread-per-request servers hold one
+ * request per thread while they call their dependencies.
+ */
+struct dw_thread_req {
+	__u64 sk;		/* the inbound socket's address */
+	__u32 netns;		/* its row: netns and listening port */
+	__u16 port;
+	__u16 active;		/* 1: received, not answered */
+};
+
+/* The abandons map: (process, dependency) -> when a call of it was abandoned. */
+struct dw_abandon_key {
+	__u32 tgid;
+	__u32 dep_id;
+	struct dw_dest_key dest;	/* zero for a configured dependency (any of its destinations) */
 };
 
 /* Global per-CPU counters of things that went wrong in the kernel side. */
@@ -201,8 +243,10 @@ enum dw_pending_kind {
 struct dw_pending {
 	struct dw_dest_key dest;
 	__u64 start_ns;
-	__u32 kind;	/* enum dw_pending_kind */
-	__u32 pad;
+	__u32 kind;		/* enum dw_pending_kind */
+	__u32 caller_netns;	/* a call: see dw_conn.caller_*; an inbound request: 0 */
+	__u16 caller_port;
+	__u16 pad[3];
 };
 
 /* floor(log2(v)) for v > 0, without loops (the verifier likes it). */

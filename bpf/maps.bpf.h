@@ -113,4 +113,35 @@ struct {
 	__type(value, __u8);
 } listen_ports SEC(".maps");
 
+/*
+ * Per thread, the inbound request it holds (see struct dw_thread_req): an
+ * outbound call that thread starts is attributed to that request's row.
+ * LRU: threads that exit leave their entries to be recycled.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);		/* thread id */
+	__type(value, struct dw_thread_req);
+} threads SEC(".maps");
+
+/* Calls abandoned lately, to recognise the retries that follow them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct dw_abandon_key);
+	__type(value, __u64);		/* CLOCK_MONOTONIC of the abandon */
+} abandons SEC(".maps");
+
+/*
+ * Per dependency id, the newest abandon: a call start looks in abandons
+ * only within DW_RETRY_WINDOW_NS of one (an array lookup is inlined).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DW_MAX_DEPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} dep_abandoned SEC(".maps");
+
 #endif /* DEPWATCH_MAPS_BPF_H */

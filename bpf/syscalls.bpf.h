@@ -7,8 +7,8 @@
  * At entry the file descriptor is resolved to its socket with CO-RE reads
  * (current task -> files -> fdt -> fd[fd] -> f_inode->i_mode, then
  * private_data -> sk; bpf_get_current_task_btf() needs Linux 5.11).
- * Anything that is not a socket, or a socket depwatch does not track (an
- * outbound TCP connection, created at connect by inet_sock_set_state), ends
+ * Anything that is not a socket, or a socket depwatch does not track (a
+ * TCP connection, outbound or accepted, adopted by inet_sock_set_state), ends
  * there: read and write on files, pipes and other sockets cost that walk
  * and one failed lookup at exit. For a tracked
  * socket the entry remembers the socket per thread (sys_calls, keyed by
@@ -89,7 +89,7 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op)
 	struct dw_conn *conn = conn_of(sk);
 
 	if (conn)
-		return conn->role == DW_ROLE_OUTBOUND;
+		return conn->role != DW_ROLE_NONE;
 	return op == DW_SYS_SEND && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE &&
 	       BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) == IPPROTO_TCP;
 }

@@ -58,6 +58,9 @@ static void format_line(struct dw_buf *b, const struct dw_alert *a)
 		dw_buf_printf(b, " max_inflight=%u", a->max_inflight);
 	ms_pair(b, "oldest_ms", a->oldest_ms);
 	ms_pair(b, "p99_ms", a->p99_ms);
+	if (a->retry_ratio > 0)
+		dw_buf_printf(b, " retry_ratio=%.2f call_rate=%.1f/s baseline=%.1f/s", a->retry_ratio,
+			      a->call_rate, a->call_rate_baseline);
 	if (a->suppressed)
 		dw_buf_printf(b, " suppressed=%u", a->suppressed);
 }
@@ -80,27 +83,95 @@ static void format_json(struct dw_buf *b, const struct dw_alert *a)
 		      (unsigned long long)a->inflight, a->max_inflight);
 	dw_json_field_opt(b, "oldest_ms", a->oldest_ms, 1);
 	dw_json_field_opt(b, "p99_ms", a->p99_ms, 1);
+	if (a->retry_ratio > 0) {
+		dw_json_field_opt(b, "retry_ratio", a->retry_ratio, 3);
+		dw_json_field_opt(b, "call_rate", a->call_rate, 2);
+		dw_json_field_opt(b, "call_rate_baseline", a->call_rate_baseline, 2);
+	}
 	dw_buf_printf(b, ",\"suppressed\":%u}\n", a->suppressed);
+}
+
+
+static void emit(int severity, struct dw_buf *line, struct dw_buf *json)
+{
+	if (!line->oom) {
+		syslog(severity, "%s", line->data);
+		dw_log(severity, "%s", line->data);
+	}
+	if (events_out && !json->oom) {
+		fwrite(json->data, 1, json->len, events_out);
+		fflush(events_out);
+	}
+}
+
+/* service=frontend warning=forecast level=warning pool=200 inflight=143 rising=40/s exhausted_in=1.4s ... */
+static void format_service_line(struct dw_buf *b, const struct dw_service_alert *a)
+{
+	dw_buf_printf(b, "service=");
+	dw_escape_text(b, a->service, 256);
+	dw_buf_printf(b, " warning=%s level=%s", a->reason, a->level);
+	if (a->pool)
+		dw_buf_printf(b, " pool=%u", a->pool);
+	dw_buf_printf(b, " inflight=%llu rising=%.0f/s rate=%.1f/s", (unsigned long long)a->inflight,
+		      a->rising, a->arrival_rate);
+	if (a->exhausted_in_s >= 0)
+		dw_buf_printf(b, " exhausted_in=%.1fs", a->exhausted_in_s);
+	if (a->waiting_on) {
+		dw_buf_printf(b, " waiting=%u waiting_on=", a->waiting);
+		dw_escape_text(b, a->waiting_on, 256);
+	}
+	ms_pair(b, "path_p99_ms", a->path_p99_ms);
+	if (a->deadline_ms > 0)
+		dw_buf_printf(b, " deadline_ms=%.0f", a->deadline_ms);
+}
+
+static void format_service_json(struct dw_buf *b, const struct dw_service_alert *a)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	dw_buf_printf(b, "{\"time\":%lld.%03ld,\"event\":\"warning\",\"service\":",
+		      (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+	dw_json_str(b, a->service);
+	dw_buf_printf(b, ",\"reason\":\"%s\",\"level\":\"%s\",\"pool\":%u,\"inflight\":%llu",
+		      a->reason, a->level, a->pool, (unsigned long long)a->inflight);
+	dw_json_field_opt(b, "rising", a->rising > 0 ? a->rising : 0, 2);
+	dw_json_field_opt(b, "rate", a->arrival_rate, 2);
+	dw_json_field_opt(b, "exhausted_in_s", a->exhausted_in_s, 3);
+	dw_json_field_opt(b, "path_p99_ms", a->path_p99_ms, 1);
+	dw_json_field_opt(b, "deadline_ms", a->deadline_ms > 0 ? a->deadline_ms : -1, 0);
+	dw_buf_printf(b, ",\"waiting\":%u,\"waiting_on\":", a->waiting);
+	if (a->waiting_on)
+		dw_json_str(b, a->waiting_on);
+	else
+		dw_buf_printf(b, "null");
+	dw_buf_printf(b, ",\"summary\":");
+	dw_json_str(b, a->summary ? a->summary : "");
+	dw_buf_printf(b, "}\n");
 }
 
 void dw_alert_emit(const struct dw_alert *a)
 {
-	struct dw_buf line = {};
+	struct dw_buf line = {}, json = {};
 
 	format_line(&line, a);
-	if (!line.oom) {
-		syslog(a->severity, "%s", line.data);
-		dw_log(a->severity, "%s", line.data);
-	}
+	if (events_out)
+		format_json(&json, a);
+	emit(a->severity, &line, &json);
 	dw_buf_free(&line);
-	if (!events_out)
-		return;
-	format_json(&line, a);
-	if (!line.oom) {
-		fwrite(line.data, 1, line.len, events_out);
-		fflush(events_out);
-	}
+	dw_buf_free(&json);
+}
+
+void dw_alert_service(const struct dw_service_alert *a)
+{
+	struct dw_buf line = {}, json = {};
+
+	format_service_line(&line, a);
+	if (events_out)
+		format_service_json(&json, a);
+	emit(a->severity, &line, &json);
 	dw_buf_free(&line);
+	dw_buf_free(&json);
 }
 
 void dw_alert_note(int severity, const char *fmt, ...)

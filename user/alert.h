@@ -22,7 +22,25 @@ struct dw_alert {
 	uint64_t inflight;
 	unsigned max_inflight;
 	double oldest_ms, p99_ms;	/* -1: none */
+	double retry_ratio;		/* retry warnings: attempts per original call; else 0 */
+	double call_rate, call_rate_baseline;	/* with retry_ratio: calls/s now and normally */
 	unsigned suppressed;		/* lines rate-limited away since the last one */
+};
+
+/* A service's pool level changed, or its path's p99s crossed its deadline. */
+struct dw_service_alert {
+	int severity;
+	const char *service;
+	const char *reason;		/* forecast, pool_80pct, exhausted, pool_ok, path_p99_... */
+	const char *level;		/* ok, warning, exhausted */
+	unsigned pool;			/* 0: none configured */
+	uint64_t inflight;
+	double rising, arrival_rate;	/* per second */
+	double exhausted_in_s;		/* -1: not forecast */
+	double path_p99_ms, deadline_ms;	/* -1 / 0: none */
+	unsigned waiting;		/* requests waiting on waiting_on (NULL: none) */
+	const char *waiting_on;
+	const char *summary;		/* "frontend: 143/200 waiting on payments", or "" */
 };
 
 /* ident "depwatch", the given facility; events to this stream if not NULL. */
@@ -30,6 +48,7 @@ void dw_alert_open(int facility, FILE *events);
 void dw_alert_set_facility(int facility);
 void dw_alert_close(void);
 void dw_alert_emit(const struct dw_alert *a);
+void dw_alert_service(const struct dw_service_alert *a);
 /* A line that is no breaker event (an operator's override): syslog and the daemon's log. */
 void dw_alert_note(int severity, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

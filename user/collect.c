@@ -93,6 +93,7 @@ void dw_collect_free(struct dw_collector *c)
 		free(c->dests[i].pending_start);
 	}
 	free(c->dests);
+	free(c->waits);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -103,6 +104,8 @@ static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_d
 {
 	__u64 *sum = (__u64 *)out;
 
+	__u64 pid_ns = 0;
+
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < ncpus; i++) {
 		const struct dw_dest_stats *s = &per_cpu[i];
@@ -110,8 +113,11 @@ static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_d
 
 		for (size_t k = 0; k < STATS_COUNTERS; k++)
 			sum[k] += add[k];
-		if (s->last_call_ns > out->last_call_ns) {
+		if (s->last_call_ns > out->last_call_ns)
 			out->last_call_ns = s->last_call_ns;
+		/* an inbound row's process is noted on the CPU that received, maybe not the newest start's */
+		if (s->last_pid && (!out->last_pid || s->last_call_ns > pid_ns)) {
+			pid_ns = s->last_call_ns;
 			out->last_pid = s->last_pid;
 			memcpy(out->last_comm, s->last_comm, sizeof(out->last_comm));
 		}
@@ -227,6 +233,34 @@ static void pending_push(struct dw_dest *d, uint64_t start_ns)
 	d->pending_start[d->pending_calls++] = start_ns;
 }
 
+/* An outstanding call made on behalf of an inbound request: who waits on whom. */
+static void wait_add(struct dw_collector *c, const struct dw_pending *rec, struct dw_dest *callee)
+{
+	struct dw_wait *w;
+
+	for (unsigned i = 0; i < c->nwaits; i++) {
+		w = &c->waits[i];
+		if (w->callee == callee && w->caller_port == rec->caller_port &&
+		    w->caller_netns == rec->caller_netns) {
+			w->count++;
+			return;
+		}
+	}
+	if (c->nwaits == c->waits_cap) {
+		unsigned cap = c->waits_cap ? c->waits_cap * 2 : 16;
+		struct dw_wait *p = realloc(c->waits, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		c->waits = p;
+		c->waits_cap = cap;
+	}
+	c->waits[c->nwaits++] = (struct dw_wait){ .caller_netns = rec->caller_netns,
+						  .caller_port = rec->caller_port,
+						  .callee = callee,
+						  .count = 1 };
+}
+
 static void on_pending(const struct dw_pending *rec, void *arg)
 {
 	struct dw_collector *c = arg;
@@ -234,6 +268,8 @@ static void on_pending(const struct dw_pending *rec, void *arg)
 
 	if (!d->used)
 		return;
+	if (rec->kind == DW_PENDING_CALL && rec->caller_port)
+		wait_add(c, rec, d);
 	if (rec->kind == DW_PENDING_CALL) {
 		pending_push(d, rec->start_ns);
 		if (!d->oldest_call_ns || rec->start_ns < d->oldest_call_ns)
@@ -257,6 +293,7 @@ static void start_interval(struct dw_collector *c)
 		d->oldest_call_ns = d->oldest_connect_ns = 0;
 		d->pending_calls = d->pending_connects = 0;
 	}
+	c->nwaits = 0;
 }
 
 int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
@@ -301,6 +338,10 @@ void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len)
 
 	if (key->family == DW_FAMILY_OVERFLOW) {
 		snprintf(buf, len, "overflow");
+		return;
+	}
+	if (key->family == DW_FAMILY_INBOUND) {
+		snprintf(buf, len, "*:%u", key->port);
 		return;
 	}
 	inet_ntop(key->family, key->addr, addr, sizeof(addr));

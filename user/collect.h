@@ -36,6 +36,14 @@ struct dw_dest {
 	struct dw_dest *next_in_dep;	/* rebuilt every poll */
 };
 
+/* Outstanding calls to one destination made while holding a request of one inbound row. */
+struct dw_wait {
+	__u32 caller_netns;
+	__u16 caller_port;		/* the inbound row: its listening port */
+	struct dw_dest *callee;
+	unsigned count;
+};
+
 struct dw_collector {
 	struct dw_dest *dests;		/* open addressing, cap a power of two */
 	size_t cap;
@@ -45,6 +53,8 @@ struct dw_collector {
 	uint64_t polls;
 	uint64_t last_poll_ns;		/* how long the last poll took */
 	struct dw_global_stats globals;
+	struct dw_wait *waits;		/* from the last scan of outstanding calls */
+	unsigned nwaits, waits_cap;
 };
 
 int dw_collect_init(struct dw_collector *c, unsigned nslots);
@@ -58,7 +68,7 @@ uint64_t dw_dest_connecting(const struct dw_dest *d);
 uint64_t dw_dest_connect_failures(const struct dw_dest *d);
 /* FNV-1a of the key's bytes, for hash tables of destinations. */
 uint64_t dw_dest_key_hash(const struct dw_dest_key *key);
-/* "127.0.0.1:8080", "[::1]:443", or "overflow". */
+/* "127.0.0.1:8080", "[::1]:443", "overflow", or "*:8080" for an inbound row. */
 void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len);
 
 uint64_t dw_monotonic_ns(void);

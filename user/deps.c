@@ -11,11 +11,21 @@
 #include "deps.h"
 #include "loader.h"
 #include "log.h"
+#include "logic/cascade.h"
 #include "logic/hist.h"
 
 /* Alerts per dependency: a burst of 5, then one every 12 s. */
 #define ALERT_BURST 5.0
 #define ALERT_REFILL_NS 12000000000ULL
+/* alert() kind for a retry storm starting (its end is a notice of the same kind) */
+#define EV_RETRY_STORM 100
+
+/* Time constants of the call rates (seconds). */
+#define RATE_NOW_TAU 2.0
+#define RATE_BASELINE_TAU 300.0
+/* retry_ratio: over the last 10 s, from samples a second apart */
+#define RETRY_SPAN_NS 10000000000ULL
+#define RETRY_SAMPLE_NS 1000000000ULL
 
 static struct dw_dep *dep_add(struct dw_deps *deps)
 {
@@ -35,6 +45,8 @@ static struct dw_dep *dep_add(struct dw_deps *deps)
 	dep->used = true;
 	dep->tokens = ALERT_BURST;
 	dep->forced = -1;
+	/* no history yet: the first sample seeds the averages */
+	dep->call_rate = dep->call_rate_baseline = dep->retry_ratio = -1;
 	return dep;
 }
 
@@ -82,12 +94,15 @@ int dw_deps_init(struct dw_deps *deps, struct dw_config *cfg, uint64_t lease_ns)
 		dw_err("%s: %u dependencies, at most %d", cfg->source, cfg->ndeps, DW_MAX_DEPS - 1);
 		return -ENOSPC;
 	}
+	if (dw_services_sync(&deps->svcs, &deps->cfg))
+		return -ENOMEM;
 	return adopt_configured(deps, &deps->cfg, dw_monotonic_ns());
 }
 
 void dw_deps_free(struct dw_deps *deps)
 {
 	free(deps->deps);
+	dw_services_free(&deps->svcs);
 	dw_config_free(&deps->cfg);
 	memset(deps, 0, sizeof(*deps));
 }
@@ -291,6 +306,7 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 		dep->ndests = 0;
 		dep->calls = dep->failed = dep->slow = dep->inflight = dep->oldest_call_ns = 0;
 		dep->rejected = dep->conns = 0;
+		dep->started = dep->abandoned = dep->retried = 0;
 	}
 	for (size_t i = 0; i < c->cap; i++) {
 		struct dw_dest *d = &c->dests[i];
@@ -301,6 +317,9 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 		/* the overflow row is a dependency only once something landed in it */
 		if (d->key.family == DW_FAMILY_OVERFLOW && !d->sum.calls_started &&
 		    !d->sum.connect_attempts)
+			continue;
+		/* requests this host answers: services.c */
+		if (d->key.family == DW_FAMILY_INBOUND)
 			continue;
 		if (d->dep < 0)
 			assign(deps, d, c->now_ns);
@@ -315,6 +334,9 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 		dep->slow += d->sum.calls_slow;
 		dep->inflight += dw_dest_inflight(d);
 		dep->rejected += d->sum.connects_rejected;
+		dep->started += d->sum.calls_started;
+		dep->abandoned += d->sum.calls_abandoned;
+		dep->retried += d->sum.calls_retried;
 		if (d->sum.conns_opened > d->sum.conns_closed)
 			dep->conns += d->sum.conns_opened - d->sum.conns_closed;
 		if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
@@ -441,6 +463,8 @@ static void alert(struct dw_dep *dep, const struct dw_collector *c, int kind,
 		return;
 	if (transition)
 		a.reason = dw_breaker_reason_name(reason);
+	else if (kind == EV_RETRY_STORM)
+		a.reason = "retry_storm";
 	else if (kind == DW_EV_WARN_INFLIGHT)
 		a.reason = "inflight";
 	else if (kind == DW_EV_WARN_SLOW_RATE)
@@ -448,6 +472,13 @@ static void alert(struct dw_dep *dep, const struct dw_collector *c, int kind,
 	else
 		a.reason = "rejecting_connects";
 	a.severity = closing ? LOG_NOTICE : LOG_WARNING;
+	if (kind == EV_RETRY_STORM) {
+		a.retry_ratio = dep->retry_ratio;
+		a.call_rate = dep->call_rate;
+		a.call_rate_baseline = dep->call_rate_baseline;
+		a.severity = dep->retry_storm ? LOG_WARNING : LOG_NOTICE;
+		a.reason = dep->retry_storm ? "retry_storm" : "retry_storm_over";
+	}
 	if (transition && dep->br.state == DW_BREAKER_OPEN)
 		a.severity = LOG_ERR;
 	a.p99_ms = dw_dep_percentile_ms(dep, 0.99);
@@ -537,6 +568,45 @@ static void step(struct dw_dep *dep, const struct dw_collector *c)
 	}
 }
 
+/* Call rates and retries, from the cumulative counts of this poll and the last. */
+static void rates(struct dw_dep *dep, uint64_t now)
+{
+	double dt = (now - dep->rate_prev_ns) / 1e9, started;
+	uint64_t d_started, d_retried;
+
+	if (dep->rate_prev_ns && dt > 0 && dep->started >= dep->rate_prev_started) {
+		started = (dep->started - dep->rate_prev_started) / dt;
+		dep->call_rate = dw_ewma(dep->call_rate, started, dt, RATE_NOW_TAU);
+		dep->call_rate_baseline = dw_ewma(dep->call_rate_baseline, started, dt, RATE_BASELINE_TAU);
+	}
+	dep->rate_prev_started = dep->started;
+	dep->rate_prev_ns = now;
+	if (dw_count_ring_delta(&dep->retry_ring, now, dep->started, dep->retried, RETRY_SPAN_NS,
+				&d_started, &d_retried))
+		dep->retry_ratio = dw_retry_ratio(d_started, d_retried);
+	dw_count_ring_push(&dep->retry_ring, now, dep->started, dep->retried, RETRY_SAMPLE_NS);
+}
+
+/* Slow now: its breaker is not closed, or its judged calls are slow or failing. */
+static bool dep_slow(const struct dw_dep *dep)
+{
+	return dep->br.state != DW_BREAKER_CLOSED || (dep->j.decided > 0 &&
+	       (dep->j.slow_rate > 0 || dep->j.failure_rate > 0));
+}
+
+static void retry_watch(struct dw_dep *dep, const struct dw_collector *c)
+{
+	bool storm = dw_retry_storm(dep->retry_ratio, dep_slow(dep));
+
+	/* clears only once retries are back near none, not at the threshold */
+	if (dep->retry_storm && !storm && dep->retry_ratio >= 1.1 && dep_slow(dep))
+		storm = true;
+	if (storm == dep->retry_storm)
+		return;
+	dep->retry_storm = storm;
+	alert(dep, c, EV_RETRY_STORM, dep->br.state, DW_REASON_NONE);
+}
+
 int dw_deps_force(struct dw_deps *deps, const char *name, int state, uint64_t now,
 		  struct dw_bpf *b)
 {
@@ -598,11 +668,14 @@ void dw_deps_poll(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b
 			continue;
 		}
 		judge(dep, js, c->now_ns);
+		rates(dep, c->now_ns);
 		step(dep, c);
+		retry_watch(dep, c);
 		publish(dep, b, c->now_ns, deps->lease_ns);
 	}
 	free(js->pending);
 	free(js);
+	dw_services_poll(&deps->svcs, c, deps);
 }
 
 /* Dependencies the new config no longer has: their breaker entries go. */
@@ -643,6 +716,8 @@ int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collec
 		dw_config_free(cfg);
 		return err;
 	}
+	if (dw_services_sync(&deps->svcs, cfg))
+		dw_err("out of memory: services dropped until the next reload");
 	dw_config_free(&deps->cfg);
 	deps->cfg = *cfg;
 	/* settings pointers into the new config */

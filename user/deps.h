@@ -11,8 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "logic/breaker.h"
+#include "logic/cascade.h"
 #include "logic/config.h"
 #include "logic/judge.h"
+#include "services.h"
 
 struct dw_bpf;
 struct dw_collector;
@@ -42,6 +44,14 @@ struct dw_dep {
 	unsigned suppressed;
 	bool open_alerted;
 	bool in_map;			/* has an entry in the breakers map */
+	/* retries: cumulative counts, and rates smoothed over the polls */
+	uint64_t started, abandoned, retried;
+	uint64_t rate_prev_started, rate_prev_ns;
+	double call_rate;		/* calls started per second, over about 2 s */
+	double call_rate_baseline;	/* the same over about 5 min: its normal */
+	struct dw_count_ring retry_ring;	/* (started, retried), a sample a second */
+	double retry_ratio;		/* attempts per original call over the last 10 s; -1: none yet */
+	bool retry_storm;		/* alerted: retries amplify load on a slow dependency */
 };
 
 struct dw_deps {
@@ -52,6 +62,7 @@ struct dw_deps {
 	uint64_t lease_ns;		/* how long a breakers map entry is good for */
 	/* the overflow row mixes unrelated destinations: traced, never judged */
 	struct dw_dep_settings overflow_settings;
+	struct dw_services svcs;	/* the config's services, polled after the dependencies */
 };
 
 /* Takes cfg over (it is freed with the deps). */

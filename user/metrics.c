@@ -73,10 +73,11 @@ struct mdest {
 struct fig {
 	const struct dw_dep *dep;
 	uint64_t calls, failures, slow, rejected, connects, connect_failures;
-	uint64_t inflight, conns;
+	uint64_t inflight, conns, retries, abandoned;
 	uint64_t sum_ns[H_KINDS];
 	uint64_t hist[H_KINDS][NB];	/* per coarse bucket, not yet cumulative */
 	double oldest_s, slow_rate, failure_rate, slow_call_s;
+	double retry_ratio, call_rate, call_rate_baseline;
 	char label[2 * DW_DEP_NAME_LEN + 16];	/* {dependency="NAME", escaped */
 	size_t label_len;
 };
@@ -464,6 +465,11 @@ static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_coll
 	f->slow_rate = rate_or_zero(dep->j.slow_rate);
 	f->failure_rate = rate_or_zero(dep->j.failure_rate);
 	f->slow_call_s = dep->s ? dep->s->slow_call_ns / 1e9 : 0;
+	f->retries = dep->retried;
+	f->abandoned = dep->abandoned;
+	f->retry_ratio = dep->retry_ratio > 0 ? dep->retry_ratio : 0;
+	f->call_rate = dep->call_rate > 0 ? dep->call_rate : 0;
+	f->call_rate_baseline = dep->call_rate_baseline > 0 ? dep->call_rate_baseline : 0;
 	if (dep->oldest_call_ns && c->now_ns > dep->oldest_call_ns)
 		f->oldest_s = (c->now_ns - dep->oldest_call_ns) / 1e9;
 	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
@@ -603,6 +609,21 @@ static const struct simple {
 	{ "depwatch_slow_call_threshold_seconds", "gauge",
 	  "The dependency's slow_call setting: an answered call slower than this is slow.",
 	  offsetof(struct fig, slow_call_s), DBL },
+	{ "depwatch_calls_abandoned_total", "counter",
+	  "Calls whose caller closed the connection while waiting for the answer.",
+	  offsetof(struct fig, abandoned), U64 },
+	{ "depwatch_call_retries_total", "counter",
+	  "Calls started by a process within 2 s of abandoning one to the same dependency.",
+	  offsetof(struct fig, retries), U64 },
+	{ "depwatch_retry_ratio", "gauge",
+	  "Attempts per original call over the last 10 s (1: no retries; 0: no calls).",
+	  offsetof(struct fig, retry_ratio), DBL },
+	{ "depwatch_call_rate", "gauge",
+	  "Calls started per second, averaged over about 2 s.",
+	  offsetof(struct fig, call_rate), DBL },
+	{ "depwatch_call_rate_baseline", "gauge",
+	  "Calls started per second, averaged over about 5 minutes: the dependency's normal.",
+	  offsetof(struct fig, call_rate_baseline), DBL },
 };
 
 static void simple_family(struct dw_buf *o, const struct simple *s, const struct fig *figs,
@@ -719,7 +740,63 @@ static void process_families(struct dw_buf *o, const struct dw_collector *c)
 		      (unsigned long long)c->globals.conn_storage_fail);
 }
 
-static void render(struct dw_buf *o, const struct dw_collector *c, const struct fig *figs, size_t n)
+/* {service="NAME" (names are checked by the config parser: no quote, backslash or newline) */
+static void svc_series(struct dw_buf *o, const char *name, const struct dw_svc *svc)
+{
+	dw_buf_printf(o, "%s{service=\"%s\"} ", name, svc->name);
+}
+
+static void service_families(struct dw_buf *o, const struct dw_deps *deps)
+{
+	const struct dw_services *s = &deps->svcs;
+
+	if (!s->n)
+		return;
+	family(o, "depwatch_service_requests_total", "counter",
+	       "Inbound requests to the service that ended, answered or failed.");
+	for (unsigned i = 0; i < s->n; i++) {
+		svc_series(o, "depwatch_service_requests_total", &s->svc[i]);
+		dw_buf_printf(o, "%llu\n", (unsigned long long)(s->svc[i].requests + s->svc[i].failed));
+	}
+	family(o, "depwatch_service_inflight", "gauge",
+	       "Inbound requests to the service received and not yet answered.");
+	for (unsigned i = 0; i < s->n; i++) {
+		svc_series(o, "depwatch_service_inflight", &s->svc[i]);
+		dw_buf_printf(o, "%llu\n", (unsigned long long)s->svc[i].inflight);
+	}
+	family(o, "depwatch_service_pool", "gauge",
+	       "The service's configured pool (0: not configured).");
+	for (unsigned i = 0; i < s->n; i++) {
+		svc_series(o, "depwatch_service_pool", &s->svc[i]);
+		dw_buf_printf(o, "%u\n", s->svc[i].cfg->pool);
+	}
+	family(o, "depwatch_service_arrival_rate", "gauge",
+	       "Inbound requests started per second, averaged over about 1 s.");
+	for (unsigned i = 0; i < s->n; i++) {
+		svc_series(o, "depwatch_service_arrival_rate", &s->svc[i]);
+		put_double(o, s->svc[i].arrival_rate > 0 ? s->svc[i].arrival_rate : 0);
+		put(o, "\n", 1);
+	}
+	family(o, "depwatch_service_pool_exhausted_in_seconds", "gauge",
+	       "Forecast (Little's law) of the time until the pool is exhausted; absent when none is.");
+	for (unsigned i = 0; i < s->n; i++) {
+		if (s->svc[i].fc.exhausted_in_s < 0)
+			continue;
+		svc_series(o, "depwatch_service_pool_exhausted_in_seconds", &s->svc[i]);
+		put_double(o, s->svc[i].fc.exhausted_in_s);
+		put(o, "\n", 1);
+	}
+	family(o, "depwatch_service_waiting", "gauge",
+	       "Inbound requests of the service waiting now on an outbound call to the dependency.");
+	for (unsigned i = 0; i < s->n; i++)
+		for (unsigned k = 0; k < s->svc[i].nwaits; k++)
+			dw_buf_printf(o, "depwatch_service_waiting{service=\"%s\",dependency=\"%s\"} %u\n",
+				      s->svc[i].name, deps->deps[s->svc[i].waits[k].dep].name,
+				      s->svc[i].waits[k].count);
+}
+
+static void render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
+		   const struct fig *figs, size_t n)
 {
 	for (size_t i = 0; i < sizeof(simples) / sizeof(simples[0]); i++)
 		simple_family(o, &simples[i], figs, n);
@@ -731,6 +808,7 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 	histogram(o, "depwatch_connect_duration_seconds",
 		  "Durations of successful TCP connects, SYN to established, since the daemon started.",
 		  H_CONNECT, figs, n);
+	service_families(o, deps);
 	process_families(o, c);
 }
 
@@ -765,7 +843,7 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 	m.next.oom = 0;
 	if (m.next.data)
 		m.next.data[0] = '\0';
-	render(&m.next, c, m.figs, n);
+	render(&m.next, c, deps, m.figs, n);
 	if (m.next.oom) {
 		if (!m.oom_logged)
 			dw_err("out of memory rendering the metrics: the last good ones are served");

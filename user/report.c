@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +50,12 @@ static void view_of(const struct dw_collector *c, const struct dw_dest *d, struc
 	v->oldest_connect_ms = age_ms(c->now_ns, d->oldest_connect_ns);
 }
 
-/* Rows worth showing: the overflow row only once something landed in it. */
+/* Destinations worth showing: the overflow row only once something landed in it. */
 static bool shown(const struct dw_dest *d)
 {
-	return d->used && (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
-			   d->sum.connect_attempts);
+	return d->used && d->key.family != DW_FAMILY_INBOUND &&
+	       (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
+		d->sum.connect_attempts);
 }
 
 static int by_dest(const void *a, const void *b)
@@ -183,7 +185,124 @@ static void json_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
 	dw_json_field_opt(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99), 3);
 	dw_buf_printf(out, ",\"slow_call_ms\":");
 	dw_json_num(out, dep->s->slow_call_ns / 1e6, 3);
-	dw_buf_printf(out, "}");
+	dw_buf_printf(out, ",\"started\":%llu,\"abandoned\":%llu,\"retries\":%llu",
+		      (unsigned long long)dep->started, (unsigned long long)dep->abandoned,
+		      (unsigned long long)dep->retried);
+	dw_json_field_opt(out, "retry_ratio", dep->retry_ratio, 3);
+	dw_json_field_opt(out, "call_rate", dep->call_rate, 2);
+	dw_json_field_opt(out, "call_rate_baseline", dep->call_rate_baseline, 2);
+	dw_buf_printf(out, ",\"retry_storm\":%s}", dep->retry_storm ? "true" : "false");
+}
+
+static void json_listen(struct dw_buf *out, const struct dw_service *cfg)
+{
+	char listen[DW_CGROUP_PATH_MAX + 16];
+
+	if (cfg->cgroup[0])
+		snprintf(listen, sizeof(listen), "cgroup:%s", cfg->cgroup);
+	else if (cfg->port_lo == cfg->port_hi)
+		snprintf(listen, sizeof(listen), "%u", cfg->port_lo);
+	else
+		snprintf(listen, sizeof(listen), "%u-%u", cfg->port_lo, cfg->port_hi);
+	dw_json_str(out, listen);
+}
+
+static void json_service(struct dw_buf *out, const struct dw_svc *svc, const struct dw_deps *deps,
+			 uint64_t now)
+{
+	char summary[160];
+
+	dw_buf_printf(out, "{\"name\":");
+	dw_json_str(out, svc->name);
+	dw_buf_printf(out, ",\"listen\":");
+	json_listen(out, svc->cfg);
+	dw_buf_printf(out, ",\"pool\":%u", svc->cfg->pool);
+	dw_json_field_opt(out, "deadline_ms", svc->cfg->deadline_ns ? svc->cfg->deadline_ns / 1e6 : -1, 3);
+	dw_buf_printf(out, ",\"level\":\"%s\",\"requests\":%llu,\"failed\":%llu,\"inflight\":%llu",
+		      dw_pool_level_name(svc->fc.level), (unsigned long long)svc->requests,
+		      (unsigned long long)svc->failed, (unsigned long long)svc->inflight);
+	dw_json_field_opt(out, "oldest_inflight_ms", svc->oldest_ns ? age_ms(now, svc->oldest_ns) : -1, 3);
+	dw_json_field_opt(out, "rate", svc->arrival_rate, 2);
+	dw_buf_printf(out, ",\"rising\":");
+	dw_json_num(out, svc->fc.rising > 0 ? svc->fc.rising : 0, 2);
+	dw_json_field_opt(out, "p50_ms", svc->p50_ms, 3);
+	dw_json_field_opt(out, "p99_ms", svc->p99_ms, 3);
+	dw_json_field_opt(out, "latency_ms", isinf(svc->latency_s) ? -1 : svc->latency_s * 1e3, 3);
+	dw_buf_printf(out, ",\"latency_unbounded\":%s", isinf(svc->latency_s) ? "true" : "false");
+	dw_json_field_opt(out, "exhausted_in_s", svc->fc.exhausted_in_s, 3);
+	dw_json_field_opt(out, "path_p99_ms", svc->path_p99_ms, 3);
+	dw_buf_printf(out, ",\"waiting\":[");
+	for (unsigned k = 0; k < svc->nwaits; k++) {
+		dw_buf_printf(out, "%s{\"dependency\":", k ? "," : "");
+		dw_json_str(out, deps->deps[svc->waits[k].dep].name);
+		dw_buf_printf(out, ",\"count\":%u}", svc->waits[k].count);
+	}
+	dw_svc_summary(svc, deps, summary, sizeof(summary));
+	dw_buf_printf(out, "],\"waiting_total\":%u,\"summary\":", svc->waiting);
+	dw_json_str(out, summary);
+	dw_buf_printf(out, ",\"process\":");
+	if (svc->pid) {
+		dw_buf_printf(out, "{\"pid\":%u,\"comm\":", svc->pid);
+		dw_json_strn(out, svc->comm, sizeof(svc->comm));
+		dw_buf_printf(out, "}}");
+	} else {
+		dw_buf_printf(out, "null}");
+	}
+}
+
+static void json_services(struct dw_buf *out, const struct dw_deps *deps, uint64_t now)
+{
+	dw_buf_printf(out, ",\"services\":[");
+	for (unsigned i = 0; i < deps->svcs.n; i++) {
+		if (i)
+			dw_buf_putc(out, ',');
+		json_service(out, &deps->svcs.svc[i], deps, now);
+	}
+	dw_buf_printf(out, "]");
+}
+
+/* Every listening port with accepted connections: requests this host answers. */
+static void json_inbound(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps)
+{
+	uint64_t *dense = malloc(DW_HIST_BUCKETS * sizeof(*dense));
+	bool first = true;
+
+	dw_buf_printf(out, ",\"inbound\":[");
+	for (size_t i = 0; dense && i < c->cap; i++) {
+		const struct dw_dest *d = &c->dests[i];
+		const struct dw_svc *svc;
+
+		if (!d->used || d->key.family != DW_FAMILY_INBOUND)
+			continue;
+		svc = dw_services_at_port(&deps->svcs, d->key.port);
+		dw_buf_printf(out, "%s{\"port\":%u,\"netns\":%u,\"service\":", first ? "" : ",",
+			      d->key.port, d->key.netns);
+		first = false;
+		if (svc)
+			dw_json_str(out, svc->name);
+		else
+			dw_buf_printf(out, "null");
+		dw_buf_printf(out, ",\"requests\":%llu,\"failed\":%llu,\"inflight\":%llu,\"connections\":%llu",
+			      (unsigned long long)d->sum.calls_completed,
+			      (unsigned long long)d->sum.calls_failed,
+			      (unsigned long long)dw_dest_inflight(d),
+			      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
+						   d->sum.conns_opened - d->sum.conns_closed : 0));
+		dw_json_field_opt(out, "oldest_inflight_ms", age_ms(c->now_ns, d->oldest_call_ns), 3);
+		dw_window_merge(&d->call_win, dense);
+		dw_json_field_opt(out, "p50_ms", pct_ms(dense, 0.50), 3);
+		dw_json_field_opt(out, "p99_ms", pct_ms(dense, 0.99), 3);
+		dw_buf_printf(out, ",\"process\":");
+		if (d->sum.last_pid) {
+			dw_buf_printf(out, "{\"pid\":%u,\"comm\":", d->sum.last_pid);
+			dw_json_strn(out, d->sum.last_comm, sizeof(d->sum.last_comm));
+			dw_buf_printf(out, "}}");
+		} else {
+			dw_buf_printf(out, "null}");
+		}
+	}
+	dw_buf_printf(out, "]");
+	free(dense);
 }
 
 static void json_deps(struct dw_buf *out, const struct dw_deps *deps, uint64_t now)
@@ -215,6 +334,8 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
 	json_deps(out, deps, c->now_ns);
+	json_services(out, deps, c->now_ns);
+	json_inbound(out, c, deps);
 	dw_buf_printf(out, ",\"destinations\":[");
 	for (size_t i = 0; views && i < n; i++) {
 		if (i)
@@ -289,6 +410,33 @@ static void text_deps(struct dw_buf *out, const struct dw_deps *deps, uint64_t n
 	dw_buf_putc(out, '\n');
 }
 
+static void text_services(struct dw_buf *out, const struct dw_deps *deps)
+{
+	char summary[160], p99[16];
+
+	if (!deps->svcs.n)
+		return;
+	dw_buf_printf(out, "%-24s %-9s %6s %8s %7s %9s %8s  %s\n", "SERVICE", "POOL", "INFL", "RATE",
+		      "P99", "RISING", "EXHAUST", "WAITING");
+	for (unsigned i = 0; i < deps->svcs.n; i++) {
+		const struct dw_svc *svc = &deps->svcs.svc[i];
+		char pool[16] = "-", exhaust[16] = "-";
+
+		if (svc->cfg->pool)
+			snprintf(pool, sizeof(pool), "%u", svc->cfg->pool);
+		if (svc->fc.exhausted_in_s >= 0)
+			snprintf(exhaust, sizeof(exhaust), "%.1fs", svc->fc.exhausted_in_s);
+		dw_svc_summary(svc, deps, summary, sizeof(summary));
+		dw_buf_printf(out, "%-24.24s %-9s %6llu %6.1f/s %7s %7.1f/s %8s  %s%s%s\n", svc->name, pool,
+			      (unsigned long long)svc->inflight,
+			      svc->arrival_rate > 0 ? svc->arrival_rate : 0,
+			      cell_ms(svc->p99_ms, p99, sizeof(p99)),
+			      svc->fc.rising > 0 ? svc->fc.rising : 0, exhaust, summary,
+			      svc->fc.level ? "  " : "", svc->fc.level ? dw_pool_level_name(svc->fc.level) : "");
+	}
+	dw_buf_putc(out, '\n');
+}
+
 void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		    const struct dw_run_info *info)
 {
@@ -302,6 +450,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
 			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
 	text_deps(out, deps, c->now_ns);
+	text_services(out, deps);
 	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %s\n", "DEST", "CALLS",
 		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
 		      "RETX", "LAST CALLER");
@@ -323,6 +472,18 @@ static void tsv_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
 		      (unsigned long long)dep->conns, dep->forced >= 0);
 }
 
+/* "@service<TAB>summary<TAB>level<TAB>inflight<TAB>pool<TAB>exhausted_in_s": top shows it above the table. */
+static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const struct dw_deps *deps)
+{
+	char summary[160];
+
+	dw_svc_summary(svc, deps, summary, sizeof(summary));
+	/* names are config names or dest strings: no tab, newline or escape can be in them */
+	dw_buf_printf(out, "@service\t%s\t%s\t%llu\t%u\t%.1f\n", summary[0] ? summary : svc->name,
+		      dw_pool_level_name(svc->fc.level),
+		      (unsigned long long)svc->inflight, svc->cfg->pool, svc->fc.exhausted_in_s);
+}
+
 void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps)
 {
 	dw_buf_printf(out, "name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"
@@ -330,4 +491,6 @@ void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struc
 	for (unsigned i = 0; i < deps->n; i++)
 		if (dep_shown(&deps->deps[i]))
 			tsv_dep(out, &deps->deps[i], c->now_ns);
+	for (unsigned i = 0; i < deps->svcs.n; i++)
+		tsv_service(out, &deps->svcs.svc[i], deps);
 }

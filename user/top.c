@@ -212,6 +212,37 @@ static int add_line(struct dw_top_frame *f, char *line, size_t nfields)
 	return 0;
 }
 
+/*
+ * "@service<TAB>summary<TAB>level<TAB>inflight<TAB>pool<TAB>exhausted_in_s":
+ * one line of text above the table. Malformed ones are skipped like rows.
+ */
+static void add_note(struct dw_top_frame *f, char *line)
+{
+	char *fld[6], what[DW_TOP_NOTE_LEN - 48], level[16], note[DW_TOP_NOTE_LEN + 64];
+	double exhausted_in;
+	size_t len;
+
+	if (split_tabs(line, fld, 6) != 6 || parse_real(fld[5], -1, HUGE_VAL, &exhausted_in) ||
+	    strlen(fld[2]) >= sizeof(level)) {
+		f->skipped++;
+		return;
+	}
+	if (f->nnotes == DW_TOP_NOTES)
+		return;
+	clean(what, sizeof(what), fld[1], strlen(fld[1]));
+	clean(level, sizeof(level), fld[2], strlen(fld[2]));
+	if (!strcmp(level, "ok"))
+		snprintf(note, sizeof(note), "%s", what);
+	else if (exhausted_in >= 0)
+		snprintf(note, sizeof(note), "%s  [%s: pool exhausted in %.1fs]", what, level,
+			 exhausted_in < 1e6 ? exhausted_in : 1e6);
+	else
+		snprintf(note, sizeof(note), "%s  [pool %s]", what, level);
+	len = strnlen(note, DW_TOP_NOTE_LEN - 1);
+	memcpy(f->notes[f->nnotes], note, len);
+	f->notes[f->nnotes++][len] = 0;
+}
+
 /* The next line of text[*off, len), NUL-terminated in place; its length in *n. */
 static char *next_line(char *text, size_t len, size_t *off, size_t *n)
 {
@@ -245,6 +276,8 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 		/* a NUL inside would hide the rest of the line from the string functions */
 		if (strlen(line) != n)
 			f->skipped++;
+		else if (!strncmp(line, "@service\t", 9))
+			add_note(f, line);
 		else
 			err = add_line(f, line, nfields);
 	}
@@ -705,6 +738,10 @@ static void plain_frame(const struct dw_top_frame *f, const struct tm *when, str
 	dw_top_layout(f, DW_TOP_PLAIN_WIDTH, &lay);
 	dw_top_header(f, when, &line);
 	put_line(out, &line);
+	for (size_t i = 0; i < f->nnotes; i++) {
+		dw_buf_printf(&line, "%s", f->notes[i]);
+		put_line(out, &line);
+	}
 	dw_top_titles(&lay, &line);
 	put_line(out, &line);
 	for (size_t i = 0; i < f->n; i++) {
@@ -825,7 +862,7 @@ static void draw_header(const struct live *t, int w)
 	dw_buf_free(&line);
 }
 
-static void draw_titles(const struct dw_top_layout *lay, int w)
+static void draw_titles(const struct dw_top_layout *lay, int y, int w)
 {
 	struct dw_buf line = {};
 
@@ -834,7 +871,7 @@ static void draw_titles(const struct dw_top_layout *lay, int w)
 		dw_buf_putc(&line, ' ');
 	attron(A_REVERSE);
 	if (line.data)
-		mvaddnstr(1, 0, line.data, w);
+		mvaddnstr(y, 0, line.data, w);
 	attroff(A_REVERSE);
 	dw_buf_free(&line);
 }
@@ -859,15 +896,18 @@ static void draw_row(const struct live *t, const struct dw_top_layout *lay,
 static void draw(const struct live *t)
 {
 	struct dw_top_layout lay;
-	int h, w, y = 2;
+	int h, w, y = 1;
 	size_t i;
 
 	getmaxyx(stdscr, h, w);
 	erase();
 	dw_top_layout(&t->cur, w, &lay);
 	draw_header(t, w);
-	if (h > 1)
-		draw_titles(&lay, w);
+	/* services first: the cascade is the headline, and rows below can scroll off */
+	for (i = 0; i < t->cur.nnotes && y < h - 1; i++, y++)
+		mvaddnstr(y, 0, t->cur.notes[i], w);
+	if (y < h)
+		draw_titles(&lay, y++, w);
 	for (i = 0; i < t->cur.n && y < h; i++, y++) {
 		/* the last line says how many more there are rather than show one of them */
 		if (y == h - 1 && i + 1 < t->cur.n) {

@@ -40,9 +40,15 @@ struct dw_top_row {
 	bool forced;
 };
 
+/* Services shown above the table, one line each ("@service" lines of the daemon's answer). */
+#define DW_TOP_NOTES 8
+#define DW_TOP_NOTE_LEN 160
+
 struct dw_top_frame {
 	struct dw_top_row *rows;
 	size_t n, cap;
+	char notes[DW_TOP_NOTES][DW_TOP_NOTE_LEN];	/* "frontend: 40/40 waiting on payments  [exhausted]" */
+	size_t nnotes;
 	size_t skipped;			/* malformed lines left out */
 	size_t open, half_open;
 };
