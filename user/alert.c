@@ -123,6 +123,9 @@ static void format_service_line(struct dw_buf *b, const struct dw_service_alert 
 	ms_pair(b, "path_p99_ms", a->path_p99_ms);
 	if (a->deadline_ms > 0)
 		dw_buf_printf(b, " deadline_ms=%.0f", a->deadline_ms);
+	/* built from config names and dest strings only: no quote or backslash can be in it */
+	if (a->summary && a->summary[0])
+		dw_buf_printf(b, " summary=\"%s\"", a->summary);
 }
 
 static void format_service_json(struct dw_buf *b, const struct dw_service_alert *a)

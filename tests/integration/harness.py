@@ -16,6 +16,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -283,6 +284,20 @@ class Daemon:
         """Polls until the row of dest_text exists and cond(row) holds; returns the row (or the last one, maybe None)."""
         st = self.wait_for(lambda s: (lambda r: r is not None and cond(r))(find_dest(s, dest_text)), timeout)
         return find_dest(st, dest_text), st
+
+
+def write_config(text, prefix="dwtest-"):
+    """A config file with text (mode 0600, root's: the daemon refuses others); the caller unlinks it."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".conf")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def dependency(status, name):
+    """The row of the dependency called name in a status, or None."""
+    rows = [d for d in status["dependencies"] if d["name"] == name]
+    return rows[0] if rows else None
 
 
 def find_dest(status, dest_text):

@@ -10,6 +10,26 @@ import threading
 import time
 
 
+def loopback_listener(host="127.0.0.1", backlog=1024):
+    """A listening TCP socket on a free port of host, and that port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    sock.listen(backlog)
+    return sock, sock.getsockname()[1]
+
+
+def open_loop(rate, stopped, start_one):
+    """Runs start_one() in a new thread `rate` times a second until `stopped`
+    is set, whether or not earlier ones have finished."""
+    interval = 1.0 / rate
+    next_at = time.monotonic()
+    while not stopped.is_set():
+        threading.Thread(target=start_one, daemon=True).start()
+        next_at += interval
+        stopped.wait(max(0.0, next_at - time.monotonic()))
+
+
 class SlowServer:
     """Answers each request after `delay` seconds (changeable at any time);
     `tail` = (fraction, delay) makes that share of calls take the other delay."""
@@ -17,11 +37,7 @@ class SlowServer:
     def __init__(self, delay, tail=None, host="127.0.0.1"):
         self.delay = delay
         self.tail = tail
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, 0))
-        self.sock.listen(1024)
-        self.port = self.sock.getsockname()[1]
+        self.sock, self.port = loopback_listener(host)
         self.stopped = threading.Event()
         self.rng = random.Random(42)
         self.conns = []
@@ -71,7 +87,7 @@ class OpenLoopClient:
 
     def __init__(self, host, port, rate):
         self.addr = (host, port)
-        self.interval = 1.0 / rate
+        self.rate = rate
         self.pool = queue.LifoQueue()
         self.stopped = threading.Event()
         self.lock = threading.Lock()
@@ -84,11 +100,7 @@ class OpenLoopClient:
         return self
 
     def _arrivals(self):
-        next_at = time.monotonic()
-        while not self.stopped.is_set():
-            threading.Thread(target=self._call, daemon=True).start()
-            next_at += self.interval
-            self.stopped.wait(max(0.0, next_at - time.monotonic()))
+        open_loop(self.rate, self.stopped, self._call)
 
     def _conn(self):
         try:

@@ -17,7 +17,7 @@ import time
 import unittest
 
 import harness
-from harness import Daemon, DEPWATCH, unique_name
+from harness import Daemon, DEPWATCH, dependency, unique_name, write_config
 from openloop import OpenLoopClient, SlowServer
 
 RSYSLOGD = shutil.which("rsyslogd") or "/usr/sbin/rsyslogd"
@@ -96,18 +96,6 @@ class SyslogDaemon(Daemon):
         return self.syslog.wrap(super().argv)
 
 
-def write_config(text):
-    fd, path = tempfile.mkstemp(prefix="dwtest-", suffix=".conf")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    return path
-
-
-def dependency(status, name):
-    rows = [d for d in status["dependencies"] if d["name"] == name]
-    return rows[0] if rows else None
-
-
 class BreakerTest(unittest.TestCase):
     def setUp(self):
         self.cleanups = []
@@ -175,7 +163,7 @@ class BreakerTest(unittest.TestCase):
         self.assertLess(opened, 2.9)
         dep = dependency(d.last_status, "standin")
         self.assertEqual(dep["reason"], "slow_rate")
-        self.assertEqual(dep["failed"], 0)
+        self.assertEqual(dep["failed"], 0, dep)
         line = syslog.wait_line("dependency=standin", "state=open", "reason=slow_rate")
         self.assertIsNotNone(line, "no open line in syslog: %r" % syslog.lines()[-5:])
         self.assertTrue(line.startswith("daemon."), line)

@@ -10,25 +10,17 @@ import os
 import queue
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
 import urllib.request
 
-from harness import Daemon, DEPWATCH, free_port
-from openloop import SlowServer
+from harness import Daemon, DEPWATCH, dependency, free_port, write_config
+from openloop import OpenLoopClient, SlowServer, loopback_listener, open_loop
 
 POOL = 40
 RATE = 20.0          # front-end requests per second
 HEALTHY_S = 4.0
-
-
-def write_config(text):
-    fd, path = tempfile.mkstemp(prefix="dwtest-", suffix=".conf")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    return path
 
 
 class FrontEnd:
@@ -40,11 +32,7 @@ class FrontEnd:
     def __init__(self, pool, deps):
         self.pool = pool
         self.deps = deps      # [(name, port)], called in this order
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4096)
-        self.port = self.sock.getsockname()[1]
+        self.sock, self.port = loopback_listener(backlog=4096)
         self.accepted = queue.Queue()
         self.lock = threading.Lock()
         self.busy = 0
@@ -119,9 +107,9 @@ class Arrivals:
 
     def __init__(self, port, rate):
         self.port = port
-        self.interval = 1.0 / rate
         self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread = threading.Thread(target=open_loop, args=(rate, self.stopped, self._one),
+                                       daemon=True)
         self.thread.start()
 
     def _one(self):
@@ -132,33 +120,23 @@ class Arrivals:
         except OSError:
             pass
 
-    def _run(self):
-        next_at = time.monotonic()
-        while not self.stopped.is_set():
-            threading.Thread(target=self._one, daemon=True).start()
-            next_at += self.interval
-            self.stopped.wait(max(0.0, next_at - time.monotonic()))
-
     def stop(self):
         self.stopped.set()
         self.thread.join()
 
 
-class RetryingClient:
+class RetryingClient(Arrivals):
     """Open loop at `rate` calls a second; each call makes up to `attempts`
     attempts, each on a new connection with `timeout`, closing the
     connection when it times out and trying again at once."""
 
     def __init__(self, port, rate, attempts, timeout):
-        self.port, self.attempts, self.timeout = port, attempts, timeout
-        self.interval = 1.0 / rate
+        self.attempts, self.timeout = attempts, timeout
         self.lock = threading.Lock()
         self.originals = self.tries = 0
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__(port, rate)
 
-    def _call(self):
+    def _one(self):
         with self.lock:
             self.originals += 1
         for _ in range(self.attempts):
@@ -172,17 +150,6 @@ class RetryingClient:
             except OSError:
                 pass     # timed out: the with block closed it; try again
 
-    def _run(self):
-        next_at = time.monotonic()
-        while not self.stopped.is_set():
-            threading.Thread(target=self._call, daemon=True).start()
-            next_at += self.interval
-            self.stopped.wait(max(0.0, next_at - time.monotonic()))
-
-    def stop(self):
-        self.stopped.set()
-        self.thread.join()
-
 
 def read_events(path):
     if not os.path.exists(path):
@@ -193,11 +160,6 @@ def read_events(path):
 
 def service(status, name):
     rows = [s for s in status["services"] if s["name"] == name]
-    return rows[0] if rows else None
-
-
-def dependency(status, name):
-    rows = [d for d in status["dependencies"] if d["name"] == name]
     return rows[0] if rows else None
 
 
@@ -324,6 +286,25 @@ class CascadeTest(unittest.TestCase):
         self.assertGreaterEqual(storms[0]["retry_ratio"], 1.5, json.dumps(storms[0]))
         print("\n  retry_ratio %.2f (client: %.2f attempts per call), retries %d, abandoned %d"
               % (row["retry_ratio"], truth, row["retries"], row["abandoned"]), flush=True)
+
+    def test_path_p99_over_deadline(self):
+        """Declared timeouts that fit the deadline, observed p99s that do not: a warning."""
+        slow = self.server(0.2)
+        d = self.start_daemon(
+            "[dependency slowish]\nmatch = 127.0.0.1:%d\ntimeout = 50ms\n\n"
+            "[service edge]\nlisten = 1\ndeadline = 100ms\npath = slowish\n" % slow.port)
+        client = OpenLoopClient("127.0.0.1", slow.port, 20).start()
+        self.cleanups.append(client.stop)
+        deadline = time.monotonic() + 10
+        events = []
+        while not events and time.monotonic() < deadline:
+            time.sleep(0.25)
+            events = [e for e in read_events(d.events) if e.get("reason") == "path_p99_over_deadline"]
+        self.assertTrue(events, "no path_p99_over_deadline warning: %s" % read_events(d.events))
+        self.assertGreater(events[0]["path_p99_ms"], 100, json.dumps(events[0]))
+        self.assertEqual(events[0]["deadline_ms"], 100, json.dumps(events[0]))
+        svc = service(d.status(), "edge")
+        self.assertGreater(svc["path_p99_ms"], 190, json.dumps(svc))
 
     def test_check_budget(self):
         text = ("[dependency auth]\nmatch = 10.0.0.1:443\ntimeout = %s\n\n"

@@ -9,11 +9,10 @@ import os
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import unittest
 
-from harness import DEPWATCH, Daemon
+from harness import DEPWATCH, Daemon, dependency, write_config
 from openloop import SlowServer
 
 
@@ -37,11 +36,6 @@ def try_connect(port, family=socket.AF_INET, host="127.0.0.1"):
         s.close()
 
 
-def dependency(status, name):
-    rows = [d for d in status["dependencies"] if d["name"] == name]
-    return rows[0] if rows else None
-
-
 class EnforceTest(unittest.TestCase):
     def setUp(self):
         self.cleanups = []
@@ -51,9 +45,7 @@ class EnforceTest(unittest.TestCase):
             fn()
 
     def daemon(self, conf_text):
-        fd, conf = tempfile.mkstemp(prefix="dwtest-", suffix=".conf")
-        with os.fdopen(fd, "w") as f:
-            f.write(conf_text)
+        conf = write_config(conf_text)
         self.cleanups.append(lambda: os.unlink(conf))
         events = conf + ".events"
         self.cleanups.append(lambda: os.path.exists(events) and os.unlink(events))
