@@ -317,6 +317,13 @@ static __always_inline void inbound_row_of(const struct sock *sk, struct dw_dest
 	row->port = BPF_CORE_READ(sk, __sk_common.skc_num);
 }
 
+static __always_inline __u16 is_service_port(__u32 port)
+{
+	__u8 *svc = bpf_map_lookup_elem(&service_ports, &port);
+
+	return svc && *svc;
+}
+
 /*
  * Connection level: marks sk outbound, towards its current peer, or
  * inbound, on its listening port's row.
@@ -330,9 +337,11 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 		global_count(2);
 		return 0;
 	}
+	conn->service = 0;
 	if (role == DW_ROLE_INBOUND) {
 		inbound_row_of(sk, &conn->dest);
 		conn->dep_id = 0;
+		conn->service = is_service_port(conn->dest.port);
 	} else {
 		dest_of(sk, &conn->dest);
 		conn->dep_id = dep_of(&conn->dest);
@@ -479,11 +488,9 @@ static __always_inline void call_abandon(struct dw_conn *conn)
 		st->calls_abandoned++;
 }
 
-/* The thread took an inbound request: it holds it until it answers. */
-static __always_inline void thread_hold(const struct sock *sk, struct dw_conn *conn)
+/* The thread took an inbound request of a service: it holds it until it answers. */
+static __always_inline void thread_hold(const struct sock *sk, struct dw_conn *conn, __u32 tid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
 	struct dw_thread_req *req = bpf_map_lookup_elem(&threads, &tid);
 	struct dw_thread_req fresh = {
 		.sk = (__u64)(unsigned long)sk,
@@ -491,16 +498,20 @@ static __always_inline void thread_hold(const struct sock *sk, struct dw_conn *c
 		.port = conn->dest.port,
 		.active = 1,
 	};
-	struct dw_dest_stats *st;
 
 	if (req)
 		*req = fresh;
 	else
 		bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY);
-	/* the row's process: who answers on this port */
-	st = stats_of(conn);
-	if (st && st->last_pid != id >> 32) {
-		st->last_pid = id >> 32;
+}
+
+/* The row's process: who answers on this port. */
+static __always_inline void row_process(struct dw_conn *conn, __u32 tgid)
+{
+	struct dw_dest_stats *st = stats_of(conn);
+
+	if (st && st->last_pid != tgid) {
+		st->last_pid = tgid;
 		bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
 	}
 }
@@ -519,7 +530,8 @@ static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn
 {
 	if (conn->call_start_ns)
 		call_complete(conn);
-	thread_release(sk);
+	if (conn->service)
+		thread_release(sk);
 }
 
 static __always_inline void dw_on_send(const struct sock *sk, int ret)
@@ -578,10 +590,15 @@ static __always_inline int is_peer_error(int err)
  */
 static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *conn, int ret)
 {
+	__u64 id;
+
 	if (ret > 0) {
 		if (!conn->call_start_ns)
 			call_begin(conn, bpf_ktime_get_ns());
-		thread_hold(sk, conn);
+		id = bpf_get_current_pid_tgid();
+		if (conn->service)
+			thread_hold(sk, conn, (__u32)id);
+		row_process(conn, id >> 32);
 		return;
 	}
 	/* end of file: the client may have only shut down its sending side; it is answered or reset later */

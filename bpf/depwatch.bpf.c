@@ -106,24 +106,28 @@ int dw_dump_pending_sk(struct bpf_iter__bpf_map_elem *ctx)
 	return 0;
 }
 
-/* After a config reload: every tracked connection's dependency, matched again. */
+/* After a config reload: every tracked connection's dependency, or service, matched again. */
+static __always_inline void remap(struct dw_conn *conn)
+{
+	if (!conn)
+		return;
+	if (conn->role == DW_ROLE_OUTBOUND)
+		conn->dep_id = dep_of(&conn->dest);
+	else if (conn->role == DW_ROLE_INBOUND)
+		conn->service = is_service_port(conn->dest.port);
+}
+
 SEC("iter/bpf_sk_storage_map")
 int dw_remap(struct bpf_iter__bpf_sk_storage_map *ctx)
 {
-	struct dw_conn *conn = ctx->value;
-
-	if (conn && conn->role == DW_ROLE_OUTBOUND)
-		conn->dep_id = dep_of(&conn->dest);
+	remap(ctx->value);
 	return 0;
 }
 
 SEC("iter/bpf_map_elem")
 int dw_remap_sk(struct bpf_iter__bpf_map_elem *ctx)
 {
-	struct dw_conn *conn = ctx->value;
-
-	if (conn && conn->role == DW_ROLE_OUTBOUND)
-		conn->dep_id = dep_of(&conn->dest);
+	remap(ctx->value);
 	return 0;
 }
 

@@ -194,7 +194,12 @@ struct dw_conn {
 	 */
 	__u32 caller_netns;
 	__u16 caller_port;
-	__u16 pad2;
+	/*
+	 * Inbound: its listening port is a configured service's (service_ports),
+	 * so the threads that hold its requests are tracked; other listeners
+	 * get their requests counted without that cost.
+	 */
+	__u16 service;
 };
 
 /*

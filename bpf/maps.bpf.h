@@ -125,6 +125,14 @@ struct {
 	__type(value, struct dw_thread_req);
 } threads SEC(".maps");
 
+/* Per port, 1 if a configured [service] listens on it (any netns); written by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} service_ports SEC(".maps");
+
 /* Calls abandoned lately, to recognise the retries that follow them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

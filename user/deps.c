@@ -10,6 +10,7 @@
 #include "collect.h"
 #include "deps.h"
 #include "loader.h"
+#include "depwatch.skel.h"
 #include "log.h"
 #include "logic/cascade.h"
 #include "logic/hist.h"
@@ -228,6 +229,36 @@ static int match_prefixes(const struct dw_config *cfg)
 	return n;
 }
 
+static bool is_service_port(const struct dw_config *cfg, unsigned port)
+{
+	for (unsigned i = 0; i < cfg->nservices; i++)
+		if (port >= cfg->services[i].port_lo && port <= cfg->services[i].port_hi)
+			return true;
+	return false;
+}
+
+/* The kernel's service_ports: only the ports whose answer changed are written. */
+static int service_ports_write(struct dw_deps *deps, struct dw_bpf *b)
+{
+	int fd = bpf_map__fd(b->skel->maps.service_ports);
+
+	for (__u32 port = 1; port < 65536; port++) {
+		__u8 want = is_service_port(&deps->cfg, port);
+		__u8 *have = &deps->service_port[port / 8];
+
+		if (!!(*have & (1u << (port % 8))) == want)
+			continue;
+		if (bpf_map_update_elem(fd, &port, &want, BPF_ANY)) {
+			int err = -errno;
+
+			dw_err("cannot write service ports to the kernel: %s", strerror(-err));
+			return err;
+		}
+		*have ^= 1u << (port % 8);
+	}
+	return 0;
+}
+
 int dw_deps_to_kernel(struct dw_deps *deps, struct dw_bpf *b)
 {
 	int err;
@@ -250,7 +281,7 @@ int dw_deps_to_kernel(struct dw_deps *deps, struct dw_bpf *b)
 			if (err)
 				return err;
 		}
-	return 0;
+	return service_ports_write(deps, b);
 }
 
 static const struct dw_dep_settings *dep_settings(struct dw_deps *deps, const struct dw_dep *dep)

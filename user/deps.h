@@ -63,6 +63,7 @@ struct dw_deps {
 	/* the overflow row mixes unrelated destinations: traced, never judged */
 	struct dw_dep_settings overflow_settings;
 	struct dw_services svcs;	/* the config's services, polled after the dependencies */
+	uint8_t service_port[65536 / 8];	/* bit set: the kernel's service_ports says 1 */
 };
 
 /* Takes cfg over (it is freed with the deps). */

@@ -210,6 +210,12 @@ class CascadeTest(unittest.TestCase):
         self.assertGreaterEqual(svc["p50_ms"], 200, json.dumps(svc))
         self.assertEqual([e for e in read_events(d.events) if "service" in e], [],
                          "pool events while healthy")
+        # every listener gets its inbound row, configured or not, with its process
+        inbound = {r["port"]: r for r in st["inbound"]}
+        self.assertEqual(inbound[fe.port]["service"], "frontend", json.dumps(st["inbound"]))
+        self.assertIsNone(inbound[payments.port]["service"], json.dumps(st["inbound"]))
+        self.assertGreater(inbound[payments.port]["requests"], RATE * HEALTHY_S * 0.5)
+        self.assertEqual(inbound[payments.port]["process"]["pid"], os.getpid())
 
         payments.delay = 9.0
         slowed_at = time.time()
