@@ -1,5 +1,5 @@
 """The daemon under valgrind --leak-check=full, through a short session with
-traffic, status requests (JSON and table), a forced breaker, a reload and a
+traffic (both ends: a dependency and a service), status requests (JSON and table), a forced breaker, a reload and a
 clean stop: no memory errors, no definite leaks."""
 
 import os
@@ -35,7 +35,10 @@ class ValgrindTest(unittest.TestCase):
         srv = LoopbackServer(delay=0.001)
         self.addCleanup(srv.close)
         with open(conf, "w") as f:
-            f.write("[dependency vg]\nmatch = 127.0.0.1:%d\nenforce = connect\n" % srv.port)
+            # the server's side is a service too: the inbound rows, services and forecast run
+            f.write("[dependency vg]\nmatch = 127.0.0.1:%d\nenforce = connect\ntimeout = 500ms\n"
+                    "[service vgsvc]\nlisten = %d\npool = 10\ndeadline = 1s\npath = vg\n"
+                    % (srv.port, srv.port))
         os.chmod(conf, 0o600)
         log = os.path.join(work, "valgrind.log")
         d = ValgrindDaemon(log, extra_args=["-c", conf])
@@ -49,6 +52,8 @@ class ValgrindTest(unittest.TestCase):
         row, _ = d.wait_dest("127.0.0.1:%d" % srv.port, lambda r: r["calls"] == 20, timeout=20)
         self.assertEqual(row["calls"], 20)
         subprocess.run([DEPWATCH, "status", "--run-dir", d.run_dir], capture_output=True, check=True)
+        st = d.status()
+        self.assertEqual(st["services"][0]["requests"], 20, st["services"])
         subprocess.run([DEPWATCH, "breaker", "open", "vg", "--run-dir", d.run_dir], capture_output=True, check=True)
         d.proc.send_signal(1)  # SIGHUP: reload the same file
         d.wait_for(lambda s: "reloaded" in d.stderr_text(), timeout=20)
