@@ -322,7 +322,7 @@ class Test05Examples(unittest.TestCase):
         r = subprocess.run([promtool, "check", "rules", RULES], capture_output=True, timeout=30)
         out = r.stdout.decode() + r.stderr.decode()
         self.assertEqual(r.returncode, 0, out)
-        self.assertIn("SUCCESS: 5 rules found", out)
+        self.assertIn("SUCCESS: 7 rules found", out)
         with open(RULES) as f:
             text = f.read()
         for name in ("DepwatchBreakerOpen", "DepwatchHighSlowRate", "DepwatchInflightNearLimit"):
