@@ -78,8 +78,15 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic
 fuzz: $(OUT)/fuzz_config
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
+# The load generator of the integration suite's load test (tests/integration/test_load.py).
+$(OUT)/loadgen: tests/load/loadgen.c | $(OUT)
+	$(call msg,LOADGEN,$@)
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+integration: $(OUT)/loadgen
+
 # Everything, as CI runs it (root, real kernel).
-test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config
+test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen
 	$(Q)OUT=$(OUT) bash tests/run-all.sh $(UNIT_BINS)
 
 # Build, install what is missing, start the daemon on its embedded default config.
