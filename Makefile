@@ -30,7 +30,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all deps test unit integration run demo fuzz clean bench
+.PHONY: all deps test unit integration run demo fuzz clean bench install uninstall
 all: $(OUT)/depwatch
 
 # Installs what a fresh machine lacks; a quick no-op when everything is there.
@@ -78,8 +78,15 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic
 fuzz: $(OUT)/fuzz_config
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
+# The load generator of the integration suite's load test (tests/integration/test_load.py).
+$(OUT)/loadgen: tests/load/loadgen.c | $(OUT)
+	$(call msg,LOADGEN,$@)
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+integration: $(OUT)/loadgen
+
 # Everything, as CI runs it (root, real kernel).
-test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config
+test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen
 	$(Q)OUT=$(OUT) bash tests/run-all.sh $(UNIT_BINS)
 
 # Build, install what is missing, start the daemon on its embedded default config.
@@ -92,6 +99,34 @@ demo: $(OUT)/depwatch
 
 clean:
 	rm -rf $(OUT)
+
+# `make install [PREFIX=/usr/local] [DESTDIR=...]`: the binary, depwatch(8), the
+# systemd unit, and an example config in /etc/depwatch (0644 root: the daemon refuses
+# a config others could write), never over an existing one.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+
+$(OUT)/depwatch.service: dist/depwatch.service.in | $(OUT)
+	$(call msg,GEN,$@)
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
+
+install: $(OUT)/depwatch $(OUT)/depwatch.service
+	install -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/depwatch
+	install -m 0755 $(OUT)/depwatch $(DESTDIR)$(SBINDIR)/depwatch
+	install -m 0644 doc/depwatch.8 $(DESTDIR)$(MANDIR)/man8/depwatch.8
+	install -m 0644 $(OUT)/depwatch.service $(DESTDIR)$(UNITDIR)/depwatch.service
+	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/depwatch/depwatch.conf ]; then \
+		echo "  kept $(DESTDIR)$(SYSCONFDIR)/depwatch/depwatch.conf (exists; the example is examples/depwatch.conf)"; \
+	else \
+		install -m 0644 -o 0 -g 0 examples/depwatch.conf $(DESTDIR)$(SYSCONFDIR)/depwatch/depwatch.conf; \
+	fi
+
+# Leaves the config: it is the admin's now.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/depwatch $(DESTDIR)$(MANDIR)/man8/depwatch.8 $(DESTDIR)$(UNITDIR)/depwatch.service
 
 # --- Benchmark (bench/): overhead A/B/C (baseline, depwatch, bpftrace peer), decision
 # speed, the daemon's cost at 1 000 x 10 000 and 10 000 x 50 000. Not part of `make test`.

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include "control.h"
 #include "log.h"
+#include "privs.h"
 
 static int sock_addr(const char *run_dir, struct sockaddr_un *sun)
 {
@@ -22,10 +23,15 @@ static int sock_addr(const char *run_dir, struct sockaddr_un *sun)
 	return 0;
 }
 
-int dw_control_listen(const char *run_dir)
+/*
+ * The socket is root's (0600 in a 0700 dir), or with --group also its
+ * group's (0660 in a 0750 dir: connect() needs write permission); what a
+ * group member may ask is limited by dw_control_peer_is_root().
+ */
+int dw_control_listen(const char *run_dir, int group)
 {
 	struct sockaddr_un sun;
-	int fd, err;
+	int fd, dirfd, err;
 
 	if (mkdir(run_dir, 0700) && errno != EEXIST) {
 		dw_err("cannot create run dir %s: %s", run_dir, strerror(errno));
@@ -36,18 +42,41 @@ int dw_control_listen(const char *run_dir)
 		dw_err("run dir path too long: %s", run_dir);
 		return err;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
+	dirfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		dw_err("cannot open run dir %s: %s", run_dir, strerror(errno));
 		return -errno;
-	unlink(sun.sun_path);	/* the run-dir lock says no live daemon owns it */
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) || chmod(sun.sun_path, 0600) ||
-	    listen(fd, 16)) {
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || dw_own_path(dirfd, NULL, run_dir, group, 0700, 0750)) {
+		err = -errno;
+		goto fail;
+	}
+	unlinkat(dirfd, DW_CONTROL_SOCK, 0);	/* the run-dir lock says no live daemon owns it */
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun))) {
 		err = -errno;
 		dw_err("cannot listen on %s: %s", sun.sun_path, strerror(errno));
-		close(fd);
-		return err;
+		goto fail;
 	}
+	if (dw_own_path(dirfd, DW_CONTROL_SOCK, sun.sun_path, group, 0600, 0660) || listen(fd, 16)) {
+		err = -errno;
+		goto fail;
+	}
+	close(dirfd);
 	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	close(dirfd);
+	return err;
+}
+
+bool dw_control_peer_is_root(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == 0;
 }
 
 void dw_control_close(int fd, const char *run_dir)

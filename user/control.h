@@ -7,14 +7,21 @@
 #ifndef DW_CONTROL_H
 #define DW_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "logic/jsonw.h"
 
 #define DW_CONTROL_SOCK "depwatch.sock"
 #define DW_REQUEST_MAX 256
 
-/* Creates the run dir (0700) and listens; returns the socket or a negative errno. */
-int dw_control_listen(const char *run_dir);
+/*
+ * Creates the run dir and listens: dir 0700 and socket 0600 root's, or with
+ * group >= 0 (--group) 0750 and 0660 root:group. Returns the socket or a
+ * negative errno.
+ */
+int dw_control_listen(const char *run_dir, int group);
+/* Whether the client on fd runs as root: only root may force breakers. */
+bool dw_control_peer_is_root(int fd);
 void dw_control_close(int fd, const char *run_dir);
 
 /* Accepts one client and reads its request line into req. Returns the client fd or -1. */

@@ -36,7 +36,11 @@ struct run_opts {
 	uint64_t interval_ns;
 	uint64_t window_ns;
 	unsigned max_dests;
+	unsigned max_conns;		/* --max-conns, 0: the map's own size */
 	bool keep_pinned;
+	int group;			/* --group: gid with read access, -1: root only */
+	const char *without[DW_MAX_PROGS + 1];	/* --without hooks, NULL-terminated */
+	int nwithout;
 };
 
 struct daemon {
@@ -56,8 +60,9 @@ struct daemon {
 
 static const char run_usage[] =
 	"usage: depwatch run [-c FILE] [--pin-dir DIR] [--run-dir DIR] [--interval DUR] [--window DUR]\n"
-	"                    [--max-dests N] [--events FILE|-] [--metrics ADDR:PORT]\n"
-	"                    [--backend sock|syscalls] [-v]\n";
+	"                    [--max-dests N] [--max-conns N] [--events FILE|-] [--metrics ADDR:PORT]\n"
+	"                    [--backend sock|syscalls] [--without HOOK[,HOOK]|list] [--group GROUP]\n"
+	"                    [--keep-pinned] [-v]\n";
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -79,6 +84,9 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{ "keep-pinned", no_argument, NULL, 'K' },
 		{ "metrics", required_argument, NULL, 'M' },
 		{ "backend", required_argument, NULL, 'B' },
+		{ "max-conns", required_argument, NULL, 'C' },
+		{ "without", required_argument, NULL, 'W' },
+		{ "group", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -88,7 +96,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 
 	*o = (struct run_opts){ .pin_dir = DW_DEFAULT_PIN_DIR, .run_dir = DW_DEFAULT_RUN_DIR,
 				.interval_ns = 250000000ULL, .window_ns = 10000000000ULL,
-				.max_dests = 4096 };
+				.max_dests = 4096, .group = -1 };
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o->config = optarg; break;
@@ -120,6 +128,28 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 			if (dw_parse_uint(optarg, 16, 1000000, &n))
 				return dw_usage_error("--max-dests: '%s' is not a number from 16 to 1000000", optarg);
 			o->max_dests = n;
+			break;
+		case 'C':
+			if (dw_parse_uint(optarg, 1, 16777216, &n))
+				return dw_usage_error("--max-conns: '%s' is not a number from 1 to 16777216", optarg);
+			o->max_conns = n;
+			break;
+		case 'W':
+			if (!strcmp(optarg, "list")) {
+				dw_bpf_list_hooks(stdout);
+				exit(0);
+			}
+			/* comma-separated, repeatable; names checked once the backend is known */
+			for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+				if (o->nwithout == DW_MAX_PROGS)
+					return dw_usage_error("--without: more than %d hooks", DW_MAX_PROGS);
+				o->without[o->nwithout++] = tok;
+			}
+			break;
+		case 'G':
+			o->group = dw_group_parse(optarg);
+			if (o->group < 0)
+				return dw_usage_error("--group: no group named '%s'", optarg);
 			break;
 		case 'M': {
 			struct sockaddr_storage ss;
@@ -194,7 +224,7 @@ static int open_fds(struct daemon *d)
 		dw_err("cannot set up signals and timer: %s", strerror(errno));
 		return -errno;
 	}
-	d->control_fd = dw_control_listen(d->opts.run_dir);
+	d->control_fd = dw_control_listen(d->opts.run_dir, d->opts.group);
 	return d->control_fd < 0 ? d->control_fd : 0;
 }
 
@@ -222,7 +252,9 @@ static void answer(struct daemon *d, int client, const char *req)
 {
 	struct dw_buf out = {};
 
-	if (!strncmp(req, "breaker ", 8))
+	if (!strncmp(req, "breaker ", 8) && !dw_control_peer_is_root(client))
+		dw_buf_printf(&out, "error: forcing a breaker needs root (--group grants reading only)\n");
+	else if (!strncmp(req, "breaker ", 8))
 		force(d, req + 8, &out);
 	else if (!strcmp(req, "status json"))
 		dw_report_json(&out, &d->coll, &d->deps, &d->info);
@@ -261,8 +293,11 @@ static void report_kernel_trouble(struct daemon *d)
 	if (now->hist_map_full != was->hist_map_full)
 		dw_warn("histogram map full: %llu completions so far not in any histogram",
 			(unsigned long long)now->hist_map_full);
-	if (now->conn_storage_fail != was->conn_storage_fail)
-		dw_warn("%llu sockets so far could not get socket-local storage and are not tracked",
+	if (now->conn_storage_fail != was->conn_storage_fail && d->bpf.backend == DW_BACKEND_SYSCALLS)
+		dw_warn("connection map full (%u connections): %llu connections so far not tracked; raise --max-conns",
+			d->bpf.max_conns, (unsigned long long)now->conn_storage_fail);
+	else if (now->conn_storage_fail != was->conn_storage_fail)
+		dw_warn("%llu sockets so far could not get socket-local storage (kernel out of memory) and are not tracked",
 			(unsigned long long)now->conn_storage_fail);
 	if (now->thread_map_full != was->thread_map_full)
 		dw_warn("per-thread map full: %llu socket system calls so far not traced",
@@ -384,6 +419,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
 				     .cgroup = cfg->enforce_cgroup,
 				     .keep_pinned = d->opts.keep_pinned, .backend = d->opts.backend,
+				     .max_conns = d->opts.max_conns, .without = d->opts.without,
+				     .group = d->opts.group,
 				     .before_attach = config_to_kernel, .arg = d };
 	int adopted, err;
 
@@ -411,6 +448,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .interval_ns = d->opts.interval_ns,
 					 .window_ns = d->opts.window_ns,
 					 .max_dests = d->opts.max_dests,
+					 .max_conns = d->bpf.max_conns,
 					 .backend = dw_backend_name(d->bpf.backend),
 					 .programs = d->programs };
 	poll_once(d);
@@ -421,6 +459,9 @@ static int start(struct daemon *d, struct dw_config *cfg)
 	}
 	if (d->opts.metrics && (err = dw_metrics_serve()))
 		return err;
+	/* one line for what --without took away, before the start line that tests wait for */
+	if (d->bpf.without_line[0])
+		dw_warn("running without %s", d->bpf.without_line);
 	dw_notice("started (backend %s (%s), pid %d, pin dir %s, run dir %s, config %s: %u "
 		  "dependencies); %s",
 		  dw_backend_name(d->bpf.backend), d->bpf.backend_why, getpid(), d->opts.pin_dir,

@@ -16,6 +16,7 @@
 #include "depwatch.skel.h"
 #include "loader.h"
 #include "log.h"
+#include "privs.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
 static const char *const pinned_maps[] = { "dests", "details", "globals", "conns", "breakers" };
@@ -77,9 +78,137 @@ static const char *const syscalls_only[] = {
 	"dw_sys_enter_splice", "dw_sys_exit", "dw_dump_pending_sk", "dw_remap_sk",
 };
 
+/* Hooks outside the tables above, by the names the start line gives them. */
+#define HOOK_CONNECT4 "cgroup/connect4"
+#define HOOK_CONNECT6 "cgroup/connect6"
+#define HOOK_ADOPT "iter/tcp"
+#define HOOK_PENDING_SOCK "iter/bpf_sk_storage_map"
+#define HOOK_PENDING_SYSCALLS "iter/bpf_map_elem"
+
+struct other_hook {
+	const char *name;
+	const char *without;	/* NULL: depwatch cannot run without it */
+};
+
+/* The first two are the cgroup hooks, in attach_enforce's order. */
+static const struct other_hook other_hooks[] = {
+	{ HOOK_CONNECT4, "IPv4 connects are not refused while a breaker is open (breakers are still judged)" },
+	{ HOOK_CONNECT6, "IPv6 connects are not refused while a breaker is open (breakers are still judged)" },
+	{ HOOK_ADOPT, "connections open before the start are not watched, only new ones" },
+	{ HOOK_PENDING_SOCK, NULL },
+	{ HOOK_PENDING_SYSCALLS, NULL },
+};
+
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))
-_Static_assert(NSPECS(prog_specs) + NSPECS(syscall_specs) + 2 <= DW_MAX_PROGS,
+/* + the two cgroup hooks and iter/tcp */
+_Static_assert(NSPECS(prog_specs) + NSPECS(syscall_specs) + 3 <= DW_MAX_PROGS,
 	       "DW_MAX_PROGS too small");
+
+/* --without NAME: the daemon behaves as on a kernel lacking that hook (tests, and a way out of a broken one). */
+static bool withheld(const struct dw_bpf *b, const char *hook)
+{
+	for (const char *const *w = b->without; w && *w; w++)
+		if (!strcmp(*w, hook))
+			return true;
+	return false;
+}
+
+/* Appended to "this kernel lacks X" when the lack is --without's doing. */
+static const char *simulated(const struct dw_bpf *b, const char *hook)
+{
+	return withheld(b, hook) ? " (simulated by --without)" : "";
+}
+
+/* The pending-call iterator of a backend: it is how the oldest outstanding call is found. */
+static const char *pending_hook(int backend)
+{
+	return backend == DW_BACKEND_SYSCALLS ? HOOK_PENDING_SYSCALLS : HOOK_PENDING_SOCK;
+}
+
+/* What is lost without hook on this backend; NULL if depwatch cannot run without it, or it is no hook of this backend (*known false). */
+static const char *hook_loss(int backend, const char *hook, bool *known)
+{
+	static char buf[96];
+
+	*known = true;
+	for (size_t i = 0; i < NSPECS(prog_specs); i++)
+		if ((prog_specs[i].backends & (1u << backend)) && !strcmp(hook, prog_specs[i].tracepoint))
+			return prog_specs[i].without;
+	for (size_t i = 0; backend == DW_BACKEND_SYSCALLS && i < NSPECS(syscall_specs); i++)
+		if (!strncmp(hook, "syscalls/", 9) && !strcmp(hook + 9, syscall_specs[i].name)) {
+			if (syscall_specs[i].required)
+				return NULL;
+			snprintf(buf, sizeof(buf), "calls made with %s() are not seen", syscall_specs[i].name);
+			return buf;
+		}
+	for (size_t i = 0; i < NSPECS(other_hooks); i++)
+		if (!strcmp(hook, other_hooks[i].name) &&
+		    (!strncmp(hook, "cgroup/", 7) || !strcmp(hook, HOOK_ADOPT) || !strcmp(hook, pending_hook(backend))))
+			return other_hooks[i].without;
+	*known = false;
+	return NULL;
+}
+
+void dw_bpf_list_hooks(FILE *out)
+{
+	bool known;
+
+	for (int backend = DW_BACKEND_SOCK; backend <= DW_BACKEND_SYSCALLS; backend++) {
+		const char *names[NSPECS(prog_specs) + NSPECS(syscall_specs) + NSPECS(other_hooks)];
+		char sys[NSPECS(syscall_specs)][32];
+		size_t n = 0;
+
+		for (size_t i = 0; i < NSPECS(prog_specs); i++)
+			names[n++] = prog_specs[i].tracepoint;
+		for (size_t i = 0; backend == DW_BACKEND_SYSCALLS && i < NSPECS(syscall_specs); i++) {
+			snprintf(sys[i], sizeof(sys[i]), "syscalls/%s", syscall_specs[i].name);
+			names[n++] = sys[i];
+		}
+		for (size_t i = 0; i < NSPECS(other_hooks); i++)
+			names[n++] = other_hooks[i].name;
+		fprintf(out, "backend %s:\n", dw_backend_name(backend));
+		for (size_t i = 0; i < n; i++) {
+			const char *loss = hook_loss(backend, names[i], &known);
+
+			if (known)
+				fprintf(out, "  %-26s %s\n", names[i], loss ? loss : "required: depwatch refuses to run without it");
+		}
+	}
+}
+
+/*
+ * Checks every --without name against the backend that runs and writes the
+ * one line the daemon logs about them; fails on a name that is no hook of
+ * this backend (a typo must not look like a kernel that lacks nothing).
+ */
+static int check_without(struct dw_bpf *b)
+{
+	size_t off = 0, len = sizeof(b->without_line);
+	bool known;
+
+	for (const char *const *w = b->without; w && *w; w++) {
+		const char *loss = hook_loss(b->backend, *w, &known);
+
+		/* without sock_send_length or sock_recv_length the probe fell back to syscalls */
+		if (!known && b->backend == DW_BACKEND_SYSCALLS && !strncmp(*w, "sock_", 5) &&
+		    strstr(b->backend_why, *w)) {
+			known = true;
+			loss = "the syscalls backend runs instead of sock (see its support matrix)";
+		}
+		if (!known) {
+			dw_err("--without %s: not a hook of the %s backend (`depwatch run --without list` lists them)",
+			       *w, dw_backend_name(b->backend));
+			return -EINVAL;
+		}
+		if (!loss)
+			continue;	/* the probe refuses to run with its own error */
+		if (off < len)
+			off += snprintf(b->without_line + off, len - off, "%s%s: %s", off ? "; " : "", *w, loss);
+	}
+	if (off && off < len)
+		snprintf(b->without_line + off, len - off, "; everything else works");
+	return 0;
+}
 
 const char *dw_backend_name(int backend)
 {
@@ -139,6 +268,9 @@ static int pin_dir_open(struct dw_bpf *b, const char *dir)
 		return -EBUSY;
 	}
 	snprintf(b->pin_dir, sizeof(b->pin_dir), "%s", dir);
+	/* whatever a previous daemon or the admin left: root's only, or --group's to traverse */
+	if (dw_own_path(b->pin_dir_fd, NULL, dir, b->group, 0700, 0750))
+		return -errno;
 	return 0;
 }
 
@@ -186,9 +318,9 @@ static void choose_backend(struct dw_bpf *b, const struct btf *vmlinux, const ch
 {
 	const char *missing = NULL;
 
-	if (!kernel_has_tracepoint(vmlinux, "sock_send_length"))
+	if (!kernel_has_tracepoint(vmlinux, "sock_send_length") || withheld(b, "sock_send_length"))
 		missing = "sock_send_length";
-	else if (!kernel_has_tracepoint(vmlinux, "sock_recv_length"))
+	else if (!kernel_has_tracepoint(vmlinux, "sock_recv_length") || withheld(b, "sock_recv_length"))
 		missing = "sock_recv_length";
 
 	if (want && !dw_backend_parse(want, &b->backend)) {
@@ -196,14 +328,14 @@ static void choose_backend(struct dw_bpf *b, const struct btf *vmlinux, const ch
 		return;
 	}
 	b->backend = missing ? DW_BACKEND_SYSCALLS : DW_BACKEND_SOCK;
-	snprintf(b->backend_why, sizeof(b->backend_why), "kernel %s %s", missing ? "lacks" : "has",
-		 missing ? missing : "sock_send_length");
+	snprintf(b->backend_why, sizeof(b->backend_why), "kernel %s %s%s", missing ? "lacks" : "has",
+		 missing ? missing : "sock_send_length", missing ? simulated(b, missing) : "");
 }
 
 /* The syscalls backend's tracepoints; fails when a required one is missing. */
 static int probe_syscalls(struct dw_bpf *b)
 {
-	char enter[64], exit[64];
+	char enter[64], exit[64], hook[64];
 	int err = 0;
 
 	for (size_t i = 0; i < sizeof(syscall_specs) / sizeof(syscall_specs[0]); i++) {
@@ -216,6 +348,17 @@ static int probe_syscalls(struct dw_bpf *b)
 		ps->syscall = true;
 		snprintf(enter, sizeof(enter), "sys_enter_%s", spec->name);
 		snprintf(exit, sizeof(exit), "sys_exit_%s", spec->name);
+		snprintf(hook, sizeof(hook), "syscalls/%s", spec->name);
+		if (withheld(b, hook)) {
+			snprintf(ps->why, sizeof(ps->why), "absent (--without): calls made with %s() are not seen",
+				 spec->name);
+			if (spec->required) {
+				dw_err("the syscalls backend cannot run without %s (simulated by --without): "
+				       "it is how most programs send and receive", hook);
+				err = -ENOTSUP;
+			}
+			continue;
+		}
 		if (kernel_has_syscall_tracepoint(enter) && kernel_has_syscall_tracepoint(exit))
 			continue;
 		snprintf(ps->why, sizeof(ps->why), "no tracepoint syscalls/%s in tracefs", enter);
@@ -241,6 +384,17 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 		return -ENOENT;
 	}
 	choose_backend(b, vmlinux, want);
+	err = check_without(b);
+	if (err) {
+		btf__free(vmlinux);
+		return err;
+	}
+	if (withheld(b, pending_hook(b->backend))) {
+		dw_err("depwatch cannot run without %s (simulated by --without): it is how the age of "
+		       "outstanding calls, and so a hanging dependency, is seen", pending_hook(b->backend));
+		btf__free(vmlinux);
+		return -ENOTSUP;
+	}
 	for (size_t i = 0; i < sizeof(prog_specs) / sizeof(prog_specs[0]); i++) {
 		const struct prog_spec *spec = &prog_specs[i];
 		struct dw_prog_status *ps;
@@ -253,19 +407,21 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 		ps->name = spec->name;
 		ps->hook = spec->tracepoint;
 		ps->required = spec->required;
-		if (kernel_has_tracepoint(vmlinux, spec->tracepoint))
+		if (kernel_has_tracepoint(vmlinux, spec->tracepoint) && !withheld(b, spec->tracepoint))
 			continue;
 		no_autoload(b, spec->name);
-		snprintf(ps->why, sizeof(ps->why), "tracepoint not in this kernel%s%s",
+		snprintf(ps->why, sizeof(ps->why), "%s%s%s",
+			 withheld(b, spec->tracepoint) ? "absent (--without)" : "tracepoint not in this kernel",
 			 spec->without ? ": " : "", spec->without ? spec->without : "");
-		if (spec->required && b->backend == DW_BACKEND_SOCK) {
-			dw_err("this kernel lacks the tracepoint %s, which the sock backend needs "
+		if (spec->required && spec->backends == ON_SOCK) {
+			dw_err("this kernel lacks the tracepoint %s%s, which the sock backend needs "
 			       "(Linux 6.3+); --backend syscalls does without",
-			       spec->tracepoint);
+			       spec->tracepoint, simulated(b, spec->tracepoint));
 			err = -ENOTSUP;
 		} else if (spec->required) {
-			dw_err("this kernel lacks the tracepoint %s, which depwatch needs",
-			       spec->tracepoint);
+			dw_err("this kernel lacks the tracepoint %s%s, which depwatch needs: it is how "
+			       "connects and closes are seen",
+			       spec->tracepoint, simulated(b, spec->tracepoint));
 			err = -ENOTSUP;
 		}
 	}
@@ -275,6 +431,15 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 			no_autoload(b, sock_only[i]);
 		if (!err)
 			err = probe_syscalls(b);
+		if (b->max_conns)
+			bpf_map__set_max_entries(b->skel->maps.conns_sk, b->max_conns);
+		else
+			b->max_conns = bpf_map__max_entries(b->skel->maps.conns_sk);
+	} else if (b->max_conns) {
+		dw_err("--max-conns: the sock backend keeps connection state in socket storage, which "
+		       "has no size (it lives and dies with each socket); only --backend syscalls has a "
+		       "connection map to size");
+		err = -EINVAL;
 	} else {
 		for (size_t i = 0; i < sizeof(syscalls_only) / sizeof(syscalls_only[0]); i++)
 			no_autoload(b, syscalls_only[i]);
@@ -375,6 +540,9 @@ static int pin_maps(struct dw_bpf *b)
 			dw_err("cannot pin map %s: %s", path, strerror(-err));
 			return err;
 		}
+		/* bpffs makes pins 0600 root; --group readers open them with BPF_F_RDONLY */
+		if (dw_own_path(b->pin_dir_fd, pinned_maps[i], path, b->group, 0600, 0640))
+			return -errno;
 	}
 	return 0;
 }
@@ -454,6 +622,10 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 				 "the kernel refused the program (enforcement needs Linux 5.18+): breakers are judged, not enforced");
 			continue;
 		}
+		if (withheld(b, hooks[i])) {
+			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", other_hooks[i].without);
+			continue;
+		}
 		if (err || fd < 0) {
 			snprintf(ps->why, sizeof(ps->why), "no cgroup v2 directory %s: %s", err ? "mounted" : path,
 				 strerror(err ? -err : errno));
@@ -469,6 +641,18 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 	}
 	if (fd >= 0)
 		close(fd);
+}
+
+/* iter/tcp adopts the connections open at start; it runs once, in dw_bpf_classify_existing. */
+static void note_adopt(struct dw_bpf *b)
+{
+	struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+	ps->name = bpf_program__name(b->skel->progs.dw_classify);
+	ps->hook = HOOK_ADOPT;
+	ps->attached = !withheld(b, HOOK_ADOPT);
+	if (!ps->attached)
+		snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", other_hooks[2].without);
 }
 
 static int required_attached(const struct dw_bpf *b)
@@ -515,6 +699,9 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	b->pin_dir_fd = -1;
 	b->max_dests = opts->max_dests;
 	b->keep_pinned = opts->keep_pinned;
+	b->max_conns = opts->max_conns;
+	b->without = opts->without;
+	b->group = opts->group;
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0) {
 		dw_err("cannot count the CPUs: %s", strerror(-b->ncpus));
@@ -535,8 +722,10 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		attach_tracing(b);
 		err = required_attached(b);
 	}
-	if (!err)
+	if (!err) {
 		attach_enforce(b, opts->cgroup);
+		note_adopt(b);
+	}
 	if (!err)
 		err = attach_pending_iter(b);
 	if (err)
@@ -625,10 +814,13 @@ static int run_iter(struct bpf_link *link, void *buf, size_t len, dw_pending_fn 
 
 int dw_bpf_classify_existing(struct dw_bpf *b)
 {
-	struct bpf_link *link = bpf_program__attach_iter(b->skel->progs.dw_classify, NULL);
+	struct bpf_link *link;
 	char buf[256];
 	int err;
 
+	if (withheld(b, HOOK_ADOPT))
+		return 0;
+	link = bpf_program__attach_iter(b->skel->progs.dw_classify, NULL);
 	if (!link)
 		return -errno;
 	b->skel->bss->classify_pass = 1;

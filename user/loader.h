@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "logic/dwtypes.h"
 
 struct depwatch_bpf;
@@ -38,6 +39,10 @@ struct dw_bpf {
 	struct bpf_link *pending_iter;
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
 	bool keep_pinned;
+	unsigned max_conns;	/* entries of the syscalls backend's connection map; 0 for sock */
+	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */
+	char without_line[512];	/* what --without took away and what that costs; "" if nothing */
+	int group;		/* gid given read access to the pins (--group), -1: root only */
 };
 
 struct dw_bpf_opts {
@@ -46,6 +51,10 @@ struct dw_bpf_opts {
 	const char *cgroup;	/* where enforcement attaches; NULL or "": the cgroup v2 root */
 	bool keep_pinned;	/* leave the maps pinned at a clean stop, for inspection */
 	const char *backend;	/* "sock", "syscalls"; NULL: the best this kernel has */
+	unsigned max_conns;	/* --max-conns: size of the syscalls backend's connection map; 0: default */
+	/* --without: hook names (as the start line prints them) to treat as absent, NULL-terminated */
+	const char *const *without;
+	int group;		/* --group: gid that may read the pinned maps; -1: root only */
 	/* Fills the config maps once they exist, before any tracepoint fires. */
 	int (*before_attach)(struct dw_bpf *b, void *arg);
 	void *arg;
@@ -53,6 +62,8 @@ struct dw_bpf_opts {
 
 /* Opens, probes, loads, pins and attaches. On error, prints why and undoes what it did. */
 int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts);
+/* The hook names --without accepts, one per line with what is lost without it. */
+void dw_bpf_list_hooks(FILE *out);
 /* Detaches and unpins everything. */
 void dw_bpf_stop(struct dw_bpf *b);
 /* One line: which programs are attached, which are not and why. */

@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
@@ -37,4 +42,41 @@ int dw_drop_privileges(void)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
 	return 0;
+}
+
+int dw_own_path(int dirfd, const char *name, const char *shown, int group, mode_t root_mode,
+		mode_t group_mode)
+{
+	gid_t gid = group >= 0 ? (gid_t)group : 0;
+	mode_t mode = group >= 0 ? group_mode : root_mode;
+	int err;
+
+	if (name)
+		err = fchownat(dirfd, name, 0, gid, AT_SYMLINK_NOFOLLOW) || fchmodat(dirfd, name, mode, 0);
+	else
+		err = fchown(dirfd, 0, gid) || fchmod(dirfd, mode);
+	if (err) {
+		int saved = errno;
+
+		dw_err("cannot make %s owned by root:%u with mode %04o: %s", shown, gid, mode, strerror(errno));
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
+
+int dw_group_parse(const char *name)
+{
+	struct group *gr;
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	gr = getgrnam(name);
+	if (gr)
+		return gr->gr_gid;
+	n = strtoul(name, &end, 10);
+	if (*name && !*end && n < 0x7fffffff && getgrgid(n))
+		return n;
+	return -1;
 }

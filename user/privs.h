@@ -2,11 +2,25 @@
 #ifndef DW_PRIVS_H
 #define DW_PRIVS_H
 
+#include <sys/types.h>
+
 /*
  * Once everything is loaded and attached, the daemon keeps CAP_BPF (map
  * access, the reload iterator) and CAP_PERFMON (the iterators over socket
  * state) and drops every other capability, from the bounding set too.
  */
 int dw_drop_privileges(void);
+
+/*
+ * Makes dirfd itself (name NULL) or the entry name in it owned by root with
+ * root_mode, or by root:group with group_mode when group >= 0 (--group).
+ * Set explicitly, whatever an earlier daemon or the admin left there.
+ * shown names it in the error line. Returns 0, or -1 with errno set.
+ */
+int dw_own_path(int dirfd, const char *name, const char *shown, int group, mode_t root_mode,
+		mode_t group_mode);
+
+/* The gid of a group name (or number) for --group; -1 with a message if there is none. */
+int dw_group_parse(const char *name);
 
 #endif /* DW_PRIVS_H */

@@ -221,6 +221,40 @@ class BreakerTest(unittest.TestCase):
         dep = dependency(st, "pool")
         self.assertEqual((dep["breaker"], dep["reason"], dep["inflight"]), ("open", "concurrency", 10))
 
+    def test_restart_rebuilds_breaker_state(self):
+        """README, Restarts: a stop and start starts every breaker closed, and the new daemon
+        learns an open again from new traffic only."""
+        srv = self.server(30.0)  # answers nothing while the test runs
+        conf_text = "[dependency pool]\nmatch = 127.0.0.1:%d\nmax_inflight = 4\n" % srv.port
+        d = self.start_daemon(conf_text)
+        conns = []
+        self.cleanups.append(lambda: [c.close() for c in conns])
+
+        def hold(n):
+            for _ in range(n):
+                conns.append(socket.create_connection(("127.0.0.1", srv.port)))
+                conns[-1].sendall(b"x\n")
+
+        hold(4)
+        st = d.wait_for(lambda s: dependency(s, "pool")["breaker"] == "open")
+        self.assertEqual((dependency(st, "pool")["breaker"], dependency(st, "pool")["reason"]),
+                         ("open", "concurrency"))
+        self.assertEqual(d.stop(), 0)
+        # The 4 calls still hang; the new daemon adopts their connections but not their calls.
+        again = Daemon(extra_args=["-c", d.conf])
+        self.cleanups.append(again.cleanup)
+        again.start()
+        dep = dependency(again.status(), "pool")
+        self.assertEqual((dep["breaker"], dep["reason"], dep["inflight"]), ("closed", "none", 0), dep)
+        hold(3)
+        st = again.wait_for(lambda s: dependency(s, "pool")["inflight"] == 3)
+        self.assertEqual(dependency(st, "pool")["breaker"], "closed")
+        hold(1)
+        st = again.wait_for(lambda s: dependency(s, "pool")["breaker"] == "open")
+        dep = dependency(st, "pool")
+        self.assertEqual((dep["breaker"], dep["reason"], dep["inflight"]), ("open", "concurrency", 4), dep)
+        self.assertEqual(again.stop(), 0)
+
     def test_breakers_map_dumps_named_fields(self):
         srv = self.server(0.0)
         d = self.start_daemon("[dependency named]\nmatch = 127.0.0.1:%d\nopen_for = 1m\n" % srv.port)

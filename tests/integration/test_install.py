@@ -1,0 +1,112 @@
+"""`make install DESTDIR=...`: the files, their modes and owners; the unit
+passes `systemd-analyze verify` with nothing printed; depwatch(8) renders with
+`man -l` and no groff warning; an existing config is never overwritten; the
+unit's CapabilityBoundingSet is enough for the daemon to start with every
+hook attached; `make uninstall` removes what install put there but the config."""
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+import unittest
+
+import harness
+from harness import Daemon, DaemonTestCase
+
+PREFIX = "/usr/local"
+UNIT = PREFIX + "/lib/systemd/system/depwatch.service"
+
+
+def make(*args):
+    return subprocess.run(["make", "-s", "-C", harness.REPO] + list(args), capture_output=True, text=True,
+                          timeout=300)
+
+
+class InstallTest(DaemonTestCase):
+    def setUp(self):
+        super().setUp()
+        self.dest = tempfile.mkdtemp(prefix="dwtest-install-")
+        self.addCleanup(shutil.rmtree, self.dest, True)
+        r = make("install", "DESTDIR=" + self.dest, "PREFIX=" + PREFIX)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def path(self, p):
+        return self.dest + p
+
+    def owner_mode(self, p):
+        st = os.stat(self.path(p))
+        return st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)
+
+    def test_files_and_modes(self):
+        want = {PREFIX + "/sbin/depwatch": 0o755, PREFIX + "/share/man/man8/depwatch.8": 0o644,
+                UNIT: 0o644, "/etc/depwatch/depwatch.conf": 0o644, "/etc/depwatch": 0o755}
+        for p, mode in want.items():
+            self.assertEqual(self.owner_mode(p), (0, 0, mode), p)
+        with open(self.path(UNIT)) as f:
+            self.assertIn("ExecStart=%s/sbin/depwatch run\n" % PREFIX, f.read())
+        # the installed config is one the daemon accepts
+        r = subprocess.run([self.path(PREFIX + "/sbin/depwatch"), "check", "-c",
+                            self.path("/etc/depwatch/depwatch.conf")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_existing_config_is_kept(self):
+        conf = self.path("/etc/depwatch/depwatch.conf")
+        with open(conf, "w") as f:
+            f.write("[defaults]\nslow_call = 200ms\n")
+        r = make("install", "DESTDIR=" + self.dest, "PREFIX=" + PREFIX)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("kept %s" % conf, r.stdout)
+        with open(conf) as f:
+            self.assertEqual(f.read(), "[defaults]\nslow_call = 200ms\n")
+
+    def test_systemd_analyze_verify_prints_nothing(self):
+        # The unit names /usr/local/sbin/depwatch and man:depwatch(8): verify sees the
+        # installed tree there, in a mount namespace of its own.
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            'mount --bind "$0" %s && MANPATH=%s/share/man systemd-analyze verify %s'
+                            % (PREFIX, PREFIX, UNIT), self.path(PREFIX)],
+                           capture_output=True, text=True, timeout=60)
+        print("\n  systemd-analyze verify: exit %d, output %r" % (r.returncode, r.stdout + r.stderr))
+        self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+
+    def test_man_page_renders_without_warnings(self):
+        page = self.path(PREFIX + "/share/man/man8/depwatch.8")
+        r = subprocess.run(["man", "--warnings", "-l", page], capture_output=True, text=True,
+                           env=dict(os.environ, MANWIDTH="80", MANPAGER="cat", PAGER="cat"))
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        for section in ("NAME", "SYNOPSIS", "COMMANDS", "OPTIONS OF RUN", "CONFIGURATION", "FILES",
+                        "SIGNALS", "EXIT STATUS"):
+            self.assertRegex(r.stdout, r"(?m)^%s$" % section)
+        # every option `run --help` lists is in the page
+        usage = subprocess.run([harness.DEPWATCH, "run", "--help"], capture_output=True, text=True).stdout
+        for opt in set(re.findall(r"--[a-z-]+", usage)) - {"--help"}:
+            self.assertIn(opt, r.stdout.replace("\u2010", "-"), opt)
+
+    def test_unit_capabilities_are_enough(self):
+        with open(self.path(UNIT)) as f:
+            caps = re.search(r"(?m)^CapabilityBoundingSet=(.*)$", f.read()).group(1).split()
+        bounding = "-all," + ",".join("+" + c[4:].lower() for c in caps)
+
+        class Bounded(Daemon):
+            @property
+            def argv(self):
+                return ["setpriv", "--bounding-set", bounding, "--inh-caps", "-all"] + super().argv
+
+        d = Bounded(extra_args=["--group", "nogroup"])
+        self._daemons.append(d)
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.assertIn("not attached: none", d.stderr_text(), "with only %s: %s" % (caps, d.stderr_text()))
+
+    def test_uninstall_keeps_the_config(self):
+        r = make("uninstall", "DESTDIR=" + self.dest, "PREFIX=" + PREFIX)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        left = sorted(os.path.relpath(os.path.join(dp, f), self.dest)
+                      for dp, _, fs in os.walk(self.dest) for f in fs)
+        self.assertEqual(left, ["etc/depwatch/depwatch.conf"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,137 @@
+"""A kernel without a hook depwatch uses, simulated with --without HOOK: the
+daemon logs one line naming what is missing and what that costs, and the rest
+still works (checked with traffic whose figures the test knows); without a
+hook it cannot do without, it refuses to start with one clear error."""
+
+import errno
+import os
+import socket
+import subprocess
+import tempfile
+import unittest
+
+import harness
+from harness import Client, DEPWATCH, Daemon, DaemonError, DaemonTestCase, LoopbackServer
+
+BACKEND = harness.BACKEND or "sock"
+
+
+class WithoutTest(DaemonTestCase):
+    def without_lines(self, d):
+        return [l for l in d.stderr_lines if l.startswith("depwatch: warning: running without ")]
+
+    def config(self, text):
+        fd, path = tempfile.mkstemp(prefix="dwtest-", suffix=".conf")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        self.addCleanup(os.unlink, path)
+        return path
+
+    def exact_calls(self, d, n=7):
+        """n calls on a new connection: counted exactly, nothing left in flight."""
+        srv = LoopbackServer()
+        self.addCleanup(srv.close)
+        c = Client("127.0.0.1", srv.port)
+        self.addCleanup(c.close)
+        for _ in range(n):
+            c.call()
+        row, _ = d.wait_dest(srv.dest, lambda r: r["calls"] == n)
+        self.assertRow(row, {"calls": n, "failed": 0, "inflight": 0, "connects": 1}, srv.dest)
+
+    def test_without_an_optional_tracing_hook(self):
+        hook, loss = {"sock": ("sk_data_ready", "calls complete at the receive, not at data arrival"),
+                      "syscalls": ("syscalls/readv", "calls made with readv() are not seen")}[BACKEND]
+        d = self.start_daemon(extra_args=["--without", hook])
+        self.assertEqual(self.without_lines(d),
+                         ["depwatch: warning: running without %s: %s; everything else works" % (hook, loss)])
+        programs = d.status()["kernel"]["programs"]
+        attached, not_attached = programs.split("; not attached:")
+        self.assertNotRegex(attached, r"[ {,]%s[ },]" % hook.split("/")[-1])
+        self.assertIn("%s (absent (--without): %s)" % (hook, loss), not_attached)
+        self.exact_calls(d)
+
+    def test_without_the_cgroup_connect_hooks(self):
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(16)
+        self.addCleanup(lst.close)
+        port = lst.getsockname()[1]
+        conf = self.config("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = connect\n" % port)
+        d = self.start_daemon(extra_args=["-c", conf, "--without", "cgroup/connect4,cgroup/connect6"])
+        lines = self.without_lines(d)
+        self.assertEqual(len(lines), 1, d.stderr_text())
+        self.assertIn("cgroup/connect4: IPv4 connects are not refused while a breaker is open "
+                      "(breakers are still judged); cgroup/connect6: IPv6", lines[0])
+        r = subprocess.run([DEPWATCH, "breaker", "open", "pay", "--run-dir", d.run_dir],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = d.status()
+        self.assertEqual([x["breaker"] for x in st["dependencies"] if x["name"] == "pay"], ["open"])
+        # With the hooks this connect fails with ECONNREFUSED (test_enforce); without, it goes through.
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.close()
+        self.exact_calls(d)
+
+    def test_without_the_adopting_iterator(self):
+        before = LoopbackServer()
+        self.addCleanup(before.close)
+        old = Client("127.0.0.1", before.port)   # open before the daemon starts
+        self.addCleanup(old.close)
+        d = self.start_daemon(extra_args=["--without", "iter/tcp"])
+        self.assertEqual(self.without_lines(d), [
+            "depwatch: warning: running without iter/tcp: connections open before the start are "
+            "not watched, only new ones; everything else works"])
+        for _ in range(3):
+            old.call()
+        self.exact_calls(d)   # a new connection is watched; by then the old one's calls are in too
+        self.assertIsNone(d.dest(before.dest), "a connection open before the start was adopted")
+
+    def refused(self, *args):
+        d = Daemon(extra_args=list(args))
+        self.addCleanup(d.cleanup)
+        with self.assertRaises(DaemonError):
+            d.start()
+        errors = [l for l in d.stderr_lines if l.startswith("depwatch: error: ")]
+        self.assertEqual(len(errors), 1, d.stderr_text())
+        self.assertEqual(d.proc.returncode, 1)
+        return errors[0]
+
+    def test_without_a_required_hook_refuses_to_start(self):
+        line = self.refused("--without", "inet_sock_set_state")
+        self.assertIn("lacks the tracepoint inet_sock_set_state (simulated by --without), which depwatch "
+                      "needs: it is how connects and closes are seen", line)
+        pending = {"sock": "iter/bpf_sk_storage_map", "syscalls": "iter/bpf_map_elem"}[BACKEND]
+        line = self.refused("--without", pending)
+        self.assertIn("cannot run without %s (simulated by --without)" % pending, line)
+        if BACKEND == "sock":
+            line = self.refused("--without", "sock_send_length")
+            self.assertIn("lacks the tracepoint sock_send_length (simulated by --without), which the sock "
+                          "backend needs", line)
+        else:
+            line = self.refused("--without", "syscalls/read")
+            self.assertIn("cannot run without syscalls/read (simulated by --without)", line)
+
+    def test_unknown_hook_is_an_error(self):
+        line = self.refused("--without", "tcp_retransmit_skb,no_such_hook")
+        self.assertIn("--without no_such_hook: not a hook of the %s backend" % BACKEND, line)
+
+    @unittest.skipUnless(BACKEND == "sock", "the automatic choice is tested once, in the sock run")
+    def test_without_sock_send_length_the_probe_falls_back_to_syscalls(self):
+        class AutoDaemon(Daemon):
+            @property
+            def argv(self):
+                return [harness.DEPWATCH, "run", "--pin-dir", self.pin_dir, "--run-dir", self.run_dir,
+                        "--without", "sock_send_length"]
+        d = AutoDaemon()
+        self._daemons.append(d)
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.assertIn("started (backend syscalls (kernel lacks sock_send_length (simulated by --without))",
+                      d.stderr_text())
+        self.assertEqual(len(self.without_lines(d)), 1, d.stderr_text())
+        self.assertEqual(d.status()["kernel"]["backend"], "syscalls")
+        self.exact_calls(d)
+
+
+if __name__ == "__main__":
+    unittest.main()
