@@ -104,7 +104,7 @@ class WithoutTest(DaemonTestCase):
         line = self.refused("--without", pending)
         self.assertIn("cannot run without %s (simulated by --without)" % pending, line)
         if BACKEND == "sock":
-            line = self.refused("--without", "sock_send_length")
+            line = self.refused("--backend", "sock", "--without", "sock_send_length")
             self.assertIn("lacks the tracepoint sock_send_length (simulated by --without), which the sock "
                           "backend needs", line)
         else:
