@@ -45,8 +45,6 @@
 #define ECONNREFUSED 111
 #define EHOSTUNREACH 113
 
-static struct dw_dest_stats zero_stats;
-static struct dw_dest_detail zero_detail;
 static const struct dw_dest_key overflow_key;
 
 static __always_inline void global_count(int field)
@@ -128,34 +126,50 @@ static __always_inline void dest_of(const struct sock *sk, struct dw_dest_key *d
 }
 
 /*
- * Makes sure the destination has its rows. A full map sends the connection
- * to the overflow row (which user space creates before attaching), counted.
+ * The destination's slot, taken on first sight. With none left (or the
+ * dest_slots map full) it goes to the overflow row, dest becomes the
+ * overflow key, counted. Two CPUs racing for a new destination both take a
+ * number; the loser's insert fails and it uses the winner's slot, leaving
+ * its own unused (all zero, user space skips it).
  */
-static __always_inline void dest_claim(struct dw_dest_key *dest)
+static __always_inline __u32 dest_claim(struct dw_dest_key *dest)
 {
-	long err;
+	struct dw_dest_detail *detail;
+	__u32 *have, slot;
 
-	if (bpf_map_lookup_elem(&dests, dest))
-		return;
-	err = bpf_map_update_elem(&dests, dest, &zero_stats, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST */) {
+	have = bpf_map_lookup_elem(&dest_slots, dest);
+	if (have)
+		return *have;
+	/* checked before taking one, so the counter stops at the limit (no wrap) */
+	slot = *(volatile __u32 *)&dw_slots_taken + 1;
+	if (slot < dw_max_slots)
+		slot = __sync_fetch_and_add(&dw_slots_taken, 1) + 1;
+	if (slot >= dw_max_slots || bpf_map_update_elem(&dest_slots, dest, &slot, BPF_NOEXIST)) {
+		have = bpf_map_lookup_elem(&dest_slots, dest);
+		if (have)
+			return *have;
 		global_count(0);
 		__builtin_memcpy(dest, (const void *)&overflow_key, sizeof(*dest));
-		return;
+		return DW_SLOT_OVERFLOW;
 	}
-	err = bpf_map_update_elem(&details, dest, &zero_detail, BPF_NOEXIST);
-	if (err && err != -17)
-		global_count(1);
+	/* after the insert: a slot whose dest is set is never a race's loser */
+	detail = bpf_map_lookup_elem(&dest_details, &slot);
+	if (detail)
+		detail->dest = *dest;
+	return slot;
 }
 
 static __always_inline struct dw_dest_stats *stats_of(struct dw_conn *conn)
 {
-	return bpf_map_lookup_elem(&dests, &conn->dest);
+	__u32 slot = conn->slot;
+
+	return bpf_map_lookup_elem(&dest_stats, &slot);
 }
 
 static __always_inline struct dw_dest_detail *detail_of(struct dw_conn *conn)
 {
-	struct dw_dest_detail *detail = bpf_map_lookup_elem(&details, &conn->dest);
+	__u32 slot = conn->slot;
+	struct dw_dest_detail *detail = bpf_map_lookup_elem(&dest_details, &slot);
 
 	if (!detail)
 		global_count(1);
@@ -346,7 +360,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 		dest_of(sk, &conn->dest);
 		conn->dep_id = dep_of(&conn->dest);
 	}
-	dest_claim(&conn->dest);
+	conn->slot = dest_claim(&conn->dest);
 	conn->role = role;
 	conn->call_start_ns = 0;
 	conn->connect_start_ns = 0;
@@ -368,8 +382,13 @@ static __always_inline void dw_on_connect_start(const struct sock *sk)
 		return;
 	conn->connect_start_ns = bpf_ktime_get_ns();
 	st = stats_of(conn);
-	if (st)
-		st->connect_attempts++;
+	if (!st)
+		return;
+	st->connect_attempts++;
+	/* the connecting process is current here (not when adopted by the iterator) */
+	st->last_conn_ns = conn->connect_start_ns;
+	st->last_pid = bpf_get_current_pid_tgid() >> 32;
+	bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
 }
 
 static __always_inline void dw_on_connect_end(const struct sock *sk, int established)
@@ -422,7 +441,6 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 	if (!st)
 		return 0;
 	st->calls_started++;
-	st->last_call_ns = now;
 	return st;
 }
 
@@ -511,6 +529,7 @@ static __always_inline void row_process(struct dw_conn *conn, __u32 tgid)
 	struct dw_dest_stats *st = stats_of(conn);
 
 	if (st && st->last_pid != tgid) {
+		st->last_conn_ns = bpf_ktime_get_ns();
 		st->last_pid = tgid;
 		bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
 	}
@@ -538,7 +557,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret)
 {
 	struct dw_conn *conn;
 	struct dw_dest_stats *st;
-	__u64 id;
+	__u64 id, now;
 
 	if (ret <= 0)
 		return;
@@ -551,14 +570,13 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret)
 	}
 	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
 		return;
-	st = call_begin(conn, bpf_ktime_get_ns());
+	now = bpf_ktime_get_ns();
+	st = call_begin(conn, now);
 	if (!st)
 		return;
 	id = bpf_get_current_pid_tgid();
-	st->last_pid = id >> 32;
-	bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
 	caller_note(conn, (__u32)id);
-	retry_check(conn, st, id >> 32, st->last_call_ns);
+	retry_check(conn, st, id >> 32, now);
 }
 
 /* Bytes reached the socket: an outbound call's response, or an inbound request. */

@@ -56,6 +56,15 @@
  */
 #define DW_RETRY_WINDOW_NS 2000000000ULL
 
+/*
+ * Every destination (and inbound row) gets a slot number once, at its
+ * first connect, accept or adoption: dest_slots maps its dw_dest_key to
+ * the slot, and the slot indexes dest_stats and dest_details. Slot 0 is
+ * the overflow row, for destinations that came when every slot was taken.
+ * Slots are never reused while the maps live.
+ */
+#define DW_SLOT_OVERFLOW 0
+
 /* A destination: one (network namespace, family, address, port); or an inbound row. */
 struct dw_dest_key {
 	__u32 netns;	/* inode number of the network namespace */
@@ -92,8 +101,15 @@ struct dw_dest_stats {
 	__u64 calls_abandoned;		/* of the failed: the caller closed the connection while waiting */
 	__u64 calls_retried;		/* started within DW_RETRY_WINDOW_NS of an abandoned one, same process */
 	/* all fields above are __u64 counters (user space sums them as an array) */
-	__u64 last_call_ns;		/* CLOCK_MONOTONIC start of this CPU's newest call */
-	__u32 last_pid;			/* thread group id of that call's sender */
+	/*
+	 * Who opened this CPU's newest connection to the destination: taken at
+	 * connect, not per call, to keep the send path short (a process sending
+	 * on a connection another one opened is not seen). Adopted connections
+	 * (open before the daemon started) leave them alone. An inbound row:
+	 * the process answering on the port, noted when it changes.
+	 */
+	__u64 last_conn_ns;		/* CLOCK_MONOTONIC of that connect (or note), 0: none seen */
+	__u32 last_pid;			/* thread group id of the connecting process */
 	char last_comm[DW_COMM_LEN];	/* its command name, as the kernel has it (not escaped) */
 	__u32 pad;
 };
@@ -105,8 +121,13 @@ struct dw_slice {
 	__u64 failed;
 };
 
-/* Histograms and start-time slices of one destination, shared by all CPUs (atomic adds). */
+/*
+ * Histograms and start-time slices of one destination, shared by all CPUs
+ * (atomic adds). dest says whose slot this is: written once the slot is
+ * taken, all zero in slot 0 (overflow) and in slots not handed out.
+ */
 struct dw_dest_detail {
+	struct dw_dest_key dest;
 	__u32 call[DW_HIST_BUCKETS];	/* completed call durations; u32 wraps, readers take deltas */
 	__u32 connect[DW_HIST_BUCKETS];	/* successful connect durations */
 	struct dw_slice slices[DW_SLICES];	/* slot = slice % DW_SLICES */
@@ -181,7 +202,9 @@ enum dw_role {
 
 /* Socket-local state (SK_STORAGE): lives and dies with the socket. */
 struct dw_conn {
-	struct dw_dest_key dest;	/* row its counters go to (the overflow row if the map was full) */
+	struct dw_dest_key dest;	/* its peer (the overflow key if no slot was left for it) */
+	__u32 slot;			/* its row in dest_stats and dest_details (DW_SLOT_OVERFLOW: none left) */
+	__u32 slot_pad;
 	__u64 call_start_ns;		/* 0: no call outstanding */
 	__u64 connect_start_ns;		/* 0: not connecting */
 	__u32 dep_id;			/* configured dependency, 0 for none */

@@ -65,10 +65,9 @@ static __always_inline int take_probe(struct dw_breaker_value *b)
 
 static __always_inline void count_rejection(struct dw_dest_key *dest)
 {
-	struct dw_dest_stats *st;
+	__u32 slot = dest_claim(dest);
+	struct dw_dest_stats *st = bpf_map_lookup_elem(&dest_stats, &slot);
 
-	dest_claim(dest);
-	st = bpf_map_lookup_elem(&dests, dest);
 	if (st)
 		st->connects_rejected++;
 }

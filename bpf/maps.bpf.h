@@ -47,26 +47,45 @@ struct {
 	__type(value, struct dw_sys_call);
 } sys_calls SEC(".maps");
 
-/* Exact counters per destination, per CPU: no atomics on the hot path. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
-	__type(key, struct dw_dest_key);
-	__type(value, struct dw_dest_stats);
-} dests SEC(".maps");
-
 /*
- * Latency histograms and start-time slices per destination. Shared by all
- * CPUs: a per-CPU copy would cost 7.5 KiB per destination per CPU; an
- * atomic add per call is cheaper than that memory on a large host.
+ * Destination -> slot (see DW_SLOT_OVERFLOW). Looked up once per connect;
+ * the per-call path indexes the arrays below with the connection's slot,
+ * lookups the verifier inlines, instead of hashing a 24-byte key.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct dw_dest_key);
+	__type(value, __u32);
+} dest_slots SEC(".maps");
+
+/* Set by user space before load: the rows of dest_stats and dest_details (--max-dests). */
+const volatile __u32 dw_max_slots = 4096;
+/* Slots handed out so far besides slot 0; user space reads it to bound its scan. */
+__u32 dw_slots_taken;
+
+/* Exact counters per destination slot, per CPU: no atomics on the hot path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__type(key, __u32);
+	__type(value, struct dw_dest_stats);
+} dest_stats SEC(".maps");
+
+/*
+ * Latency histograms and start-time slices per destination slot. Shared by
+ * all CPUs: a per-CPU copy would cost 7.5 KiB per destination per CPU; an
+ * atomic add per call is cheaper than that memory on a large host.
+ * Mmapable: the daemon reads it in place, without a system call per row.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
 	__type(value, struct dw_dest_detail);
-} details SEC(".maps");
+} dest_details SEC(".maps");
 
 /* slow_call per dependency; index 0 for destinations no match covers. */
 struct {

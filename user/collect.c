@@ -97,14 +97,12 @@ void dw_collect_free(struct dw_collector *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* Every field of struct dw_dest_stats before last_call_ns is a __u64 counter: summed as an array. */
-#define STATS_COUNTERS (offsetof(struct dw_dest_stats, last_call_ns) / sizeof(__u64))
+/* Every field of struct dw_dest_stats before last_conn_ns is a __u64 counter: summed as an array. */
+#define STATS_COUNTERS (offsetof(struct dw_dest_stats, last_conn_ns) / sizeof(__u64))
 
 static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_dest_stats *out)
 {
 	__u64 *sum = (__u64 *)out;
-
-	__u64 pid_ns = 0;
 
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < ncpus; i++) {
@@ -113,11 +111,8 @@ static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_d
 
 		for (size_t k = 0; k < STATS_COUNTERS; k++)
 			sum[k] += add[k];
-		if (s->last_call_ns > out->last_call_ns)
-			out->last_call_ns = s->last_call_ns;
-		/* an inbound row's process is noted on the CPU that received, maybe not the newest start's */
-		if (s->last_pid && (!out->last_pid || s->last_call_ns > pid_ns)) {
-			pid_ns = s->last_call_ns;
+		if (s->last_conn_ns > out->last_conn_ns) {
+			out->last_conn_ns = s->last_conn_ns;
 			out->last_pid = s->last_pid;
 			memcpy(out->last_comm, s->last_comm, sizeof(out->last_comm));
 		}
@@ -161,10 +156,10 @@ static void decode_slices(struct dw_dest *d, const struct dw_dest_detail *detail
 	}
 }
 
-static void read_detail(struct dw_bpf *b, struct dw_dest *d, struct dw_dest_detail *detail)
+/* From the mapped row, copied first: each bucket must be read once, and the kernel keeps adding. */
+static void read_detail(struct dw_bpf *b, unsigned slot, struct dw_dest *d, struct dw_dest_detail *detail)
 {
-	if (bpf_map_lookup_elem(b->details_fd, &d->key, detail))
-		return;
+	memcpy(detail, &b->details[slot], sizeof(*detail));
 	add_deltas(&d->call_win, d->seen_call, detail->call);
 	add_deltas(&d->connect_win, d->seen_connect, detail->connect);
 	decode_slices(d, detail);
@@ -178,40 +173,66 @@ static bool detail_changed(const struct dw_dest_stats *was, const struct dw_dest
 	       was->calls_failed != now->calls_failed || was->connects_ok != now->connects_ok;
 }
 
-static void update_dest(struct dw_collector *c, struct dw_bpf *b, const struct dw_dest_key *key,
+static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 			const struct dw_dest_stats *per_cpu, struct dw_dest_detail *detail)
 {
-	struct dw_dest *d = dest_get(c, key);
+	struct dw_dest_key key = b->details[slot].dest;
 	struct dw_dest_stats sum;
+	struct dw_dest *d;
 
+	/* a slot not yet published, or a lost race's (see dest_claim); slot 0's key is all zero */
+	if (slot != DW_SLOT_OVERFLOW && key.family == DW_FAMILY_OVERFLOW)
+		return;
+	d = dest_get(c, &key);
 	if (!d) {
 		dw_err("out of memory for destination figures");
 		return;
 	}
 	sum_cpus(per_cpu, b->ncpus, &sum);
 	if (detail_changed(&d->sum, &sum))
-		read_detail(b, d, detail);
+		read_detail(b, slot, d, detail);
 	d->sum = sum;
+	if (dw_dest_inflight(d) || dw_dest_connecting(d))
+		c->busy = true;
 }
 
+/* Slots read per system call (BPF_MAP_LOOKUP_BATCH): 80 KiB of per-CPU rows on 2 CPUs. */
+#define BATCH_SLOTS 256
+
+/* The per-CPU counters of every slot in use, a batch at a time; details only where they moved. */
 static int read_dests(struct dw_collector *c, struct dw_bpf *b)
 {
-	struct dw_dest_stats *per_cpu = calloc(b->ncpus, sizeof(*per_cpu));
+	struct dw_dest_stats *per_cpu = calloc((size_t)BATCH_SLOTS * b->ncpus, sizeof(*per_cpu));
 	struct dw_dest_detail *detail = malloc(sizeof(*detail));
-	struct dw_dest_key key, next;
-	struct dw_dest_key *prev = NULL;
+	__u32 keys[BATCH_SLOTS], last = 0;
+	unsigned n = dw_bpf_slots_used(b);
 	int err = 0;
 
+	c->busy = false;
 	if (!per_cpu || !detail) {
 		err = -ENOMEM;
 		goto out;
 	}
-	while (bpf_map_get_next_key(b->dests_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(b->dests_fd, &key, per_cpu))
-			continue;
-		update_dest(c, b, &key, per_cpu, detail);
+	err = dw_bpf_map_details(b, n);
+	if (err)
+		goto out;
+	for (unsigned first = 0; first < n;) {
+		/* a batch resumes after the last key of the one before */
+		__u32 in = last, count = n - first < BATCH_SLOTS ? n - first : BATCH_SLOTS;
+
+		/* ENOENT: the batch reached the map's end (count says how many came) */
+		if (bpf_map_lookup_batch(b->stats_fd, first ? &in : NULL, &last, keys, per_cpu, &count,
+					 NULL) &&
+		    errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		if (!count)
+			break;
+		for (__u32 i = 0; i < count; i++)
+			if (keys[i] < n)
+				update_dest(c, b, keys[i], &per_cpu[(size_t)i * b->ncpus], detail);
+		first += count;
 	}
 out:
 	free(per_cpu);

@@ -55,6 +55,7 @@ struct dw_collector {
 	struct dw_global_stats globals;
 	struct dw_wait *waits;		/* from the last scan of outstanding calls */
 	unsigned nwaits, waits_cap;
+	bool busy;			/* the last poll saw calls or connects outstanding */
 };
 
 int dw_collect_init(struct dw_collector *c, unsigned nslots);

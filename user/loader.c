@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
@@ -19,7 +20,8 @@
 #include "privs.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
-static const char *const pinned_maps[] = { "dests", "details", "globals", "conns", "breakers" };
+static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "globals", "conns",
+					    "breakers" };
 
 #define ON_SOCK (1u << DW_BACKEND_SOCK)
 #define ON_SYSCALLS (1u << DW_BACKEND_SYSCALLS)
@@ -463,8 +465,10 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 		dw_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	bpf_map__set_max_entries(b->skel->maps.dests, b->max_dests);
-	bpf_map__set_max_entries(b->skel->maps.details, b->max_dests);
+	bpf_map__set_max_entries(b->skel->maps.dest_slots, b->max_dests);
+	bpf_map__set_max_entries(b->skel->maps.dest_stats, b->max_dests);
+	bpf_map__set_max_entries(b->skel->maps.dest_details, b->max_dests);
+	b->skel->rodata->dw_max_slots = b->max_dests;
 	err = probe_programs(b, backend);
 	if (err)
 		return err;
@@ -495,35 +499,13 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 		dw_err("cannot load the BPF programs: %s", strerror(-err));
 	if (err)
 		return err;
-	b->dests_fd = bpf_map__fd(b->skel->maps.dests);
-	b->details_fd = bpf_map__fd(b->skel->maps.details);
+	b->stats_fd = bpf_map__fd(b->skel->maps.dest_stats);
 	b->dep_cfg_fd = bpf_map__fd(b->skel->maps.dep_cfg);
 	b->dep_match_fd = bpf_map__fd(b->skel->maps.dep_match);
 	b->breakers_fd = bpf_map__fd(b->skel->maps.breakers);
 	b->globals_fd = bpf_map__fd(b->skel->maps.globals);
 	b->conns_fd = bpf_map__fd(b->skel->maps.conns);
 	return 0;
-}
-
-/* The overflow row exists before anything can need it. */
-static int create_overflow_rows(struct dw_bpf *b)
-{
-	struct dw_dest_key key = { .family = DW_FAMILY_OVERFLOW };
-	struct dw_dest_detail *detail = calloc(1, sizeof(*detail));
-	void *stats = calloc(b->ncpus, sizeof(struct dw_dest_stats));
-	int err = -ENOMEM;
-
-	if (!detail || !stats)
-		goto out;
-	err = bpf_map_update_elem(b->dests_fd, &key, stats, BPF_NOEXIST);
-	if (!err)
-		err = bpf_map_update_elem(b->details_fd, &key, detail, BPF_NOEXIST);
-	if (err)
-		dw_err("cannot create the overflow row: %s", strerror(errno));
-out:
-	free(detail);
-	free(stats);
-	return err;
 }
 
 static int pin_maps(struct dw_bpf *b)
@@ -713,7 +695,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	pin_dir_clear(b);
 	err = open_and_load(b, opts->backend);
 	if (!err)
-		err = create_overflow_rows(b);
+		err = dw_bpf_map_details(b, 1);
 	if (!err)
 		err = pin_maps(b);
 	if (!err && opts->before_attach)
@@ -737,6 +719,10 @@ void dw_bpf_stop(struct dw_bpf *b)
 {
 	bpf_link__destroy(b->pending_iter);
 	b->pending_iter = NULL;
+	if (b->details)
+		munmap((void *)b->details, b->details_len);
+	b->details = NULL;
+	b->details_rows = 0;
 	for (int i = 0; i < b->nprogs; i++) {
 		bpf_link__destroy(b->progs[i].link);
 		b->progs[i].link = NULL;
@@ -848,6 +834,48 @@ int dw_bpf_remap(struct dw_bpf *b)
 	err = run_iter(link, buf, sizeof(buf), NULL, NULL);
 	bpf_link__destroy(link);
 	return err;
+}
+
+/*
+ * dest_details is mapped in place, read-only, so that the daemon reads rows
+ * without a system call each; only the rows handed out so far (and a quarter more):
+ * the kernel maps every page of a mapping at once, and the whole array in
+ * the daemon's RSS would be max_dests x 7.5 KiB from the start.
+ */
+int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len, max_len;
+	void *p;
+
+	if (rows <= b->details_rows)
+		return 0;
+	rows += rows / 4 + 64;
+	max_len = ((size_t)b->max_dests * sizeof(struct dw_dest_detail) + page - 1) / page * page;
+	len = ((size_t)rows * sizeof(struct dw_dest_detail) + page - 1) / page * page;
+	if (len > max_len)
+		len = max_len;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(b->skel->maps.dest_details), 0);
+	if (p == MAP_FAILED) {
+		dw_err("cannot map dest_details: %s", strerror(errno));
+		return -errno;
+	}
+	if (b->details)
+		munmap((void *)b->details, b->details_len);
+	b->details = p;
+	b->details_len = len;
+	b->details_rows = len / sizeof(struct dw_dest_detail);
+	if (b->details_rows > b->max_dests)
+		b->details_rows = b->max_dests;
+	return 0;
+}
+
+unsigned dw_bpf_slots_used(const struct dw_bpf *b)
+{
+	/* slot 0 and those handed out; racing claims may push the counter past the end */
+	unsigned n = *(volatile __u32 *)&b->skel->bss->dw_slots_taken + 1;
+
+	return n < b->max_dests ? n : b->max_dests;
 }
 
 int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg)

@@ -34,7 +34,10 @@ struct dw_bpf {
 	char backend_why[96];	/* "forced by --backend", "kernel has sock_send_length", ... */
 	unsigned max_dests;
 	int ncpus;
-	int dests_fd, details_fd, globals_fd, conns_fd;
+	int stats_fd, globals_fd, conns_fd;
+	const struct dw_dest_detail *details;	/* dest_details, mapped read-only: rows 0 .. details_rows-1 */
+	size_t details_len;
+	unsigned details_rows;
 	int dep_cfg_fd, dep_match_fd, breakers_fd;
 	struct bpf_link *pending_iter;
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
@@ -82,6 +85,12 @@ int dw_bpf_remap(struct dw_bpf *b);
 /* Calls fn for each outstanding call or connect (one record per busy socket). */
 typedef void (*dw_pending_fn)(const struct dw_pending *rec, void *arg);
 int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
+
+/* Makes b->details cover at least rows 0 .. rows-1 (the mapping may move). */
+int dw_bpf_map_details(struct dw_bpf *b, unsigned rows);
+
+/* Rows of dest_stats and dest_details that may be in use: slots 0 .. n-1. */
+unsigned dw_bpf_slots_used(const struct dw_bpf *b);
 
 /* Sums the per-CPU global counters. */
 int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out);

@@ -122,7 +122,7 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      (unsigned long long)d->sum.connects_rejected,
 		      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
 					   d->sum.conns_opened - d->sum.conns_closed : 0));
-	if (!d->sum.last_call_ns) {
+	if (!d->sum.last_conn_ns) {
 		dw_buf_printf(out, "null}");
 		return;
 	}
@@ -376,7 +376,7 @@ static void text_row(struct dw_buf *out, const struct dest_view *v)
 		      (unsigned long long)dw_dest_connect_failures(d),
 		      (unsigned long long)dw_dest_connecting(d),
 		      (unsigned long long)d->sum.retransmits);
-	if (d->sum.last_call_ns) {
+	if (d->sum.last_conn_ns) {
 		dw_buf_printf(out, "%u/", d->sum.last_pid);
 		dw_escape_text(out, d->sum.last_comm, sizeof(d->sum.last_comm));
 	}

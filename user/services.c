@@ -93,8 +93,8 @@ static void gather_rows(struct dw_svc *svc, const struct dw_collector *c, uint64
 		svc->inflight += dw_dest_inflight(d);
 		if (d->oldest_call_ns && (!svc->oldest_ns || d->oldest_call_ns < svc->oldest_ns))
 			svc->oldest_ns = d->oldest_call_ns;
-		if (d->sum.last_pid && d->sum.last_call_ns >= pid_ns) {
-			pid_ns = d->sum.last_call_ns;
+		if (d->sum.last_pid && d->sum.last_conn_ns >= pid_ns) {
+			pid_ns = d->sum.last_conn_ns;
 			svc->pid = d->sum.last_pid;
 			memcpy(svc->comm, d->sum.last_comm, sizeof(svc->comm));
 		}
