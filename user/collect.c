@@ -119,15 +119,23 @@ static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_d
 	}
 }
 
-/* Kernel buckets are u32 and wrap; the difference since the last read does not. */
+/*
+ * Kernel buckets are u32 and wrap; the difference since the last read does
+ * not. Most buckets did not move: blocks of them equal to the last read are
+ * skipped with one compare each.
+ */
 static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now)
 {
-	for (unsigned i = 0; i < DW_HIST_BUCKETS; i++) {
-		__u32 delta = now[i] - seen[i];
+	for (unsigned blk = 0; blk < DW_HIST_BUCKETS; blk += DW_HIST_SUB) {
+		if (!memcmp(&seen[blk], &now[blk], DW_HIST_SUB * sizeof(*now)))
+			continue;
+		for (unsigned i = blk; i < blk + DW_HIST_SUB; i++) {
+			__u32 delta = now[i] - seen[i];
 
-		if (delta)
-			dw_window_add(win, i, delta);
-		seen[i] = now[i];
+			if (delta)
+				dw_window_add(win, i, delta);
+			seen[i] = now[i];
+		}
 	}
 }
 
@@ -156,21 +164,31 @@ static void decode_slices(struct dw_dest *d, const struct dw_dest_detail *detail
 	}
 }
 
-/* From the mapped row, copied first: each bucket must be read once, and the kernel keeps adding. */
-static void read_detail(struct dw_bpf *b, unsigned slot, struct dw_dest *d, struct dw_dest_detail *detail)
+/*
+ * From the mapped row, copied first (each bucket must be read once, and the
+ * kernel keeps adding), and only the parts that can have changed: call
+ * histogram at completions, connect histogram at connects, slices at any
+ * start or end of a call.
+ */
+static void read_detail(struct dw_bpf *b, unsigned slot, struct dw_dest *d, const struct dw_dest_stats *now,
+			struct dw_dest_detail *detail)
 {
-	memcpy(detail, &b->details[slot], sizeof(*detail));
-	add_deltas(&d->call_win, d->seen_call, detail->call);
-	add_deltas(&d->connect_win, d->seen_connect, detail->connect);
-	decode_slices(d, detail);
-}
+	const struct dw_dest_detail *row = &b->details[slot];
+	const struct dw_dest_stats *was = &d->sum;
 
-/* Histograms and slices change only when a call or connect starts or ends. */
-static bool detail_changed(const struct dw_dest_stats *was, const struct dw_dest_stats *now)
-{
-	return was->calls_started != now->calls_started ||
-	       was->calls_completed != now->calls_completed ||
-	       was->calls_failed != now->calls_failed || was->connects_ok != now->connects_ok;
+	if (was->calls_completed != now->calls_completed) {
+		memcpy(detail->call, row->call, sizeof(detail->call));
+		add_deltas(&d->call_win, d->seen_call, detail->call);
+	}
+	if (was->connects_ok != now->connects_ok) {
+		memcpy(detail->connect, row->connect, sizeof(detail->connect));
+		add_deltas(&d->connect_win, d->seen_connect, detail->connect);
+	}
+	if (was->calls_started != now->calls_started || was->calls_completed != now->calls_completed ||
+	    was->calls_failed != now->calls_failed) {
+		memcpy(detail->slices, row->slices, sizeof(detail->slices));
+		decode_slices(d, detail);
+	}
 }
 
 static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
@@ -189,8 +207,7 @@ static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 		return;
 	}
 	sum_cpus(per_cpu, b->ncpus, &sum);
-	if (detail_changed(&d->sum, &sum))
-		read_detail(b, slot, d, detail);
+	read_detail(b, slot, d, &sum, detail);
 	d->sum = sum;
 	if (dw_dest_inflight(d) || dw_dest_connecting(d))
 		c->busy = true;
@@ -324,7 +341,8 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
 
 	start_interval(c);
 	err = read_dests(c, b);
-	if (!err)
+	/* walking every socket's storage is the costly part: only when a call or connect is out */
+	if (!err && c->busy)
 		err = dw_bpf_scan_pending(b, on_pending, c);
 	if (!err)
 		err = dw_bpf_globals(b, &c->globals);
