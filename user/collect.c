@@ -191,11 +191,23 @@ static void read_detail(struct dw_bpf *b, unsigned slot, struct dw_dest *d, cons
 	}
 }
 
+/* A destination's figures from its per-CPU counters, and the detail parts that moved. */
+static void refresh_dest(struct dw_collector *c, struct dw_bpf *b, struct dw_dest *d,
+			 const struct dw_dest_stats *per_cpu, struct dw_dest_detail *detail)
+{
+	struct dw_dest_stats sum;
+
+	sum_cpus(per_cpu, b->ncpus, &sum);
+	read_detail(b, d->slot, d, &sum, detail);
+	d->sum = sum;
+	if (dw_dest_inflight(d) || dw_dest_connecting(d))
+		c->busy = true;
+}
+
 static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 			const struct dw_dest_stats *per_cpu, struct dw_dest_detail *detail)
 {
 	struct dw_dest_key key = b->details[slot].dest;
-	struct dw_dest_stats sum;
 	struct dw_dest *d;
 
 	/* a slot not yet published, or a lost race's (see dest_claim); slot 0's key is all zero */
@@ -206,11 +218,8 @@ static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 		dw_err("out of memory for destination figures");
 		return;
 	}
-	sum_cpus(per_cpu, b->ncpus, &sum);
-	read_detail(b, slot, d, &sum, detail);
-	d->sum = sum;
-	if (dw_dest_inflight(d) || dw_dest_connecting(d))
-		c->busy = true;
+	d->slot = slot;
+	refresh_dest(c, b, d, per_cpu, detail);
 }
 
 /* Slots read per system call (BPF_MAP_LOOKUP_BATCH): 80 KiB of per-CPU rows on 2 CPUs. */
@@ -304,9 +313,10 @@ static void on_pending(const struct dw_pending *rec, void *arg)
 	struct dw_collector *c = arg;
 	struct dw_dest *d = slot_for(c->dests, c->cap, &rec->dest);
 
-	if (!d->used)
+	if (!d->used || (c->refreshing && !d->hot))
 		return;
-	if (rec->kind == DW_PENDING_CALL && rec->caller_port)
+	/* waits are counted once per poll (a refresh re-reads only some destinations) */
+	if (rec->kind == DW_PENDING_CALL && rec->caller_port && !c->refreshing)
 		wait_add(c, rec, d);
 	if (rec->kind == DW_PENDING_CALL) {
 		pending_push(d, rec->start_ns);
@@ -319,6 +329,12 @@ static void on_pending(const struct dw_pending *rec, void *arg)
 	}
 }
 
+static void pending_clear(struct dw_dest *d)
+{
+	d->oldest_call_ns = d->oldest_connect_ns = 0;
+	d->pending_calls = d->pending_connects = 0;
+}
+
 static void start_interval(struct dw_collector *c)
 {
 	for (size_t i = 0; i < c->cap; i++) {
@@ -328,8 +344,7 @@ static void start_interval(struct dw_collector *c)
 			continue;
 		dw_window_advance(&d->call_win);
 		dw_window_advance(&d->connect_win);
-		d->oldest_call_ns = d->oldest_connect_ns = 0;
-		d->pending_calls = d->pending_connects = 0;
+		pending_clear(d);
 	}
 	c->nwaits = 0;
 }
@@ -349,6 +364,36 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
 	c->now_ns = dw_monotonic_ns();
 	c->last_poll_ns = c->now_ns - start;
 	c->polls++;
+	return err;
+}
+
+int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b)
+{
+	struct dw_dest_stats *per_cpu = calloc(b->ncpus, sizeof(*per_cpu));
+	struct dw_dest_detail *detail = malloc(sizeof(*detail));
+	int err = 0;
+
+	if (!per_cpu || !detail) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < c->cap; i++) {
+		struct dw_dest *d = &c->dests[i];
+
+		if (!d->used || !d->hot)
+			continue;
+		pending_clear(d);
+		if (!bpf_map_lookup_elem(b->stats_fd, &d->slot, per_cpu))
+			refresh_dest(c, b, d, per_cpu, detail);
+	}
+	c->refreshing = true;
+	err = dw_bpf_scan_pending(b, on_pending, c);
+	c->refreshing = false;
+	c->now_ns = dw_monotonic_ns();
+	c->refreshes++;
+out:
+	free(per_cpu);
+	free(detail);
 	return err;
 }
 

@@ -34,6 +34,8 @@ struct dw_dest {
 	int dep;			/* index in struct dw_deps, -1 before it is assigned */
 	int own_dep;			/* its dependency of its own, if it ever had one, else -1 */
 	struct dw_dest *next_in_dep;	/* rebuilt every poll */
+	unsigned slot;			/* its row in the kernel's dest_stats and dest_details */
+	bool hot;			/* re-read between polls (dw_collect_refresh) */
 };
 
 /* Outstanding calls to one destination made while holding a request of one inbound row. */
@@ -56,12 +58,19 @@ struct dw_collector {
 	struct dw_wait *waits;		/* from the last scan of outstanding calls */
 	unsigned nwaits, waits_cap;
 	bool busy;			/* the last poll saw calls or connects outstanding */
+	bool refreshing;		/* in dw_collect_refresh: only hot destinations take pending calls */
+	uint64_t refreshes;
 };
 
 int dw_collect_init(struct dw_collector *c, unsigned nslots);
 void dw_collect_free(struct dw_collector *c);
 /* One polling pass. */
 int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b);
+/*
+ * Between polls: re-reads only the destinations marked hot, and their
+ * outstanding calls. Sliding windows still advance once per poll only.
+ */
+int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b);
 
 /* Calls in flight (started - completed - failed), never below 0. */
 uint64_t dw_dest_inflight(const struct dw_dest *d);

@@ -54,6 +54,7 @@ struct daemon {
 	int control_fd;
 	int signal_fd;
 	int timer_fd;
+	int fast_fd;		/* one-shot: the next outstanding call to turn slow (arm_fast) */
 	struct dw_global_stats reported;	/* kernel trouble counters as last logged */
 	uint64_t reported_ns;
 };
@@ -220,7 +221,9 @@ static int open_fds(struct daemon *d)
 	daemon_signals(&mask);
 	d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	if (d->signal_fd < 0 || d->timer_fd < 0 || timerfd_settime(d->timer_fd, 0, &its, NULL)) {
+	d->fast_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (d->signal_fd < 0 || d->timer_fd < 0 || d->fast_fd < 0 ||
+	    timerfd_settime(d->timer_fd, 0, &its, NULL)) {
 		dw_err("cannot set up signals and timer: %s", strerror(errno));
 		return -errno;
 	}
@@ -306,6 +309,35 @@ static void report_kernel_trouble(struct daemon *d)
 	d->reported_ns = d->coll.now_ns;
 }
 
+/*
+ * An outstanding call that turns slow can tip a judgement. The rule's
+ * floor (slow_call, then enough slow calls) does not fall on a polling
+ * edge: waiting for the next poll would add up to one interval to every
+ * decision. So a one-shot timer fires just after the next call turns slow,
+ * if that is before the next poll, and re-reads only the destinations of
+ * dependencies with such calls (dw_collect_refresh): at most one of these
+ * per FAST_GAP_NS, and none while no call is near slow_call.
+ */
+#define FAST_GAP_NS 20000000ULL
+
+static void arm_fast(struct daemon *d)
+{
+	uint64_t t = dw_deps_next_slow(&d->deps, &d->coll), now = dw_monotonic_ns();
+	struct itimerspec its = {};
+
+	if (t) {
+		if (t < now + FAST_GAP_NS)
+			t = now + FAST_GAP_NS;
+		/* else the regular poll comes first and re-arms */
+		if (t - now < d->opts.interval_ns) {
+			its.it_value.tv_sec = t / 1000000000ULL;
+			its.it_value.tv_nsec = t % 1000000000ULL;
+		}
+	}
+	/* a zero it_value disarms */
+	timerfd_settime(d->fast_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 static void poll_once(struct daemon *d)
 {
 	int err = dw_collect_poll(&d->coll, &d->bpf);
@@ -316,6 +348,7 @@ static void poll_once(struct daemon *d)
 	report_kernel_trouble(d);
 	if (d->opts.metrics)
 		dw_metrics_publish(&d->coll, &d->deps);
+	arm_fast(d);
 }
 
 static void on_timer(struct daemon *d)
@@ -324,6 +357,20 @@ static void on_timer(struct daemon *d)
 
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) == sizeof(expirations))
 		poll_once(d);
+}
+
+static void on_fast(struct daemon *d)
+{
+	uint64_t expirations;
+	int err;
+
+	if (read(d->fast_fd, &expirations, sizeof(expirations)) != sizeof(expirations))
+		return;
+	err = dw_collect_refresh(&d->coll, &d->bpf);
+	if (err)
+		dw_err("re-reading the kernel maps failed: %s", strerror(-err));
+	dw_deps_rejudge(&d->deps, &d->coll, &d->bpf);
+	arm_fast(d);
 }
 
 /* SIGHUP: a new config, all or nothing; an invalid one leaves the old in force. */
@@ -365,14 +412,15 @@ static int on_signal(struct daemon *d)
 
 static void loop(struct daemon *d)
 {
-	struct pollfd pfds[3] = {
+	struct pollfd pfds[4] = {
 		{ .fd = d->signal_fd, .events = POLLIN },
 		{ .fd = d->timer_fd, .events = POLLIN },
 		{ .fd = d->control_fd, .events = POLLIN },
+		{ .fd = d->fast_fd, .events = POLLIN },
 	};
 
 	for (;;) {
-		if (poll(pfds, 3, -1) < 0) {
+		if (poll(pfds, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			dw_err("poll: %s", strerror(errno));
@@ -382,6 +430,8 @@ static void loop(struct daemon *d)
 			return;
 		if (pfds[1].revents & POLLIN)
 			on_timer(d);
+		else if (pfds[3].revents & POLLIN)
+			on_fast(d);
 		if (pfds[2].revents & POLLIN)
 			on_control(d);
 	}
@@ -477,6 +527,8 @@ static void stop(struct daemon *d)
 		close(d->signal_fd);
 	if (d->timer_fd >= 0)
 		close(d->timer_fd);
+	if (d->fast_fd >= 0)
+		close(d->fast_fd);
 	dw_collect_free(&d->coll);
 	dw_bpf_stop(&d->bpf);
 	dw_deps_free(&d->deps);
@@ -487,7 +539,8 @@ static void stop(struct daemon *d)
 
 int dw_cmd_run(int argc, char **argv)
 {
-	struct daemon d = { .run_lock_fd = -1, .control_fd = -1, .signal_fd = -1, .timer_fd = -1 };
+	struct daemon d = { .run_lock_fd = -1, .control_fd = -1, .signal_fd = -1, .timer_fd = -1,
+			   .fast_fd = -1 };
 	struct dw_config cfg;
 	sigset_t mask;
 	char msg[512];

@@ -327,6 +327,30 @@ static void assign(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 	d->dep = own_dep_of(deps, d, now);
 }
 
+static void dep_zero(struct dw_dep *dep)
+{
+	dep->calls = dep->failed = dep->slow = dep->inflight = dep->oldest_call_ns = 0;
+	dep->rejected = dep->conns = 0;
+	dep->started = dep->abandoned = dep->retried = 0;
+}
+
+/* One destination's figures into its dependency's. */
+static void dep_count_dest(struct dw_dep *dep, const struct dw_dest *d)
+{
+	dep->calls += d->sum.calls_completed;
+	dep->failed += d->sum.calls_failed;
+	dep->slow += d->sum.calls_slow;
+	dep->inflight += dw_dest_inflight(d);
+	dep->rejected += d->sum.connects_rejected;
+	dep->started += d->sum.calls_started;
+	dep->abandoned += d->sum.calls_abandoned;
+	dep->retried += d->sum.calls_retried;
+	if (d->sum.conns_opened > d->sum.conns_closed)
+		dep->conns += d->sum.conns_opened - d->sum.conns_closed;
+	if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
+		dep->oldest_call_ns = d->oldest_call_ns;
+}
+
 /* Every destination onto its dependency's list, with the figures summed. */
 static void gather(struct dw_deps *deps, struct dw_collector *c)
 {
@@ -335,9 +359,7 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 
 		dep->dests = NULL;
 		dep->ndests = 0;
-		dep->calls = dep->failed = dep->slow = dep->inflight = dep->oldest_call_ns = 0;
-		dep->rejected = dep->conns = 0;
-		dep->started = dep->abandoned = dep->retried = 0;
+		dep_zero(dep);
 	}
 	for (size_t i = 0; i < c->cap; i++) {
 		struct dw_dest *d = &c->dests[i];
@@ -360,18 +382,7 @@ static void gather(struct dw_deps *deps, struct dw_collector *c)
 		d->next_in_dep = dep->dests;
 		dep->dests = d;
 		dep->ndests++;
-		dep->calls += d->sum.calls_completed;
-		dep->failed += d->sum.calls_failed;
-		dep->slow += d->sum.calls_slow;
-		dep->inflight += dw_dest_inflight(d);
-		dep->rejected += d->sum.connects_rejected;
-		dep->started += d->sum.calls_started;
-		dep->abandoned += d->sum.calls_abandoned;
-		dep->retried += d->sum.calls_retried;
-		if (d->sum.conns_opened > d->sum.conns_closed)
-			dep->conns += d->sum.conns_opened - d->sum.conns_closed;
-		if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
-			dep->oldest_call_ns = d->oldest_call_ns;
+		dep_count_dest(dep, d);
 	}
 }
 
@@ -680,7 +691,8 @@ static void retire_orphan(struct dw_dep *dep, struct dw_bpf *b)
 	dep->in_map = false;
 }
 
-void dw_deps_poll(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b)
+/* hot: only the dependencies whose destinations are marked hot (dw_deps_next_slow). */
+static void judge_all(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b, bool hot)
 {
 	struct judge_scratch *js = calloc(1, sizeof(*js));
 
@@ -688,25 +700,84 @@ void dw_deps_poll(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b
 		dw_err("out of memory judging dependencies");
 		return;
 	}
-	gather(deps, c);
 	for (unsigned i = 0; i < deps->n; i++) {
 		struct dw_dep *dep = &deps->deps[i];
 
 		if (!dep->used)
 			continue;
-		if (!dep->id && !dep->ndests) {
+		if (hot) {
+			/* a dependency's destinations are hot together */
+			if (!dep->dests || !dep->dests->hot)
+				continue;
+			dep_zero(dep);
+			for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
+				dep_count_dest(dep, d);
+		} else if (!dep->id && !dep->ndests) {
 			retire_orphan(dep, b);
 			continue;
 		}
 		judge(dep, js, c->now_ns);
-		rates(dep, c->now_ns);
+		/* call rates and retry storms keep the polling cadence */
+		if (!hot)
+			rates(dep, c->now_ns);
 		step(dep, c);
-		retry_watch(dep, c);
+		if (!hot)
+			retry_watch(dep, c);
 		publish(dep, b, c->now_ns, deps->lease_ns);
 	}
 	free(js->pending);
 	free(js);
+}
+
+void dw_deps_poll(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b)
+{
+	gather(deps, c);
+	judge_all(deps, c, b, false);
 	dw_services_poll(&deps->svcs, c, deps);
+}
+
+void dw_deps_rejudge(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b)
+{
+	judge_all(deps, c, b, true);
+}
+
+/* The first moment after now at which one of dep's outstanding calls turns slow; 0: none. */
+static uint64_t next_slow(const struct dw_dep *dep, uint64_t now)
+{
+	uint64_t first = 0;
+
+	if (dep->s->ignore)
+		return 0;
+	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
+		uint64_t t = dw_judge_next_slow(d->pending_start, d->pending_calls, dep->s->slow_call_ns, now);
+
+		if (t && (!first || t < first))
+			first = t;
+	}
+	return first;
+}
+
+uint64_t dw_deps_next_slow(struct dw_deps *deps, struct dw_collector *c)
+{
+	uint64_t first = 0;
+
+	for (size_t i = 0; i < c->cap; i++)
+		c->dests[i].hot = false;
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dw_dep *dep = &deps->deps[i];
+		uint64_t t;
+
+		if (!dep->used || !dep->ndests)
+			continue;
+		t = next_slow(dep, c->now_ns);
+		if (!t)
+			continue;
+		for (struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
+			d->hot = true;
+		if (!first || t < first)
+			first = t;
+	}
+	return first;
 }
 
 /* Dependencies the new config no longer has: their breaker entries go. */

@@ -79,6 +79,15 @@ int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collec
 		   struct dw_bpf *b);
 /* After each collector poll. */
 void dw_deps_poll(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b);
+/*
+ * Between polls: when an outstanding call turns slow, the judgement can
+ * change before the next poll. Returns the first moment after the last
+ * read at which one does (0: none) and marks the destinations of those
+ * dependencies hot; after dw_collect_refresh, dw_deps_rejudge judges and
+ * steps only those dependencies.
+ */
+uint64_t dw_deps_next_slow(struct dw_deps *deps, struct dw_collector *c);
+void dw_deps_rejudge(struct dw_deps *deps, struct dw_collector *c, struct dw_bpf *b);
 /* depwatch breaker open|close|auto NAME: state is -1 for auto. 0, or -ENOENT. */
 int dw_deps_force(struct dw_deps *deps, const char *name, int state, uint64_t now,
 		  struct dw_bpf *b);

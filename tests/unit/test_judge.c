@@ -933,6 +933,26 @@ static void test_total_hang(void **state)
 	assert_true(j.undecided_slices <= 9);
 }
 
+/* When the daemon must look again: the first outstanding call to turn slow, not one slow already. */
+static void test_next_slow(void **state)
+{
+	uint64_t now = 100 * SEC;
+	uint64_t pending[] = {
+		now - 600 * MS,	/* slow already */
+		now - 100 * MS,
+		now - 300 * MS,	/* the first to turn slow: at now + 200 ms */
+		now + 5 * MS,	/* started after now (clocks read apart) */
+	};
+	uint64_t edge[] = { now - 500 * MS };	/* age exactly slow_call: not slow yet */
+
+	(void)state;
+	assert_int_equal(dw_judge_next_slow(pending, 4, 500 * MS, now), now + 200 * MS + 1);
+	assert_int_equal(dw_judge_next_slow(pending, 1, 500 * MS, now), 0);
+	assert_int_equal(dw_judge_next_slow(pending, 0, 500 * MS, now), 0);
+	assert_int_equal(dw_judge_next_slow(pending, 4, 0, now), 0);
+	assert_int_equal(dw_judge_next_slow(edge, 1, 500 * MS, now), now + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -958,6 +978,7 @@ int main(void)
 	    cmocka_unit_test(test_healthy_tail),
 	    cmocka_unit_test(test_no_bias_at_threshold),
 	    cmocka_unit_test(test_total_hang),
+	    cmocka_unit_test(test_next_slow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -269,3 +269,19 @@ void dw_judge_probes(const struct dw_judge_input *in, uint64_t since_ns, unsigne
 	out->bad = t.slow + t.failed;
 	out->done = out->decided >= limit || out->bad > 0;
 }
+
+uint64_t dw_judge_next_slow(const uint64_t *pending_start_ns, unsigned npending, uint64_t slow_call_ns,
+			    uint64_t now_ns)
+{
+	uint64_t first = 0;
+
+	if (!slow_call_ns)
+		return 0;
+	for (unsigned i = 0; i < npending; i++) {
+		uint64_t t = pending_start_ns[i] + slow_call_ns + 1;
+
+		if (t > now_ns && (!first || t < first))
+			first = t;
+	}
+	return first;
+}

@@ -86,4 +86,14 @@ struct dw_probe_result {
 void dw_judge_probes(const struct dw_judge_input *in, uint64_t since_ns, unsigned limit,
 		     struct dw_probe_result *out);
 
+/*
+ * The first moment after now_ns at which one of the outstanding calls turns
+ * slow (its age then exceeds slow_call: start + slow_call + 1 ns), or 0 if
+ * none will (none outstanding, all slow already, or slow_call 0). A
+ * judgement can change then without any call starting or ending: the
+ * daemon looks again at that moment instead of at its next poll.
+ */
+uint64_t dw_judge_next_slow(const uint64_t *pending_start_ns, unsigned npending, uint64_t slow_call_ns,
+			    uint64_t now_ns);
+
 #endif /* DW_JUDGE_H */
