@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's raw files into the Markdown report (stdout).
 
-usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST]
+usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST [DD]]
   RUNS    lines "size threads pair mode foreign calls seconds calls_per_s p50_us p99_us cpu_us":
-          mode A (baseline), B (depwatch) or C (bpftrace peer); foreign, the dw_ programs of
-          other loaders seen
+          mode A (baseline), B (depwatch, sock backend), S (depwatch, syscalls backend) or
+          C (bpftrace peer); foreign, the dw_ programs of other loaders seen
   STATS   lines "mode size threads prog run_time_ns run_cnt calls foreign" (deltas over one
           stats run)
   DECIDE  bench/decide.py --out's JSON (empty file: not run)
   SCALE   bench/scale.py --out's JSON (empty file: not run)
   DECIDE_FAST  the same as DECIDE, from trials with --interval 50ms (optional)
+  DD      lines "pair mode foreign seconds": dd bs=64 /dev/zero -> /dev/null (optional)
 Metadata comes from the environment (see run.sh).
 """
 import json
@@ -18,7 +19,7 @@ import sys
 from collections import OrderedDict, defaultdict
 from statistics import median
 
-MODES = OrderedDict((("A", "baseline"), ("B", "depwatch"), ("C", "bpftrace")))
+MODES = OrderedDict((("A", "baseline"), ("B", "depwatch"), ("S", "depwatch syscalls"), ("C", "bpftrace")))
 SLOW_CALL_MS = 500
 
 
@@ -84,9 +85,13 @@ def has(cfg, mode):
 
 def throughput_table(runs):
     peer = any(has(c, "C") for c in runs.values())
+    sysc = any(has(c, "S") for c in runs.values())
     head = ("| size (B) | client threads | rounds | baseline calls/s | depwatch calls/s "
             "| depwatch / baseline (min–max of rounds) ")
     sep = "|---:|---:|---:|---:|---:|---|"
+    if sysc:
+        head += "| depwatch syscalls calls/s | depwatch syscalls / baseline (min–max) "
+        sep += "---:|---|"
     if peer:
         head += "| bpftrace calls/s | bpftrace / baseline (min–max) | depwatch / bpftrace (min–max) "
         sep += "---:|---|---|"
@@ -97,6 +102,9 @@ def throughput_table(runs):
         rounds = len(cfg["A"])
         cells = [str(size), str(threads), str(rounds), fmt_rate(med(cfg["A"].values(), 0)),
                  fmt_rate(med(cfg["B"].values(), 0)), ratio_cell(cfg, "A", "B")[0]]
+        if sysc:
+            cells += [fmt_rate(med(cfg["S"].values(), 0)) if has(cfg, "S") else "—",
+                      ratio_cell(cfg, "A", "S")[0]]
         if peer:
             cells += [fmt_rate(med(cfg["C"].values(), 0)) if has(cfg, "C") else "—",
                       ratio_cell(cfg, "A", "C")[0], ratio_cell(cfg, "C", "B")[0]]
@@ -291,6 +299,10 @@ def targets_table(runs, stats, dec, scale):
             b, c = med(cfg["B"].values(), 0), med(cfg["C"].values(), 0)
             out.append(f"| 1-byte ping-pong, {key[1]} thread(s): depwatch better than the bpftrace peer "
                        f"| {fmt_rate(b)} vs {fmt_rate(c)} calls/s ({b / c:.3f}) | {verdict(b > c)} |")
+        if has(cfg, "S"):
+            cell, r = ratio_cell(cfg, "A", "S")
+            out.append(f"| (syscalls backend, for kernels before 6.3) 1-byte ping-pong, {key[1]} thread(s): "
+                       f"≥ 97% of baseline | {cell} | {verdict(None if r is None else r >= 0.97)} |")
     if "B" in stats:
         cfgs = stats["B"][0]
         vals = [(k, per_invocation(stats, "B", k)) for k in cfgs]
@@ -361,8 +373,39 @@ def analysis(runs, stats, dec, fast, scale):
                 f"- Time to open: median {ms(median(dws))} ms with the default 250 ms interval, "
                 f"{ms(median(fdws))} ms with `--interval 50ms`. The floor of the rule itself is "
                 "slow_call (500 ms) + the 10 slow calls that make 50% of a 20-call sample "
-                "(250 ms at 40 calls/s) = 750 ms, plus up to one 67 ms start-time slice and the "
-                "wait for the next polling pass.")
+                "(250 ms at 40 calls/s) = 750 ms, plus up to one 67 ms start-time slice; the "
+                "daemon looks again just after each outstanding call turns slow (at most every "
+                "20 ms), so the interval adds little.")
+    return out
+
+
+def load_dd(path):
+    """{mode: {pair: (seconds, foreign)}}"""
+    res = {m: {} for m in MODES}
+    if not path:
+        return res
+    for pair, mode, foreign, secs in read_rows(path):
+        res[mode][int(pair)] = (float(secs), int(foreign))
+    return res
+
+
+def dd_table(dd):
+    modes = [m for m in ("A", "B", "S") if dd[m]]
+    if "A" not in modes:
+        return ["(not run)"]
+    out = ["| | " + " | ".join(MODES[m] for m in modes) + " |", "|---|" + "---:|" * len(modes)]
+    out.append("| wall s, median (min–max) | " + " | ".join(
+        f"{median(v[0] for v in dd[m].values()):.2f} ({min(v[0] for v in dd[m].values()):.2f}–"
+        f"{max(v[0] for v in dd[m].values()):.2f})" for m in modes) + " |")
+    cells = []
+    for m in modes:
+        pairs = sorted(set(dd["A"]) & set(dd[m]))
+        ratios = [dd[m][p][0] / dd["A"][p][0] for p in pairs if dd["A"][p][0] > 0]
+        r = median(dd[m][p][0] for p in pairs) / median(dd["A"][p][0] for p in pairs)
+        cells.append(f"{r:.2f} ({min(ratios):.2f}–{max(ratios):.2f})")
+    out.append("| ratio to baseline (min–max of rounds) | " + " | ".join(cells) + " |")
+    out.append("| runs with other dw_ programs | " + " | ".join(
+        str(sum(1 for v in dd[m].values() if v[1])) for m in modes) + " |")
     return out
 
 
@@ -401,6 +444,7 @@ def main():
     dec = read_json(decide_path)
     scale = read_json(scale_path)
     fast = read_json(sys.argv[5]) if len(sys.argv) > 5 else None
+    dd = load_dd(sys.argv[6] if len(sys.argv) > 6 else None)
     _clean, clean_text = cleanliness(runs, stats, dec, scale, fast)
     quick = env("BENCH_QUICK", "0") == "1"
     lines = [
@@ -413,8 +457,8 @@ def main():
         f"- Date: {env('DATE', '?')}",
         f"- Machine: {env('MACHINE', '?')}",
         f"- Command: `{env('CMDLINE', 'make bench')}` (as root, from the repository root)",
-        f"- Build (sha256 prefix): {env('BUILD_ID', '?')}; the daemon's hooks: "
-        f"{env('ATTACHED', '?')}",
+        f"- Build (sha256 prefix): {env('BUILD_ID', '?')}; the daemon's hooks, sock backend: "
+        f"{env('ATTACHED_sock', '?')}; syscalls backend: {env('ATTACHED_syscalls', '?')}",
         f"- Peer: `bench/peer.bt` under {env('BPFTRACE_VERSION', '?')} (Debian package)",
         f"- Load average (1/5/15 min) before: {env('LOAD_BEFORE', '?')}, "
         f"after: {env('LOAD_AFTER', '?')}; whole run took {env('ELAPSED', '?')} s, "
@@ -439,9 +483,11 @@ def main():
         + pin_text(env("PIN", "1")),
         "",
         f"Method: for each configuration, {env('PAIRS', '?')} rounds of runs alternating in "
-        "time (baseline, depwatch, bpftrace, baseline, depwatch, bpftrace, ...), each run "
+        "time (baseline, depwatch, depwatch syscalls, bpftrace, baseline, ...), each run "
         f"{env('RUN_SECONDS', '?')} s after a {env('WARMUP_MS', '?')} ms warm-up. A fresh "
-        "`depwatch run` is started before and stopped (SIGTERM) after every depwatch run, and "
+        "`depwatch run` (`--backend sock`, the default on this kernel; `--backend syscalls` for "
+        "the 'depwatch syscalls' runs, the backend for kernels before 6.3) is started before "
+        "and stopped (SIGTERM) after every depwatch run, and "
         "a fresh `bpftrace bench/peer.bt` (attached: all its tracepoints show in `bpftool perf "
         "list`) before every bpftrace run, so baselines have nothing attached. Figures are "
         "medians over the runs; a ratio is median / median, and the range is the min–max of "
@@ -480,7 +526,7 @@ def main():
         "(two clock reads per invocation), so these runs are not used for throughput.",
         "",
     ]
-    for mode in ("B", "C"):
+    for mode in ("B", "S", "C"):
         if mode not in stats:
             continue
         lines += [f"### {MODES[mode]}", "", *stats_table(stats, mode), ""]
@@ -491,7 +537,20 @@ def main():
             "shows in the throughput and CPU columns above instead.",
             "",
         ]
-    lines += ["## Decision speed", ""]
+    lines += [
+        "## Both backends on I/O that is not a socket",
+        "",
+        "`dd if=/dev/zero of=/dev/null bs=64 count=4194304`, wall time, in "
+        f"{env('PAIRS', '?')} interleaved rounds (baseline, depwatch, depwatch syscalls), a "
+        "fresh daemon per run. The sock backend's tracepoints fire only on sockets; the "
+        "syscalls backend's entry and exit programs run on every read and write of every "
+        "process, and leave at once when the descriptor is not a TCP socket.",
+        "",
+        *dd_table(dd),
+        "",
+        "## Decision speed",
+        "",
+    ]
     if dec:
         lines += [
             f"`bench/decide.py`, {len(dec['trials'])} trials. Each: a stand-in dependency on "

@@ -4,11 +4,16 @@
 # 1. Interleaved A/B/C runs of a request/response workload (build/pingpong).
 #    For each configuration (message size x client threads) it alternates in
 #    time: A = nothing attached, B = depwatch running (a fresh daemon started
-#    before and stopped after each B run), C = the bpftrace peer (bench/peer.bt:
+#    before and stopped after each B run), S = the same with --backend
+#    syscalls (issue 7's backend for kernels before 6.3: system call
+#    tracepoints instead of the socket ones), C = the bpftrace peer (bench/peer.bt:
 #    the same call model on the same tracepoints, as one would write it in
 #    bpftrace; a fresh bpftrace per C run). Then one extra run per
 #    configuration and per B/C with kernel.bpf_stats_enabled=1 measures each
 #    BPF program's average cost per invocation; the sysctl is restored after.
+#    Then DD: interleaved A/B/S rounds of `dd bs=64 count=4M` from /dev/zero to
+#    /dev/null (no socket at all: what each backend costs every other read
+#    and write on the host), wall seconds.
 # 2. Decision speed: bench/decide.py (DECIDE_TRIALS trials, time to breaker
 #    open against a completion-only breaker on the same calls; then
 #    DECIDE_FAST_TRIALS with --interval 50ms for comparison).
@@ -30,7 +35,8 @@
 # a short smoke run, written to $OUT/bench-quick.md instead). Needs root.
 # Knobs (environment): PAIRS (default 7), RUN_SECONDS (default 3), WARMUP_MS
 # (default 300), PIN (default 1), QUIET_WAIT (default 5), QUIET_BUDGET
-# (default 90), PEER (default 1; 0: no bpftrace arm), DECIDE_TRIALS (default
+# (default 90), PEER (default 1; 0: no bpftrace arm), SYSCALLS (default 1; 0:
+# no syscalls-backend arm), DD (default 1; 0: no dd arm), DECIDE_TRIALS (default
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
 # 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
@@ -57,6 +63,11 @@ QUIET_WAIT=${QUIET_WAIT:-${DEFAULTS[QUIET_WAIT]}}
 QUIET_BUDGET=${QUIET_BUDGET:-${DEFAULTS[QUIET_BUDGET]}}
 PIN=${PIN:-1}
 PEER=${PEER:-1}
+SYSCALLS=${SYSCALLS:-1}
+DD=${DD:-1}
+DD_COUNT=4194304
+ATTACHED_sock="not run"
+ATTACHED_syscalls="not run"
 SCALE=${SCALE:-1}
 CONFIGS=("1 1" "1 2" "4096 1" "4096 2")	# "size threads"
 PIN_DIR=/sys/fs/bpf/dwbench
@@ -136,15 +147,17 @@ trap 'exit 130' INT TERM HUP PIPE
 # Starts depwatch and waits (up to 10 s) for its "started" line, which names
 # its pid: the log is truncated here, not in the child, so a previous run's
 # line cannot be taken for this one's.
+# $1: the backend (sock, syscalls); the hooks it attached go to ATTACHED_<backend>.
 daemon_start() {
-	local log=$work/daemon.log i
+	local backend=$1 log=$work/daemon.log i
 
 	: >"$log"
-	"$DEPWATCH" run --pin-dir "$PIN_DIR" --run-dir "$RUN_DIR" >>"$log" 2>&1 &
+	"$DEPWATCH" run --backend "$backend" --pin-dir "$PIN_DIR" --run-dir "$RUN_DIR" >>"$log" 2>&1 &
 	daemon_pid=$!
 	for ((i = 0; i < 100; i++)); do
 		if grep -q "^depwatch: started (.*pid $daemon_pid," "$log"; then
-			ATTACHED=$(sed -n 's/^depwatch: started (.*); attached: /attached: /p' "$log")
+			printf -v "ATTACHED_$backend" '%s' \
+				"$(sed -n 's/^depwatch: started (.*); attached: /attached: /p' "$log")"
 			return 0
 		fi
 		kill -0 "$daemon_pid" 2>/dev/null || break
@@ -211,7 +224,7 @@ wait_quiet() {
 }
 
 # Writes "id name run_time_ns run_cnt" for the given ids to $1. A program
-# attached to a tracepoint through perf (bpftrace's) is named "bt:" and the
+# attached to a tracepoint through perf by bpftrace is named "bt:" and the
 # tracepoint, as bpftrace's own names are cut to 15 characters.
 bpf_snapshot() {
 	local file=$1
@@ -223,7 +236,10 @@ ids = {int(i) for i in sys.argv[2:]}
 names = dict(line.split() for line in open(sys.argv[1]) if line.strip())
 for p in json.load(sys.stdin):
 	if p["id"] in ids:
-		name = "bt:" + names[str(p["id"])] if str(p["id"]) in names else p.get("name", "?")
+		# depwatch attaches its syscalls programs through perf too, one program to many tracepoints
+		name = p.get("name", "?")
+		if not name.startswith("dw_") and str(p["id"]) in names:
+			name = "bt:" + names[str(p["id"])]
 		print(p["id"], name, p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$work/perf.names" "$@" |
 		LC_ALL=C sort >"$file"
 }
@@ -245,6 +261,7 @@ mode_name() {
 	case $1 in
 	A) echo baseline ;;
 	B) echo depwatch ;;
+	S) echo depwatch-syscalls ;;
 	C) echo bpftrace ;;
 	esac
 }
@@ -253,8 +270,8 @@ mode_name() {
 arm_start() {
 	ids=""
 	case $1 in
-	B)
-		daemon_start
+	B | S)
+		daemon_start "$([ "$1" = B ] && echo sock || echo syscalls)"
 		ids=$(prog_ids_of "$daemon_pid")
 		;;
 	C)
@@ -337,6 +354,7 @@ preflight() {
 	SOURCE_ID=$(source_id)
 	: >"$work/runs.tsv"
 	: >"$work/stats.tsv"
+	: >"$work/dd.tsv"
 	: >"$work/decide.json"
 	: >"$work/decide-fast.json"
 	: >"$work/scale.json"
@@ -352,6 +370,8 @@ command_line() {
 	done
 	[ "$PIN" = 1 ] || env+="PIN=$PIN "
 	[ "$PEER" = 1 ] || env+="PEER=$PEER "
+	[ "$SYSCALLS" = 1 ] || env+="SYSCALLS=$SYSCALLS "
+	[ "$DD" = 1 ] || env+="DD=$DD "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
 	[ -z "${SCALE_CASES:-}" ] || env+="SCALE_CASES=$SCALE_CASES "
 	if [ -n "${MAKELEVEL:-}" ]; then
@@ -386,9 +406,11 @@ machine() {
 pingpong_phase() {
 	local cfg size threads pair mode modes=(A B)
 
+	[ "$SYSCALLS" = 1 ] && modes+=(S)
 	[ "$PEER" = 1 ] && modes+=(C)
 	echo "bench: $PAIRS interleaved rounds (${modes[*]}) x ${#CONFIGS[@]} configs, ${RUN_SECONDS}s" \
-		"per run (+${WARMUP_MS}ms warm-up), PIN=$PIN; A = baseline, B = depwatch, C = bpftrace peer" >&2
+		"per run (+${WARMUP_MS}ms warm-up), PIN=$PIN; A = baseline, B = depwatch (sock)," \
+		"S = depwatch (syscalls), C = bpftrace peer" >&2
 	for cfg in "${CONFIGS[@]}"; do
 		read -r size threads <<<"$cfg"
 		for ((pair = 1; pair <= PAIRS; pair++)); do
@@ -398,6 +420,33 @@ pingpong_phase() {
 		done
 		for mode in "${modes[@]:1}"; do
 			stats_run "$size" "$threads" "$mode"
+		done
+	done
+}
+
+# What each backend costs I/O that is not on a socket: the syscalls backend's
+# entry and exit programs run on every read and write of every process.
+# Appends "pair mode foreign seconds" to dd.tsv.
+dd_phase() {
+	local pair mode modes=(A B) ids t0 t1 f0 f1
+
+	[ "$DD" = 1 ] || return 0
+	[ "$SYSCALLS" = 1 ] && modes+=(S)
+	echo "bench: dd bs=64 count=$DD_COUNT /dev/zero -> /dev/null, $PAIRS interleaved rounds (${modes[*]})" >&2
+	for ((pair = 1; pair <= PAIRS; pair++)); do
+		for mode in "${modes[@]}"; do
+			wait_quiet
+			f0=$quiet
+			arm_start "$mode"
+			t0=$(date +%s.%N)
+			dd if=/dev/zero of=/dev/null bs=64 count="$DD_COUNT" status=none
+			t1=$(date +%s.%N)
+			# shellcheck disable=SC2086
+			f1=$(foreign_dw_progs $ids)
+			arm_stop
+			t1=$(echo "$t1 - $t0" | bc -l)
+			echo "  dd pair=$pair $(mode_name "$mode"): ${t1} s" >&2
+			echo "$pair $mode $((f0 > f1 ? f0 : f1)) $t1" >>"$work/dd.tsv"
 		done
 	done
 }
@@ -438,10 +487,11 @@ main() {
 	export LOAD_BEFORE
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	pingpong_phase
+	dd_phase
 	decide_phase
 	scale_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
-		BUILD_ID ATTACHED PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK
+		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK
 	LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 	ELAPSED=$(($(date +%s) - start))
 	CMDLINE=$(command_line)
@@ -451,7 +501,7 @@ main() {
 	BPFTRACE_VERSION=$([ "$PEER" = 1 ] && "$BPFTRACE" --version 2>/dev/null || echo "not run")
 	QUIET_WAITED=$(((QUIET_BUDGET * 4 - quiet_left) / 4))
 	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
-		"$work/scale.json" "$work/decide-fast.json" >"$work/report.md"
+		"$work/scale.json" "$work/decide-fast.json" "$work/dd.tsv" >"$work/report.md"
 	cp "$work/report.md" "$RESULTS"
 	cat "$work/report.md"
 	echo "bench: wrote $RESULTS (${ELAPSED}s, ${QUIET_WAITED}s of it" \
