@@ -230,7 +230,8 @@ static int read_dests(struct dw_collector *c, struct dw_bpf *b)
 {
 	struct dw_dest_stats *per_cpu = calloc((size_t)BATCH_SLOTS * b->ncpus, sizeof(*per_cpu));
 	struct dw_dest_detail *detail = malloc(sizeof(*detail));
-	__u32 keys[BATCH_SLOTS], last = 0;
+	/* zeroed: valgrind cannot see the kernel write them (BPF_MAP_LOOKUP_BATCH) */
+	__u32 keys[BATCH_SLOTS] = { 0 }, last = 0;
 	unsigned n = dw_bpf_slots_used(b);
 	int err = 0;
 
