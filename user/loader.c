@@ -855,13 +855,16 @@ int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
 	len = ((size_t)rows * sizeof(struct dw_dest_detail) + page - 1) / page * page;
 	if (len > max_len)
 		len = max_len;
+	/* the old mapping goes first: both at once would count twice in the peak RSS */
+	if (b->details)
+		munmap((void *)b->details, b->details_len);
+	b->details = NULL;
+	b->details_rows = 0;
 	p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(b->skel->maps.dest_details), 0);
 	if (p == MAP_FAILED) {
 		dw_err("cannot map dest_details: %s", strerror(errno));
 		return -errno;
 	}
-	if (b->details)
-		munmap((void *)b->details, b->details_len);
 	b->details = p;
 	b->details_len = len;
 	b->details_rows = len / sizeof(struct dw_dest_detail);
