@@ -35,7 +35,9 @@
 # a short smoke run, written to $OUT/bench-quick.md instead). Needs root.
 # Knobs (environment): PAIRS (default 7), RUN_SECONDS (default 3), WARMUP_MS
 # (default 300), PIN (default 1), QUIET_WAIT (default 5), QUIET_BUDGET
-# (default 90), PEER (default 1; 0: no bpftrace arm), SYSCALLS (default 1; 0:
+# (default 90), SIZES (default "1 4096": the ping-pong message sizes, each
+# with 1 and 2 threads), RESULTS (where the report goes), PEER (default 1;
+# 0: no bpftrace arm), SYSCALLS (default 1; 0:
 # no syscalls-backend arm), DD (default 1; 0: no dd arm), DECIDE_TRIALS (default
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
 # 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py),
@@ -69,7 +71,11 @@ DD_COUNT=4194304
 ATTACHED_sock="not run"
 ATTACHED_syscalls="not run"
 SCALE=${SCALE:-1}
-CONFIGS=("1 1" "1 2" "4096 1" "4096 2")	# "size threads"
+SIZES=${SIZES:-1 4096}
+CONFIGS=()	# "size threads"
+for size in $SIZES; do
+	CONFIGS+=("$size 1" "$size 2")
+done
 PIN_DIR=/sys/fs/bpf/dwbench
 RUN_DIR=/tmp/dwbench
 PINGPONG=$OUT/pingpong
@@ -77,8 +83,9 @@ DEPWATCH=$OUT/depwatch
 BPFTOOL=${BPFTOOL:-$(command -v bpftool || echo /usr/sbin/bpftool)}
 BPFTRACE=${BPFTRACE:-$(command -v bpftrace || echo /usr/bin/bpftrace)}
 PEER_BT=bench/peer.bt
-RESULTS=bench/RESULTS.md
-[ "$BENCH_QUICK" != 1 ] || RESULTS=$OUT/bench-quick.md
+RESULTS_DEFAULT=bench/RESULTS.md
+[ "$BENCH_QUICK" != 1 ] || RESULTS_DEFAULT=$OUT/bench-quick.md
+RESULTS=${RESULTS:-$RESULTS_DEFAULT}
 
 work=$(mktemp -d /tmp/dwbench-run.XXXXXX)
 daemon_pid=""
@@ -371,6 +378,8 @@ command_line() {
 	[ "$PIN" = 1 ] || env+="PIN=$PIN "
 	[ "$PEER" = 1 ] || env+="PEER=$PEER "
 	[ "$SYSCALLS" = 1 ] || env+="SYSCALLS=$SYSCALLS "
+	[ "$SIZES" = "1 4096" ] || env+="SIZES=\"$SIZES\" "
+	[ "$RESULTS" = "$RESULTS_DEFAULT" ] || env+="RESULTS=$RESULTS "
 	[ "$DD" = 1 ] || env+="DD=$DD "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
 	[ -z "${SCALE_CASES:-}" ] || env+="SCALE_CASES=$SCALE_CASES "
