@@ -750,8 +750,7 @@ static void service_families(struct dw_buf *o, const struct dw_deps *deps)
 {
 	const struct dw_services *s = &deps->svcs;
 
-	if (!s->n)
-		return;
+	/* the families are declared without services too: rules can refer to them */
 	family(o, "depwatch_service_requests_total", "counter",
 	       "Inbound requests to the service that ended, answered or failed.");
 	for (unsigned i = 0; i < s->n; i++) {
