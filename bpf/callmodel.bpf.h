@@ -447,8 +447,10 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 /* The sending thread's inbound request, if it holds one: the call waits on its behalf. */
 static __always_inline void caller_note(struct dw_conn *conn, __u32 tid)
 {
-	struct dw_thread_req *req = bpf_map_lookup_elem(&threads, &tid);
+	struct dw_thread_req *req = 0;
 
+	if (*(volatile __u32 *)&dw_services_on)
+		req = bpf_map_lookup_elem(&threads, &tid);
 	if (req && req->active) {
 		conn->caller_netns = req->netns;
 		conn->caller_port = req->port;

@@ -144,6 +144,12 @@ struct {
 	__type(value, struct dw_thread_req);
 } threads SEC(".maps");
 
+/*
+ * Set by user space: 1 while the config has a [service]. Without one no
+ * thread holds a request, and an outbound call skips looking for its caller.
+ */
+__u32 dw_services_on;
+
 /* Per port, 1 if a configured [service] listens on it (any netns); written by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -256,6 +256,7 @@ static int service_ports_write(struct dw_deps *deps, struct dw_bpf *b)
 		}
 		*have ^= 1u << (port % 8);
 	}
+	b->skel->bss->dw_services_on = deps->cfg.nservices > 0;
 	return 0;
 }
 

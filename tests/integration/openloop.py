@@ -92,6 +92,7 @@ class OpenLoopClient:
         self.stopped = threading.Event()
         self.lock = threading.Lock()
         self.started = self.completed = self.failed = 0
+        self.call_failed = 0  # of the failed: the connection was up, the call itself failed
         self.log = []  # (start, end, ok) of every finished call, monotonic seconds
         self.thread = threading.Thread(target=self._arrivals, daemon=True)
 
@@ -129,6 +130,7 @@ class OpenLoopClient:
                 conn.close()
             with self.lock:
                 self.failed += 1
+                self.call_failed += conn is not None
                 self.log.append((start, time.monotonic(), False))
 
     def stop(self):
