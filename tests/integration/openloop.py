@@ -19,6 +19,16 @@ def loopback_listener(host="127.0.0.1", backlog=1024):
     return sock, sock.getsockname()[1]
 
 
+def accept_loop(sock, stopped, on_conn):
+    """Hands each accepted connection to on_conn until `stopped` or the socket closes."""
+    while not stopped.is_set():
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        on_conn(conn)
+
+
 def open_loop(rate, stopped, start_one):
     """Runs start_one() in a new thread `rate` times a second until `stopped`
     is set, whether or not earlier ones have finished."""
@@ -41,16 +51,12 @@ class SlowServer:
         self.stopped = threading.Event()
         self.rng = random.Random(42)
         self.conns = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=accept_loop, args=(self.sock, self.stopped, self._serve_new),
+                         daemon=True).start()
 
-    def _accept(self):
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def _serve_new(self, conn):
+        self.conns.append(conn)
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _pick_delay(self):
         if self.tail and self.rng.random() < self.tail[0]:

@@ -16,7 +16,7 @@ import unittest
 import urllib.request
 
 from harness import Daemon, DEPWATCH, dependency, free_port, write_config
-from openloop import OpenLoopClient, SlowServer, loopback_listener, open_loop
+from openloop import OpenLoopClient, SlowServer, accept_loop, loopback_listener, open_loop
 
 POOL = 40
 RATE = 20.0          # front-end requests per second
@@ -39,17 +39,10 @@ class FrontEnd:
         self.waiting = {name: 0 for name, _ in deps}
         self.exhausted_at = None   # time.time() when the last free worker was taken
         self.stopped = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=accept_loop, args=(self.sock, self.stopped, self.accepted.put),
+                         daemon=True).start()
         for _ in range(pool):
             threading.Thread(target=self._worker, daemon=True).start()
-
-    def _accept(self):
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.put(conn)
 
     def _call(self, conns, name, port):
         if name not in conns:
@@ -164,40 +157,33 @@ def service(status, name):
 
 
 class CascadeTest(unittest.TestCase):
-    def setUp(self):
-        self.cleanups = []
-
-    def tearDown(self):
-        for fn in reversed(self.cleanups):
-            fn()
-
     def start_daemon(self, conf_text, extra=()):
         conf = write_config(conf_text)
-        self.cleanups.append(lambda: os.unlink(conf))
+        self.addCleanup(lambda: os.unlink(conf))
         events = conf + ".events"
-        self.cleanups.append(lambda: os.path.exists(events) and os.unlink(events))
+        self.addCleanup(lambda: os.path.exists(events) and os.unlink(events))
         d = Daemon(extra_args=["-c", conf, "--events", events] + list(extra))
-        self.cleanups.append(d.cleanup)
+        self.addCleanup(d.cleanup)
         d.start()
         d.events = events
         return d
 
     def server(self, delay):
         s = SlowServer(delay)
-        self.cleanups.append(s.close)
+        self.addCleanup(s.close)
         return s
 
     def test_forecast_and_who_waits_on_whom(self):
         auth, payments = self.server(0.02), self.server(0.2)
         fe = FrontEnd(POOL, [("auth", auth.port), ("payments", payments.port)])
-        self.cleanups.append(fe.close)
+        self.addCleanup(fe.close)
         d = self.start_daemon(
             "[dependency auth]\nmatch = 127.0.0.1:%d\ntimeout = 1s\n\n"
             "[dependency payments]\nmatch = 127.0.0.1:%d\nslow_call = 500ms\ntimeout = 10s\n\n"
             "[service frontend]\nlisten = %d\npool = %d\ndeadline = 12s\npath = auth, payments\n"
             % (auth.port, payments.port, fe.port, POOL))
         load = Arrivals(fe.port, RATE)
-        self.cleanups.append(load.stop)
+        self.addCleanup(load.stop)
 
         time.sleep(HEALTHY_S)
         st = d.status()
@@ -271,7 +257,7 @@ class CascadeTest(unittest.TestCase):
         d = self.start_daemon("[dependency flaky]\nmatch = 127.0.0.1:%d\n" % dep.port,
                               extra=["--metrics", "127.0.0.1:%d" % metrics_port])
         client = RetryingClient(dep.port, rate=8, attempts=3, timeout=0.3)
-        self.cleanups.append(client.stop)
+        self.addCleanup(client.stop)
         time.sleep(12)
         st = d.status()
         with client.lock:
@@ -300,7 +286,7 @@ class CascadeTest(unittest.TestCase):
             "[dependency slowish]\nmatch = 127.0.0.1:%d\ntimeout = 50ms\n\n"
             "[service edge]\nlisten = 1\ndeadline = 100ms\npath = slowish\n" % slow.port)
         client = OpenLoopClient("127.0.0.1", slow.port, 20).start()
-        self.cleanups.append(client.stop)
+        self.addCleanup(client.stop)
         deadline = time.monotonic() + 10
         events = []
         while not events and time.monotonic() < deadline:
@@ -318,7 +304,7 @@ class CascadeTest(unittest.TestCase):
                 "[service shop]\nlisten = 8080\ndeadline = 2s\npath = auth, payments\n")
         for auth_timeout, ok in (("1200ms", True), ("1500ms", False)):
             conf = write_config(text % auth_timeout)
-            self.cleanups.append(lambda conf=conf: os.unlink(conf))
+            self.addCleanup(lambda conf=conf: os.unlink(conf))
             r = subprocess.run([DEPWATCH, "check", "-c", conf], capture_output=True, text=True)
             if ok:
                 self.assertEqual(r.returncode, 0, r.stderr)
