@@ -98,22 +98,31 @@ die() {
 	exit 1
 }
 
-# Stops the daemon: SIGTERM, up to 5 s for a clean exit, then SIGKILL.
-daemon_stop() {
-	local pid=$daemon_pid i rc=0
+# Stops a child: signal $2, up to $3 tenths of a second for it to exit, then
+# SIGKILL. $4 names it in messages. Returns its exit status (0 if unknown).
+stop_child() {
+	local pid=$1 sig=$2 tenths=$3 name=$4 i rc=0
 
-	[ -n "$pid" ] || return 0
-	daemon_pid=""
-	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < 50; i++)); do
+	kill -"$sig" "$pid" 2>/dev/null || true
+	for ((i = 0; i < tenths; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null; then
-		echo "bench: depwatch (pid $pid) ignored SIGTERM for 5 s; killing it" >&2
+		echo "bench: $name (pid $pid) ignored SIG$sig for $((tenths / 10)) s; killing it" >&2
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	wait "$pid" 2>/dev/null || rc=$?
+	return "$rc"
+}
+
+# Stops the daemon: SIGTERM, up to 5 s for a clean exit, then SIGKILL.
+daemon_stop() {
+	local pid=$daemon_pid rc=0
+
+	[ -n "$pid" ] || return 0
+	daemon_pid=""
+	stop_child "$pid" TERM 50 depwatch || rc=$?
 	[ "$rc" -eq 0 ] || echo "bench: depwatch exited with status $rc" >&2
 	return 0
 }
@@ -125,20 +134,11 @@ stats_restore() {
 
 # Stops the bpftrace peer: SIGINT (it prints its maps and detaches), up to 10 s, then SIGKILL.
 peer_stop() {
-	local pid=$peer_pid i
+	local pid=$peer_pid
 
 	[ -n "$pid" ] || return 0
 	peer_pid=""
-	kill -INT "$pid" 2>/dev/null || true
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "bench: bpftrace (pid $pid) ignored SIGINT for 10 s; killing it" >&2
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	wait "$pid" 2>/dev/null || true
+	stop_child "$pid" INT 100 bpftrace || true
 	return 0
 }
 
