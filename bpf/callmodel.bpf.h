@@ -365,6 +365,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 	conn->call_start_ns = 0;
 	conn->connect_start_ns = 0;
 	conn->established = 0;
+	conn->process_noted = 0;
 	conn->caller_netns = 0;
 	conn->caller_port = 0;
 	return conn;
@@ -525,16 +526,24 @@ static __always_inline void thread_hold(const struct sock *sk, struct dw_conn *c
 		bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY);
 }
 
-/* The row's process: who answers on this port. */
+/*
+ * The row's process, who answers on this port: noted at a connection's
+ * first request (the accept runs in softirq, where no process is current),
+ * once per connection like an outbound connection's at connect.
+ */
 static __always_inline void row_process(struct dw_conn *conn, __u32 tgid)
 {
-	struct dw_dest_stats *st = stats_of(conn);
+	struct dw_dest_stats *st;
 
-	if (st && st->last_pid != tgid) {
-		st->last_conn_ns = bpf_ktime_get_ns();
-		st->last_pid = tgid;
-		bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
-	}
+	if (conn->process_noted)
+		return;
+	conn->process_noted = 1;
+	st = stats_of(conn);
+	if (!st)
+		return;
+	st->last_conn_ns = bpf_ktime_get_ns();
+	st->last_pid = tgid;
+	bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
 }
 
 static __always_inline void thread_release(const struct sock *sk)

@@ -210,7 +210,8 @@ struct dw_conn {
 	__u32 dep_id;			/* configured dependency, 0 for none */
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
-	__u8 pad[2];
+	__u8 process_noted;		/* inbound: its first request's process went to the row */
+	__u8 pad;
 	/*
 	 * Outbound: the inbound row (netns, listening port) whose request the
 	 * sending thread held when the outstanding call started; 0 for none.

@@ -92,6 +92,7 @@ static void format_json(struct dw_buf *b, const struct dw_alert *a)
 }
 
 
+/* Sends one event's syslog line and, with --events, its JSON line; frees both. */
 static void emit(int severity, struct dw_buf *line, struct dw_buf *json)
 {
 	if (!line->oom) {
@@ -102,6 +103,8 @@ static void emit(int severity, struct dw_buf *line, struct dw_buf *json)
 		fwrite(json->data, 1, json->len, events_out);
 		fflush(events_out);
 	}
+	dw_buf_free(line);
+	dw_buf_free(json);
 }
 
 /* service=frontend warning=forecast level=warning pool=200 inflight=143 rising=40/s exhausted_in=1.4s ... */
@@ -161,8 +164,6 @@ void dw_alert_emit(const struct dw_alert *a)
 	if (events_out)
 		format_json(&json, a);
 	emit(a->severity, &line, &json);
-	dw_buf_free(&line);
-	dw_buf_free(&json);
 }
 
 void dw_alert_service(const struct dw_service_alert *a)
@@ -173,8 +174,6 @@ void dw_alert_service(const struct dw_service_alert *a)
 	if (events_out)
 		format_service_json(&json, a);
 	emit(a->severity, &line, &json);
-	dw_buf_free(&line);
-	dw_buf_free(&json);
 }
 
 void dw_alert_note(int severity, const char *fmt, ...)

@@ -393,6 +393,12 @@ static void mark_of(const struct dw_dest *d, uint64_t mark[4])
 	mark[3] = d->sum.connects_ok;
 }
 
+/* Rows whose histograms feed a dependency's; inbound rows (services) have no histogram family. */
+static bool counted(const struct dw_dest *d)
+{
+	return d->used && d->key.family != DW_FAMILY_INBOUND;
+}
+
 static int track(const struct dw_collector *c)
 {
 	bool absent = false;
@@ -409,7 +415,7 @@ static int track(const struct dw_collector *c)
 		m.tab[i].present = false;
 	/* first every row gets its place, so no pointer below moves with a rebuild */
 	for (size_t i = 0; i < c->cap; i++)
-		if (c->dests[i].used && !mdest_get(&c->dests[i].key))
+		if (counted(&c->dests[i]) && !mdest_get(&c->dests[i].key))
 			return -ENOMEM;
 	for (size_t i = 0; i < c->cap; i++) {
 		const struct dw_dest *d = &c->dests[i];
@@ -417,7 +423,7 @@ static int track(const struct dw_collector *c)
 		uint64_t mark[4];
 
 		m.of_slot[i] = NULL;
-		if (!d->used)
+		if (!counted(d))
 			continue;
 		md = slot_for(m.tab, m.cap, &d->key);
 		md->present = true;
@@ -434,7 +440,7 @@ static int track(const struct dw_collector *c)
 	/* The collector forgot a destination: should it come back, it starts from zero here too. */
 	if (absent && !rebuild(m.cap, true)) {
 		for (size_t i = 0; i < c->cap; i++)
-			if (c->dests[i].used)
+			if (counted(&c->dests[i]))
 				m.of_slot[i] = slot_for(m.tab, m.cap, &c->dests[i].key);
 	}
 	return 0;
