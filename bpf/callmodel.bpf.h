@@ -47,19 +47,23 @@
 
 static const struct dw_dest_key overflow_key;
 
-static __always_inline void global_count(int field)
+enum dw_global { G_DEST_MAP_FULL, G_HIST_MAP_FULL, G_CONN_STORAGE_FAIL, G_PENDING_TABLE_FULL };
+
+static __always_inline void global_count(enum dw_global field)
 {
 	__u32 zero = 0;
 	struct dw_global_stats *g = bpf_map_lookup_elem(&globals, &zero);
 
 	if (!g)
 		return;
-	if (field == 0)
+	if (field == G_DEST_MAP_FULL)
 		g->dest_map_full++;
-	else if (field == 1)
+	else if (field == G_HIST_MAP_FULL)
 		g->hist_map_full++;
-	else
+	else if (field == G_CONN_STORAGE_FAIL)
 		g->conn_storage_fail++;
+	else
+		g->pending_table_full++;
 }
 
 static __always_inline struct dw_conn *conn_of(const struct sock *sk)
@@ -87,11 +91,60 @@ static __always_inline struct dw_conn *conn_create(const struct sock *sk)
 	return bpf_map_lookup_elem(&conns_sk, &key);
 }
 
-/* At TCP_CLOSE: socket storage stays with the socket, the syscalls backend's entry goes. */
+/* The connection's pending-table entry, or 0 if it got none. */
+static __always_inline struct dw_pending_entry *pend_of(const struct dw_conn *conn)
+{
+	__u32 idx = conn->pend - 1;
+
+	if (!conn->pend)
+		return 0;
+	return bpf_map_lookup_elem(&pending, &idx);
+}
+
+/* A free entry of the pending table, + 1; 0 when none is left (counted). */
+static __always_inline __u32 pend_take(void)
+{
+	__u32 idx;
+
+	if (!bpf_map_pop_elem(&pending_free, &idx))
+		return idx + 1;
+	/* checked before taking one, so the counter stops near the limit (no wrap) */
+	idx = *(volatile __u32 *)&dw_pend_taken;
+	if (idx < dw_max_pend)
+		idx = __sync_fetch_and_add(&dw_pend_taken, 1);
+	if (idx >= dw_max_pend) {
+		global_count(G_PENDING_TABLE_FULL);
+		return 0;
+	}
+	return idx + 1;
+}
+
+/* Gives the entry back: the connection is gone (TCP_CLOSE). */
+static __always_inline void pend_give_back(struct dw_conn *conn)
+{
+	struct dw_pending_entry *e = pend_of(conn);
+	__u32 idx = conn->pend - 1;
+
+	if (!e)
+		return;
+	conn->pend = 0;
+	e->call_start_ns = 0;
+	e->connect_start_ns = 0;
+	bpf_map_push_elem(&pending_free, &idx, 0);
+}
+
+/*
+ * At TCP_CLOSE, which every TCP socket passes before it is freed: the
+ * pending entry goes back; socket storage stays with the socket, the
+ * syscalls backend's entry goes.
+ */
 static __always_inline void conn_forget(const struct sock *sk)
 {
 	__u64 key = (__u64)(unsigned long)sk;
+	struct dw_conn *conn = conn_of(sk);
 
+	if (conn)
+		pend_give_back(conn);
 	if (dw_backend == DW_BACKEND_SYSCALLS)
 		bpf_map_delete_elem(&conns_sk, &key);
 }
@@ -125,40 +178,6 @@ static __always_inline void dest_of(const struct sock *sk, struct dw_dest_key *d
 	}
 }
 
-/*
- * The destination's slot, taken on first sight. With none left (or the
- * dest_slots map full) it goes to the overflow row, dest becomes the
- * overflow key, counted. Two CPUs racing for a new destination both take a
- * number; the loser's insert fails and it uses the winner's slot, leaving
- * its own unused (all zero, user space skips it).
- */
-static __always_inline __u32 dest_claim(struct dw_dest_key *dest)
-{
-	struct dw_dest_detail *detail;
-	__u32 *have, slot;
-
-	have = bpf_map_lookup_elem(&dest_slots, dest);
-	if (have)
-		return *have;
-	/* checked before taking one, so the counter stops at the limit (no wrap) */
-	slot = *(volatile __u32 *)&dw_slots_taken + 1;
-	if (slot < dw_max_slots)
-		slot = __sync_fetch_and_add(&dw_slots_taken, 1) + 1;
-	if (slot >= dw_max_slots || bpf_map_update_elem(&dest_slots, dest, &slot, BPF_NOEXIST)) {
-		have = bpf_map_lookup_elem(&dest_slots, dest);
-		if (have)
-			return *have;
-		global_count(0);
-		__builtin_memcpy(dest, (const void *)&overflow_key, sizeof(*dest));
-		return DW_SLOT_OVERFLOW;
-	}
-	/* after the insert: a slot whose dest is set is never a race's loser */
-	detail = bpf_map_lookup_elem(&dest_details, &slot);
-	if (detail)
-		detail->dest = *dest;
-	return slot;
-}
-
 static __always_inline struct dw_dest_stats *stats_of(struct dw_conn *conn)
 {
 	__u32 slot = conn->slot;
@@ -172,7 +191,7 @@ static __always_inline struct dw_dest_detail *detail_of(struct dw_conn *conn)
 	struct dw_dest_detail *detail = bpf_map_lookup_elem(&dest_details, &slot);
 
 	if (!detail)
-		global_count(1);
+		global_count(G_HIST_MAP_FULL);
 	return detail;
 }
 
@@ -220,9 +239,18 @@ static __always_inline struct dw_slice *slice_of(struct dw_dest_detail *detail, 
 
 enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED };
 
+/* The configured dependency of the connection's destination, 0 for none. */
+static __always_inline __u32 dep_id_of(const struct dw_conn *conn)
+{
+	__u32 slot = conn->slot;
+	struct dw_slot_cfg *cfg = bpf_map_lookup_elem(&slot_cfg, &slot);
+
+	return cfg ? cfg->dep_id : 0;
+}
+
 static __always_inline __u64 slow_call_of(struct dw_conn *conn)
 {
-	__u32 dep_id = conn->dep_id;
+	__u32 dep_id = dep_id_of(conn);
 	struct dw_dep_cfg *cfg = bpf_map_lookup_elem(&dep_cfg, &dep_id);
 
 	return cfg ? cfg->slow_call_ns : 0;
@@ -243,15 +271,23 @@ static __always_inline int slice_end(struct dw_dest_detail *detail, __u64 start_
 	return slice_count(&sl->failed, slice);
 }
 
-/* Releases the outstanding call; returns its start, or 0 if someone else ended it. */
+/*
+ * Releases the outstanding call; returns its start, or 0 if someone else
+ * ended it. The pending entry is cleared only if it still shows this call:
+ * a racing send may have published the next one already.
+ */
 static __always_inline __u64 call_release(struct dw_conn *conn)
 {
 	__u64 start = conn->call_start_ns;
+	struct dw_pending_entry *e;
 
 	if (!start)
 		return 0;
 	if (__sync_val_compare_and_swap(&conn->call_start_ns, start, 0) != start)
 		return 0;
+	e = pend_of(conn);
+	if (e)
+		__sync_val_compare_and_swap(&e->call_start_ns, start, 0);
 	return start;
 }
 
@@ -338,6 +374,57 @@ static __always_inline __u16 is_service_port(__u32 port)
 	return svc && *svc;
 }
 
+/* What the per-call path needs of a new slot's configuration; user space rewrites it at reloads. */
+static __always_inline void slot_cfg_fill(__u32 slot, const struct dw_dest_key *dest)
+{
+	struct dw_slot_cfg *cfg = bpf_map_lookup_elem(&slot_cfg, &slot);
+
+	if (!cfg)
+		return;
+	if (dest->family == DW_FAMILY_INBOUND) {
+		cfg->dep_id = 0;
+		cfg->service = is_service_port(dest->port);
+		return;
+	}
+	cfg->dep_id = dep_of(dest);
+	cfg->service = 0;
+}
+
+/*
+ * The destination's slot, taken on first sight. With none left (or the
+ * dest_slots map full) it goes to the overflow row, dest becomes the
+ * overflow key, counted. Two CPUs racing for a new destination both take a
+ * number; the loser's insert fails and it uses the winner's slot, leaving
+ * its own unused (all zero, user space skips it).
+ */
+static __always_inline __u32 dest_claim(struct dw_dest_key *dest)
+{
+	struct dw_dest_detail *detail;
+	__u32 *have, slot;
+
+	have = bpf_map_lookup_elem(&dest_slots, dest);
+	if (have)
+		return *have;
+	/* checked before taking one, so the counter stops at the limit (no wrap) */
+	slot = *(volatile __u32 *)&dw_slots_taken + 1;
+	if (slot < dw_max_slots)
+		slot = __sync_fetch_and_add(&dw_slots_taken, 1) + 1;
+	if (slot >= dw_max_slots || bpf_map_update_elem(&dest_slots, dest, &slot, BPF_NOEXIST)) {
+		have = bpf_map_lookup_elem(&dest_slots, dest);
+		if (have)
+			return *have;
+		global_count(G_DEST_MAP_FULL);
+		__builtin_memcpy(dest, (const void *)&overflow_key, sizeof(*dest));
+		return DW_SLOT_OVERFLOW;
+	}
+	slot_cfg_fill(slot, dest);
+	/* after the insert: a slot whose dest is set is never a race's loser */
+	detail = bpf_map_lookup_elem(&dest_details, &slot);
+	if (detail)
+		detail->dest = *dest;
+	return slot;
+}
+
 /*
  * Connection level: marks sk outbound, towards its current peer, or
  * inbound, on its listening port's row.
@@ -346,33 +433,37 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 {
 	struct dw_conn *conn;
 
+	struct dw_pending_entry *e;
+
 	conn = conn_create(sk);
 	if (!conn) {
-		global_count(2);
+		global_count(G_CONN_STORAGE_FAIL);
 		return 0;
 	}
-	conn->service = 0;
-	if (role == DW_ROLE_INBOUND) {
+	if (role == DW_ROLE_INBOUND)
 		inbound_row_of(sk, &conn->dest);
-		conn->dep_id = 0;
-		conn->service = is_service_port(conn->dest.port);
-	} else {
+	else
 		dest_of(sk, &conn->dest);
-		conn->dep_id = dep_of(&conn->dest);
-	}
 	conn->slot = dest_claim(&conn->dest);
 	conn->role = role;
 	conn->call_start_ns = 0;
 	conn->connect_start_ns = 0;
 	conn->established = 0;
 	conn->process_noted = 0;
-	conn->caller_netns = 0;
-	conn->caller_port = 0;
+	if (!conn->pend)
+		conn->pend = pend_take();
+	e = pend_of(conn);
+	if (e) {
+		e->call_start_ns = 0;
+		e->connect_start_ns = 0;
+		e->slot = conn->slot;
+	}
 	return conn;
 }
 
 static __always_inline void dw_on_connect_start(const struct sock *sk)
 {
+	struct dw_pending_entry *e;
 	struct dw_conn *conn;
 	struct dw_dest_stats *st;
 
@@ -382,6 +473,9 @@ static __always_inline void dw_on_connect_start(const struct sock *sk)
 	if (!conn)
 		return;
 	conn->connect_start_ns = bpf_ktime_get_ns();
+	e = pend_of(conn);
+	if (e)
+		e->connect_start_ns = conn->connect_start_ns;
 	st = stats_of(conn);
 	if (!st)
 		return;
@@ -395,6 +489,7 @@ static __always_inline void dw_on_connect_start(const struct sock *sk)
 static __always_inline void dw_on_connect_end(const struct sock *sk, int established)
 {
 	struct dw_conn *conn = conn_of(sk);
+	struct dw_pending_entry *e;
 	struct dw_dest_detail *detail;
 	struct dw_dest_stats *st;
 	__u64 start, dur;
@@ -404,6 +499,9 @@ static __always_inline void dw_on_connect_end(const struct sock *sk, int establi
 		return;
 	start = conn->connect_start_ns;
 	conn->connect_start_ns = 0;
+	e = pend_of(conn);
+	if (e)
+		e->connect_start_ns = 0;
 	st = stats_of(conn);
 	if (!st)
 		return;
@@ -427,14 +525,25 @@ static __always_inline void dw_on_connect_end(const struct sock *sk, int establi
 		st->connect_other++;
 }
 
-/* Claims the connection's call slot for a call starting now; its counters, or 0. */
-static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __u64 now)
+/*
+ * Claims the connection's call slot for a call starting now, on behalf of
+ * the inbound row caller (0 for none); its counters, or 0.
+ */
+static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __u64 now,
+							 const struct dw_thread_req *caller)
 {
+	struct dw_pending_entry *e;
 	struct dw_dest_detail *detail;
 	struct dw_dest_stats *st;
 
 	if (__sync_val_compare_and_swap(&conn->call_start_ns, 0, now) != 0)
 		return 0;
+	e = pend_of(conn);
+	if (e) {
+		e->caller_netns = caller ? caller->netns : 0;
+		e->caller_port = caller ? caller->port : 0;
+		e->call_start_ns = now;
+	}
 	detail = detail_of(conn);
 	if (detail)
 		slice_count(&slice_of(detail, now)->started, now >> DW_SLICE_SHIFT);
@@ -446,19 +555,14 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 }
 
 /* The sending thread's inbound request, if it holds one: the call waits on its behalf. */
-static __always_inline void caller_note(struct dw_conn *conn, __u32 tid)
+static __always_inline const struct dw_thread_req *caller_of(__u32 tid)
 {
-	struct dw_thread_req *req = 0;
+	struct dw_thread_req *req;
 
-	if (*(volatile __u32 *)&dw_services_on)
-		req = bpf_map_lookup_elem(&threads, &tid);
-	if (req && req->active) {
-		conn->caller_netns = req->netns;
-		conn->caller_port = req->port;
-		return;
-	}
-	conn->caller_netns = 0;
-	conn->caller_port = 0;
+	if (!*(volatile __u32 *)&dw_services_on)
+		return 0;
+	req = bpf_map_lookup_elem(&threads, &tid);
+	return req && req->active ? req : 0;
 }
 
 static __always_inline void abandon_key_of(struct dw_conn *conn, __u32 tgid,
@@ -466,8 +570,8 @@ static __always_inline void abandon_key_of(struct dw_conn *conn, __u32 tgid,
 {
 	__builtin_memset(key, 0, sizeof(*key));
 	key->tgid = tgid;
-	key->dep_id = conn->dep_id;
-	if (!conn->dep_id)
+	key->dep_id = dep_id_of(conn);
+	if (!key->dep_id)
 		__builtin_memcpy(&key->dest, &conn->dest, sizeof(key->dest));
 }
 
@@ -475,7 +579,7 @@ static __always_inline void abandon_key_of(struct dw_conn *conn, __u32 tgid,
 static __always_inline void retry_check(struct dw_conn *conn, struct dw_dest_stats *st,
 					__u32 tgid, __u64 now)
 {
-	__u32 dep_id = conn->dep_id;
+	__u32 dep_id = dep_id_of(conn);
 	__u64 *newest = bpf_map_lookup_elem(&dep_abandoned, &dep_id);
 	struct dw_abandon_key key;
 	__u64 *at;
@@ -496,12 +600,11 @@ static __always_inline void call_abandon(struct dw_conn *conn)
 	__u64 now = bpf_ktime_get_ns();
 	struct dw_abandon_key key;
 	struct dw_dest_stats *st;
-	__u32 dep_id = conn->dep_id;
 	__u64 *newest;
 
 	abandon_key_of(conn, bpf_get_current_pid_tgid() >> 32, &key);
 	bpf_map_update_elem(&abandons, &key, &now, BPF_ANY);
-	newest = bpf_map_lookup_elem(&dep_abandoned, &dep_id);
+	newest = bpf_map_lookup_elem(&dep_abandoned, &key.dep_id);
 	if (newest)
 		*newest = now;
 	st = stats_of(conn);
@@ -527,9 +630,10 @@ static __always_inline void thread_hold(const struct sock *sk, struct dw_conn *c
 }
 
 /*
- * The row's process, who answers on this port: noted at a connection's
- * first request (the accept runs in softirq, where no process is current),
- * once per connection like an outbound connection's at connect.
+ * The row's process, who answers on this port: noted once per connection
+ * (like an outbound connection's at connect), at its first answer, or at
+ * its first request where the receive is looked at anyway. Not at the
+ * accept: that runs in softirq, where no process is current.
  */
 static __always_inline void row_process(struct dw_conn *conn, __u32 tgid)
 {
@@ -546,6 +650,19 @@ static __always_inline void row_process(struct dw_conn *conn, __u32 tgid)
 	bpf_get_current_comm(st->last_comm, sizeof(st->last_comm));
 }
 
+/* The row is a configured [service]'s: its requests' threads are tracked. */
+static __always_inline int is_service_conn(const struct dw_conn *conn)
+{
+	__u32 slot = conn->slot;
+	struct dw_slot_cfg *cfg;
+
+	/* no lookup at all on hosts without a [service] */
+	if (!*(volatile __u32 *)&dw_services_on)
+		return 0;
+	cfg = bpf_map_lookup_elem(&slot_cfg, &slot);
+	return cfg && cfg->service;
+}
+
 static __always_inline void thread_release(const struct sock *sk)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -560,7 +677,9 @@ static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn
 {
 	if (conn->call_start_ns)
 		call_complete(conn);
-	if (conn->service)
+	if (!conn->process_noted)
+		row_process(conn, bpf_get_current_pid_tgid() >> 32);
+	if (is_service_conn(conn))
 		thread_release(sk);
 }
 
@@ -582,11 +701,10 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret)
 	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
 		return;
 	now = bpf_ktime_get_ns();
-	st = call_begin(conn, now);
+	id = bpf_get_current_pid_tgid();
+	st = call_begin(conn, now, caller_of((__u32)id));
 	if (!st)
 		return;
-	id = bpf_get_current_pid_tgid();
-	caller_note(conn, (__u32)id);
 	retry_check(conn, st, id >> 32, now);
 }
 
@@ -599,7 +717,7 @@ static __always_inline void dw_on_data(const struct sock *sk)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		if (!conn->call_start_ns)
-			call_begin(conn, bpf_ktime_get_ns());
+			call_begin(conn, bpf_ktime_get_ns(), 0);
 		return;
 	}
 	if (conn->call_start_ns)
@@ -623,9 +741,9 @@ static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *
 
 	if (ret > 0) {
 		if (!conn->call_start_ns)
-			call_begin(conn, bpf_ktime_get_ns());
+			call_begin(conn, bpf_ktime_get_ns(), 0);
 		id = bpf_get_current_pid_tgid();
-		if (conn->service)
+		if (is_service_conn(conn))
 			thread_hold(sk, conn, (__u32)id);
 		row_process(conn, id >> 32);
 		return;
@@ -635,11 +753,29 @@ static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *
 		call_fail(conn);
 }
 
+/*
+ * Whether a receive can tell anything the other hooks have not, decided
+ * before the socket's state is looked up (the lookup is most of the cost).
+ * With sk_data_ready traced, bytes reaching the socket already started or
+ * ended the call, so a successful receive only says which thread took a
+ * [service]'s request; a failed one that is no peer error (EAGAIN) says
+ * nothing. An end of file and peer errors go on (a reset or a timeout also
+ * changes the state, an ICMP error with IP_RECVERR does not).
+ */
+static __always_inline int recv_matters(int ret, int flags)
+{
+	if (flags & MSG_ERRQUEUE)
+		return 0;
+	if (ret > 0)
+		return !*(volatile __u32 *)&dw_data_ready_on || *(volatile __u32 *)&dw_services_on;
+	return ret == 0 || is_peer_error(-ret);
+}
+
 static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags)
 {
 	struct dw_conn *conn;
 
-	if (flags & MSG_ERRQUEUE)
+	if (!recv_matters(ret, flags))
 		return;
 	conn = conn_of(sk);
 	if (!conn)

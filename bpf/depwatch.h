@@ -203,27 +203,44 @@ enum dw_role {
 /* Socket-local state (SK_STORAGE): lives and dies with the socket. */
 struct dw_conn {
 	struct dw_dest_key dest;	/* its peer (the overflow key if no slot was left for it) */
-	__u32 slot;			/* its row in dest_stats and dest_details (DW_SLOT_OVERFLOW: none left) */
-	__u32 slot_pad;
+	__u32 slot;			/* its row in dest_stats, dest_details and slot_cfg (DW_SLOT_OVERFLOW: none left) */
+	__u32 pend;			/* its entry in the pending table + 1; 0: none (table full) */
 	__u64 call_start_ns;		/* 0: no call outstanding */
 	__u64 connect_start_ns;		/* 0: not connecting */
-	__u32 dep_id;			/* configured dependency, 0 for none */
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
 	__u8 process_noted;		/* inbound: its first request's process went to the row */
-	__u8 pad;
-	/*
-	 * Outbound: the inbound row (netns, listening port) whose request the
-	 * sending thread held when the outstanding call started; 0 for none.
-	 */
-	__u32 caller_netns;
+	__u8 pad[5];
+};
+
+/*
+ * Per destination slot (the slot_cfg map): what the per-call path needs to
+ * know of its row's configuration. Filled when the slot is taken and
+ * rewritten by user space at every reload, so that a reload reaches the
+ * connections already open without walking them.
+ */
+struct dw_slot_cfg {
+	__u32 dep_id;		/* configured dependency, 0 for none (and for inbound rows) */
+	__u16 service;		/* inbound row: a configured [service] listens on its port */
+	__u16 pad;
+};
+
+/*
+ * The pending table (mmapped by the daemon): one entry per tracked
+ * connection, taken when the connection is adopted and given back when it
+ * closes, so that user space finds every outstanding call and connect, in
+ * every network namespace, by reading an array instead of walking sockets.
+ * Connections beyond its size (--max-conns) are counted exactly all the
+ * same; only their outstanding calls are missing from the ages
+ * (kernel.pending_table_full).
+ */
+struct dw_pending_entry {
+	__u64 call_start_ns;	/* the connection's outstanding call, 0: none */
+	__u64 connect_start_ns;	/* its connect in progress, 0: none */
+	__u32 slot;		/* its destination's slot */
+	__u32 caller_netns;	/* outbound: the inbound row whose request the sending thread held, 0: none */
 	__u16 caller_port;
-	/*
-	 * Inbound: its listening port is a configured service's (service_ports),
-	 * so the threads that hold its requests are tracked; other listeners
-	 * get their requests counted without that cost.
-	 */
-	__u16 service;
+	__u16 pad[3];
 };
 
 /*
@@ -251,6 +268,7 @@ struct dw_global_stats {
 	__u64 hist_map_full;	/* completions not added to a histogram */
 	__u64 conn_storage_fail;	/* sockets that could not get socket-local storage */
 	__u64 thread_map_full;	/* syscalls backend: socket calls untraced, per-thread map full */
+	__u64 pending_table_full;	/* connections tracked without a pending-table entry */
 };
 
 /*
@@ -262,21 +280,6 @@ struct dw_global_stats {
  * cannot use socket storage).
  */
 enum dw_backend { DW_BACKEND_SOCK = 0, DW_BACKEND_SYSCALLS = 1 };
-
-/* What the oldest-outstanding scan (iterator) emits for each busy socket. */
-enum dw_pending_kind {
-	DW_PENDING_CALL = 1,
-	DW_PENDING_CONNECT = 2,
-};
-
-struct dw_pending {
-	struct dw_dest_key dest;
-	__u64 start_ns;
-	__u32 kind;		/* enum dw_pending_kind */
-	__u32 caller_netns;	/* a call: see dw_conn.caller_*; an inbound request: 0 */
-	__u16 caller_port;
-	__u16 pad[3];
-};
 
 /* floor(log2(v)) for v > 0, without loops (the verifier likes it). */
 static __always_inline __u32 dw_log2(__u64 v)

@@ -87,6 +87,39 @@ struct {
 	__type(value, struct dw_dest_detail);
 } dest_details SEC(".maps");
 
+/* Per destination slot: its dependency and service flag (struct dw_slot_cfg). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__type(key, __u32);
+	__type(value, struct dw_slot_cfg);
+} slot_cfg SEC(".maps");
+
+/*
+ * The pending table (struct dw_pending_entry), read in place by the daemon.
+ * Entries are handed out in order (dw_pend_taken) and, once given back at
+ * a close, reused from pending_free first: the part in use stays as small
+ * as the most connections open at once.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 262144);	/* set by user space (--max-conns) */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dw_pending_entry);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK);
+	__uint(max_entries, 262144);	/* set by user space (--max-conns) */
+	__type(value, __u32);
+} pending_free SEC(".maps");
+
+/* Set by user space before load: the entries of pending. */
+const volatile __u32 dw_max_pend = 262144;
+/* Entries handed out in order so far; user space reads it to bound its scan. */
+__u32 dw_pend_taken;
+
 /* slow_call per dependency; index 0 for destinations no match covers. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -149,6 +182,12 @@ struct {
  * thread holds a request, and an outbound call skips looking for its caller.
  */
 __u32 dw_services_on;
+
+/*
+ * Set by user space: 1 once dw_data_ready is attached, so that a successful
+ * receive has nothing left to tell unless a [service] is configured.
+ */
+__u32 dw_data_ready_on;
 
 /* Per port, 1 if a configured [service] listens on it (any netns); written by user space. */
 struct {

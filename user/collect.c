@@ -282,7 +282,7 @@ static void pending_push(struct dw_dest *d, uint64_t start_ns)
 }
 
 /* An outstanding call made on behalf of an inbound request: who waits on whom. */
-static void wait_add(struct dw_collector *c, const struct dw_pending *rec, struct dw_dest *callee)
+static void wait_add(struct dw_collector *c, const struct dw_pending_entry *rec, struct dw_dest *callee)
 {
 	struct dw_wait *w;
 
@@ -309,24 +309,25 @@ static void wait_add(struct dw_collector *c, const struct dw_pending *rec, struc
 						  .count = 1 };
 }
 
-static void on_pending(const struct dw_pending *rec, void *arg)
+static void on_pending(const struct dw_pending_entry *rec, const struct dw_dest_key *dest, void *arg)
 {
 	struct dw_collector *c = arg;
-	struct dw_dest *d = slot_for(c->dests, c->cap, &rec->dest);
+	struct dw_dest *d = slot_for(c->dests, c->cap, dest);
 
 	if (!d->used || (c->refreshing && !d->hot))
 		return;
-	/* waits are counted once per poll (a refresh re-reads only some destinations) */
-	if (rec->kind == DW_PENDING_CALL && rec->caller_port && !c->refreshing)
-		wait_add(c, rec, d);
-	if (rec->kind == DW_PENDING_CALL) {
-		pending_push(d, rec->start_ns);
-		if (!d->oldest_call_ns || rec->start_ns < d->oldest_call_ns)
-			d->oldest_call_ns = rec->start_ns;
-	} else if (rec->kind == DW_PENDING_CONNECT) {
+	if (rec->call_start_ns) {
+		/* waits are counted once per poll (a refresh re-reads only some destinations) */
+		if (rec->caller_port && !c->refreshing)
+			wait_add(c, rec, d);
+		pending_push(d, rec->call_start_ns);
+		if (!d->oldest_call_ns || rec->call_start_ns < d->oldest_call_ns)
+			d->oldest_call_ns = rec->call_start_ns;
+	}
+	if (rec->connect_start_ns) {
 		d->pending_connects++;
-		if (!d->oldest_connect_ns || rec->start_ns < d->oldest_connect_ns)
-			d->oldest_connect_ns = rec->start_ns;
+		if (!d->oldest_connect_ns || rec->connect_start_ns < d->oldest_connect_ns)
+			d->oldest_connect_ns = rec->connect_start_ns;
 	}
 }
 
@@ -357,9 +358,9 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
 
 	start_interval(c);
 	err = read_dests(c, b);
-	/* walking every socket's storage is the costly part: only when a call or connect is out */
+	/* reading the pending table is the costly part: only when a call or connect is out */
 	if (!err && c->busy)
-		err = dw_bpf_scan_pending(b, on_pending, c);
+		dw_bpf_scan_pending(b, on_pending, c);
 	if (!err)
 		err = dw_bpf_globals(b, &c->globals);
 	c->now_ns = dw_monotonic_ns();
@@ -388,7 +389,7 @@ int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b)
 			refresh_dest(c, b, d, per_cpu, detail);
 	}
 	c->refreshing = true;
-	err = dw_bpf_scan_pending(b, on_pending, c);
+	dw_bpf_scan_pending(b, on_pending, c);
 	c->refreshing = false;
 	c->now_ns = dw_monotonic_ns();
 	c->refreshes++;

@@ -302,6 +302,9 @@ static void report_kernel_trouble(struct daemon *d)
 	else if (now->conn_storage_fail != was->conn_storage_fail)
 		dw_warn("%llu sockets so far could not get socket-local storage (kernel out of memory) and are not tracked",
 			(unsigned long long)now->conn_storage_fail);
+	if (now->pending_table_full != was->pending_table_full)
+		dw_warn("pending table full (%u connections): %llu connections so far counted without the ages of their outstanding calls; raise --max-conns",
+			d->bpf.max_conns, (unsigned long long)now->pending_table_full);
 	if (now->thread_map_full != was->thread_map_full)
 		dw_warn("per-thread map full: %llu socket system calls so far not traced",
 			(unsigned long long)now->thread_map_full);

@@ -802,6 +802,21 @@ static void retire_missing(struct dw_deps *deps, const struct dw_config *cfg, st
 	}
 }
 
+/* A slot's configuration as the kernel would fill it from the new config (slot_cfg_fill). */
+static void slot_cfg_of(const struct dw_dest_key *dest, struct dw_slot_cfg *out, void *arg)
+{
+	const struct dw_deps *deps = arg;
+	int cfg_index;
+
+	if (dest->family == DW_FAMILY_INBOUND) {
+		out->service = is_service_port(&deps->cfg, dest->port);
+		return;
+	}
+	cfg_index = dw_config_lookup(&deps->cfg, dest->family, dest->addr, dest->port);
+	if (cfg_index >= 0)
+		out->dep_id = dep_id_of_config(deps, cfg_index);
+}
+
 int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collector *c,
 		   struct dw_bpf *b)
 {
@@ -834,6 +849,6 @@ int dw_deps_reload(struct dw_deps *deps, struct dw_config *cfg, struct dw_collec
 		c->dests[i].dep = -1;
 	err = dw_deps_to_kernel(deps, b);
 	if (!err)
-		err = dw_bpf_remap(b);
+		err = dw_bpf_remap(b, slot_cfg_of, deps);
 	return err;
 }

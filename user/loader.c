@@ -73,19 +73,16 @@ static const struct syscall_spec syscall_specs[] = {
 	{ "splice", "dw_sys_enter_splice", false },
 };
 
-/* Programs that belong to one backend only, besides prog_specs. */
-static const char *const sock_only[] = { "dw_dump_pending", "dw_remap" };
+/* Programs that belong to the syscalls backend only, besides prog_specs. */
 static const char *const syscalls_only[] = {
 	"dw_sys_enter_send", "dw_sys_enter_read", "dw_sys_enter_recv_flags3", "dw_sys_enter_recvmsg",
-	"dw_sys_enter_splice", "dw_sys_exit", "dw_dump_pending_sk", "dw_remap_sk",
+	"dw_sys_enter_splice", "dw_sys_exit",
 };
 
 /* Hooks outside the tables above, by the names the start line gives them. */
 #define HOOK_CONNECT4 "cgroup/connect4"
 #define HOOK_CONNECT6 "cgroup/connect6"
 #define HOOK_ADOPT "iter/tcp"
-#define HOOK_PENDING_SOCK "iter/bpf_sk_storage_map"
-#define HOOK_PENDING_SYSCALLS "iter/bpf_map_elem"
 
 struct other_hook {
 	const char *name;
@@ -97,8 +94,6 @@ static const struct other_hook other_hooks[] = {
 	{ HOOK_CONNECT4, "IPv4 connects are not refused while a breaker is open (breakers are still judged)" },
 	{ HOOK_CONNECT6, "IPv6 connects are not refused while a breaker is open (breakers are still judged)" },
 	{ HOOK_ADOPT, "connections open before the start are not watched, only new ones" },
-	{ HOOK_PENDING_SOCK, NULL },
-	{ HOOK_PENDING_SYSCALLS, NULL },
 };
 
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))
@@ -121,12 +116,6 @@ static const char *simulated(const struct dw_bpf *b, const char *hook)
 	return withheld(b, hook) ? " (simulated by --without)" : "";
 }
 
-/* The pending-call iterator of a backend: it is how the oldest outstanding call is found. */
-static const char *pending_hook(int backend)
-{
-	return backend == DW_BACKEND_SYSCALLS ? HOOK_PENDING_SYSCALLS : HOOK_PENDING_SOCK;
-}
-
 /* What is lost without hook on this backend; NULL if depwatch cannot run without it, or it is no hook of this backend (*known false). */
 static const char *hook_loss(int backend, const char *hook, bool *known)
 {
@@ -144,8 +133,7 @@ static const char *hook_loss(int backend, const char *hook, bool *known)
 			return buf;
 		}
 	for (size_t i = 0; i < NSPECS(other_hooks); i++)
-		if (!strcmp(hook, other_hooks[i].name) &&
-		    (!strncmp(hook, "cgroup/", 7) || !strcmp(hook, HOOK_ADOPT) || !strcmp(hook, pending_hook(backend))))
+		if (!strcmp(hook, other_hooks[i].name))
 			return other_hooks[i].without;
 	*known = false;
 	return NULL;
@@ -391,12 +379,6 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 		btf__free(vmlinux);
 		return err;
 	}
-	if (withheld(b, pending_hook(b->backend))) {
-		dw_err("depwatch cannot run without %s (simulated by --without): it is how the age of "
-		       "outstanding calls, and so a hanging dependency, is seen", pending_hook(b->backend));
-		btf__free(vmlinux);
-		return -ENOTSUP;
-	}
 	for (size_t i = 0; i < sizeof(prog_specs) / sizeof(prog_specs[0]); i++) {
 		const struct prog_spec *spec = &prog_specs[i];
 		struct dw_prog_status *ps;
@@ -428,20 +410,15 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 		}
 	}
 	btf__free(vmlinux);
+	if (!b->max_conns)
+		b->max_conns = bpf_map__max_entries(b->skel->maps.pending);
+	bpf_map__set_max_entries(b->skel->maps.pending, b->max_conns);
+	bpf_map__set_max_entries(b->skel->maps.pending_free, b->max_conns);
+	b->skel->rodata->dw_max_pend = b->max_conns;
 	if (b->backend == DW_BACKEND_SYSCALLS) {
-		for (size_t i = 0; i < sizeof(sock_only) / sizeof(sock_only[0]); i++)
-			no_autoload(b, sock_only[i]);
 		if (!err)
 			err = probe_syscalls(b);
-		if (b->max_conns)
-			bpf_map__set_max_entries(b->skel->maps.conns_sk, b->max_conns);
-		else
-			b->max_conns = bpf_map__max_entries(b->skel->maps.conns_sk);
-	} else if (b->max_conns) {
-		dw_err("--max-conns: the sock backend keeps connection state in socket storage, which "
-		       "has no size (it lives and dies with each socket); only --backend syscalls has a "
-		       "connection map to size");
-		err = -EINVAL;
+		bpf_map__set_max_entries(b->skel->maps.conns_sk, b->max_conns);
 	} else {
 		for (size_t i = 0; i < sizeof(syscalls_only) / sizeof(syscalls_only[0]); i++)
 			no_autoload(b, syscalls_only[i]);
@@ -468,6 +445,7 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_map__set_max_entries(b->skel->maps.dest_slots, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.dest_stats, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.dest_details, b->max_dests);
+	bpf_map__set_max_entries(b->skel->maps.slot_cfg, b->max_dests);
 	b->skel->rodata->dw_max_slots = b->max_dests;
 	err = probe_programs(b, backend);
 	if (err)
@@ -504,7 +482,6 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 	b->dep_match_fd = bpf_map__fd(b->skel->maps.dep_match);
 	b->breakers_fd = bpf_map__fd(b->skel->maps.breakers);
 	b->globals_fd = bpf_map__fd(b->skel->maps.globals);
-	b->conns_fd = bpf_map__fd(b->skel->maps.conns);
 	return 0;
 }
 
@@ -578,6 +555,8 @@ static void attach_tracing(struct dw_bpf *b)
 		}
 		ps->attached = true;
 		ps->link = link;
+		if (prog == b->skel->progs.dw_data_ready)
+			b->skel->bss->dw_data_ready_on = 1;
 	}
 }
 
@@ -649,27 +628,22 @@ static int required_attached(const struct dw_bpf *b)
 	return 0;
 }
 
-/* The map of per-connection state: socket storage, or the syscalls backend's hash. */
-static int conn_map_fd(const struct dw_bpf *b)
+/*
+ * The pending table, mapped read-only in place: the kernel maps pages as
+ * they are read, so only the part handed out so far counts in the RSS.
+ */
+static int map_pending(struct dw_bpf *b)
 {
-	if (b->backend == DW_BACKEND_SYSCALLS)
-		return bpf_map__fd(b->skel->maps.conns_sk);
-	return b->conns_fd;
-}
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = ((size_t)b->max_conns * sizeof(struct dw_pending_entry) + page - 1) / page * page;
+	void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(b->skel->maps.pending), 0);
 
-static int attach_pending_iter(struct dw_bpf *b)
-{
-	union bpf_iter_link_info linfo = { .map.map_fd = conn_map_fd(b) };
-	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
-
-	b->pending_iter = bpf_program__attach_iter(b->backend == DW_BACKEND_SYSCALLS ?
-							   b->skel->progs.dw_dump_pending_sk :
-							   b->skel->progs.dw_dump_pending,
-						   &opts);
-	if (!b->pending_iter) {
-		dw_err("cannot attach the socket-state iterator: %s", strerror(errno));
+	if (p == MAP_FAILED) {
+		dw_err("cannot map the pending table: %s", strerror(errno));
 		return -errno;
 	}
+	b->pending = p;
+	b->pending_len = len;
 	return 0;
 }
 
@@ -697,6 +671,8 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	if (!err)
 		err = dw_bpf_map_details(b, 1);
 	if (!err)
+		err = map_pending(b);
+	if (!err)
 		err = pin_maps(b);
 	if (!err && opts->before_attach)
 		err = opts->before_attach(b, opts->arg);
@@ -708,8 +684,6 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		attach_enforce(b, opts->cgroup);
 		note_adopt(b);
 	}
-	if (!err)
-		err = attach_pending_iter(b);
 	if (err)
 		dw_bpf_stop(b);
 	return err;
@@ -717,8 +691,9 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 
 void dw_bpf_stop(struct dw_bpf *b)
 {
-	bpf_link__destroy(b->pending_iter);
-	b->pending_iter = NULL;
+	if (b->pending)
+		munmap((void *)b->pending, b->pending_len);
+	b->pending = NULL;
 	if (b->details)
 		munmap((void *)b->details, b->details_len);
 	b->details = NULL;
@@ -776,24 +751,17 @@ void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len)
 		append(buf, len, &off, " none%s%s", "", "");
 }
 
-static int run_iter(struct bpf_link *link, void *buf, size_t len, dw_pending_fn fn, void *arg)
+/* Runs an iterator that writes nothing, for what its program does. */
+static int run_iter(struct bpf_link *link)
 {
 	int fd = bpf_iter_create(bpf_link__fd(link));
+	char buf[256];
 	ssize_t n;
-	size_t have = 0;
 
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, (char *)buf + have, len - have)) > 0) {
-		have += n;
-		if (!fn)
-			have = 0;
-		while (fn && have >= sizeof(struct dw_pending)) {
-			fn(buf, arg);
-			have -= sizeof(struct dw_pending);
-			memmove(buf, (char *)buf + sizeof(struct dw_pending), have);
-		}
-	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
 	close(fd);
 	return n < 0 ? -errno : 0;
 }
@@ -801,7 +769,6 @@ static int run_iter(struct bpf_link *link, void *buf, size_t len, dw_pending_fn 
 int dw_bpf_classify_existing(struct dw_bpf *b)
 {
 	struct bpf_link *link;
-	char buf[256];
 	int err;
 
 	if (withheld(b, HOOK_ADOPT))
@@ -810,30 +777,34 @@ int dw_bpf_classify_existing(struct dw_bpf *b)
 	if (!link)
 		return -errno;
 	b->skel->bss->classify_pass = 1;
-	err = run_iter(link, buf, sizeof(buf), NULL, NULL);
+	err = run_iter(link);
 	b->skel->bss->classify_pass = 2;
 	if (!err)
-		err = run_iter(link, buf, sizeof(buf), NULL, NULL);
+		err = run_iter(link);
 	bpf_link__destroy(link);
 	return err;
 }
 
-int dw_bpf_remap(struct dw_bpf *b)
+int dw_bpf_remap(struct dw_bpf *b, dw_slot_cfg_fn cfg_of, void *arg)
 {
-	union bpf_iter_link_info linfo = { .map.map_fd = conn_map_fd(b) };
-	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo, .link_info_len = sizeof(linfo));
-	struct bpf_link *link = bpf_program__attach_iter(b->backend == DW_BACKEND_SYSCALLS ?
-								 b->skel->progs.dw_remap_sk :
-								 b->skel->progs.dw_remap,
-							 &opts);
-	char buf[256];
-	int err;
+	int fd = bpf_map__fd(b->skel->maps.slot_cfg);
+	unsigned n = dw_bpf_slots_used(b);
+	int err = dw_bpf_map_details(b, n);
 
-	if (!link)
-		return -errno;
-	err = run_iter(link, buf, sizeof(buf), NULL, NULL);
-	bpf_link__destroy(link);
-	return err;
+	if (err)
+		return err;
+	/* slot 0 (overflow) keeps the defaults; a slot with no dest yet is filled by the kernel */
+	for (__u32 slot = 1; slot < n && slot < b->details_rows; slot++) {
+		const struct dw_dest_key *dest = &b->details[slot].dest;
+		struct dw_slot_cfg cfg = {};
+
+		if (dest->family == DW_FAMILY_OVERFLOW)
+			continue;
+		cfg_of(dest, &cfg, arg);
+		if (bpf_map_update_elem(fd, &slot, &cfg, BPF_ANY))
+			return -errno;
+	}
+	return 0;
 }
 
 /*
@@ -881,11 +852,19 @@ unsigned dw_bpf_slots_used(const struct dw_bpf *b)
 	return n < b->max_dests ? n : b->max_dests;
 }
 
-int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg)
+void dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg)
 {
-	struct dw_pending buf[128];
+	unsigned n = *(volatile __u32 *)&b->skel->bss->dw_pend_taken;
 
-	return run_iter(b->pending_iter, buf, sizeof(buf), fn, arg);
+	if (n > b->max_conns)
+		n = b->max_conns;	/* racing takers push the counter past the end */
+	for (unsigned i = 0; i < n; i++) {
+		struct dw_pending_entry e = ((volatile const struct dw_pending_entry *)b->pending)[i];
+
+		if ((!e.call_start_ns && !e.connect_start_ns) || e.slot >= b->details_rows)
+			continue;
+		fn(&e, &b->details[e.slot].dest, arg);
+	}
 }
 
 int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out)
@@ -902,6 +881,7 @@ int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out)
 		out->hist_map_full += per_cpu[i].hist_map_full;
 		out->conn_storage_fail += per_cpu[i].conn_storage_fail;
 		out->thread_map_full += per_cpu[i].thread_map_full;
+		out->pending_table_full += per_cpu[i].pending_table_full;
 	}
 	return 0;
 }

@@ -34,15 +34,16 @@ struct dw_bpf {
 	char backend_why[96];	/* "forced by --backend", "kernel has sock_send_length", ... */
 	unsigned max_dests;
 	int ncpus;
-	int stats_fd, globals_fd, conns_fd;
+	int stats_fd, globals_fd;
 	const struct dw_dest_detail *details;	/* dest_details, mapped read-only: rows 0 .. details_rows-1 */
 	size_t details_len;
 	unsigned details_rows;
 	int dep_cfg_fd, dep_match_fd, breakers_fd;
-	struct bpf_link *pending_iter;
+	const struct dw_pending_entry *pending;	/* the pending table, mapped read-only */
+	size_t pending_len;
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
 	bool keep_pinned;
-	unsigned max_conns;	/* entries of the syscalls backend's connection map; 0 for sock */
+	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */
 	char without_line[512];	/* what --without took away and what that costs; "" if nothing */
 	int group;		/* gid given read access to the pins (--group), -1: root only */
@@ -54,7 +55,7 @@ struct dw_bpf_opts {
 	const char *cgroup;	/* where enforcement attaches; NULL or "": the cgroup v2 root */
 	bool keep_pinned;	/* leave the maps pinned at a clean stop, for inspection */
 	const char *backend;	/* "sock", "syscalls"; NULL: the best this kernel has */
-	unsigned max_conns;	/* --max-conns: size of the syscalls backend's connection map; 0: default */
+	unsigned max_conns;	/* --max-conns: size of the pending table and the syscalls backend's connection map; 0: default */
 	/* --without: hook names (as the start line prints them) to treat as absent, NULL-terminated */
 	const char *const *without;
 	int group;		/* --group: gid that may read the pinned maps; -1: root only */
@@ -79,12 +80,16 @@ int dw_backend_parse(const char *name, int *backend);
 /* Adopts connections that were open before the programs were attached. Returns how many. */
 int dw_bpf_classify_existing(struct dw_bpf *b);
 
-/* Matches every tracked connection to its dependency again (after a reload). */
-int dw_bpf_remap(struct dw_bpf *b);
+/*
+ * Matches every destination slot, and so every connection to it, to its
+ * dependency again (after a reload): cfg_of fills the slot's configuration.
+ */
+typedef void (*dw_slot_cfg_fn)(const struct dw_dest_key *dest, struct dw_slot_cfg *cfg, void *arg);
+int dw_bpf_remap(struct dw_bpf *b, dw_slot_cfg_fn cfg_of, void *arg);
 
-/* Calls fn for each outstanding call or connect (one record per busy socket). */
-typedef void (*dw_pending_fn)(const struct dw_pending *rec, void *arg);
-int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
+/* Calls fn for each connection with a call or a connect outstanding, with its destination. */
+typedef void (*dw_pending_fn)(const struct dw_pending_entry *e, const struct dw_dest_key *dest, void *arg);
+void dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
 
 /* Makes b->details cover at least rows 0 .. rows-1 (the mapping may move). */
 int dw_bpf_map_details(struct dw_bpf *b, unsigned rows);

@@ -744,6 +744,10 @@ static void process_families(struct dw_buf *o, const struct dw_collector *c)
 	       "Sockets that could not get socket-local storage and are not tracked.");
 	dw_buf_printf(o, "depwatch_kernel_conn_storage_failures_total %llu\n",
 		      (unsigned long long)c->globals.conn_storage_fail);
+	family(o, "depwatch_kernel_pending_table_full_total", "counter",
+	       "Connections tracked without a pending-table entry: their outstanding calls have no age.");
+	dw_buf_printf(o, "depwatch_kernel_pending_table_full_total %llu\n",
+		      (unsigned long long)c->globals.pending_table_full);
 }
 
 /* {service="NAME" (names are checked by the config parser: no quote, backslash or newline) */

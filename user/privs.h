@@ -6,8 +6,8 @@
 
 /*
  * Once everything is loaded and attached, the daemon keeps CAP_BPF (map
- * access, the reload iterator) and CAP_PERFMON (the iterators over socket
- * state) and drops every other capability, from the bounding set too.
+ * access) and CAP_PERFMON and drops every other capability, from the
+ * bounding set too.
  */
 int dw_drop_privileges(void);
 
