@@ -149,6 +149,45 @@ static __always_inline void conn_forget(const struct sock *sk)
 		bpf_map_delete_elem(&conns_sk, &key);
 }
 
+/*
+ * Time stamps without a clock read, which costs as much here as the rest
+ * of a program: TCP keeps tcp_clock_cache, its ktime_get_ns() (the clock
+ * of bpf_ktime_get_ns()), refreshed when it starts processing a received
+ * segment and when it starts transmitting. A value that is not newer than
+ * not_before (the connection's previous event) was not refreshed for this
+ * event, and the clock is read instead.
+ */
+/* A read-only view of an object as another BTF type (Linux 6.2+); the verifier inlines it. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+static __always_inline const struct tcp_sock *tcp_of(const struct sock *sk)
+{
+	return bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+}
+
+/* When the segment whose data just reached sk began to be processed (sk_data_ready). */
+static __always_inline __u64 rx_time(const struct sock *sk, __u64 not_before)
+{
+	__u64 t = tcp_of(sk)->tcp_clock_cache;
+
+	return t > not_before ? t : bpf_ktime_get_ns();
+}
+
+/*
+ * After a send: when the bytes just queued went out. Only with nothing
+ * left queued (write_seq == snd_nxt) was the transmit that sent them in
+ * this send; otherwise now.
+ */
+static __always_inline __u64 tx_time(const struct sock *sk, __u64 not_before)
+{
+	const struct tcp_sock *tp = tcp_of(sk);
+	__u64 t = tp->tcp_clock_cache;
+
+	if (tp->write_seq != tp->snd_nxt || t <= not_before)
+		return bpf_ktime_get_ns();
+	return t;
+}
+
 static __always_inline __u32 netns_of(const struct sock *sk)
 {
 	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
@@ -291,7 +330,8 @@ static __always_inline __u64 call_release(struct dw_conn *conn)
 	return start;
 }
 
-static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome)
+/* Ends the outstanding call at now (CLOCK_MONOTONIC). */
+static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome, __u64 now)
 {
 	__u64 start = call_release(conn), slow_call, dur;
 	struct dw_dest_detail *detail;
@@ -301,7 +341,9 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 
 	if (!start)
 		return;
-	dur = bpf_ktime_get_ns() - start;
+	/* a racing end may have read its clock before this call's start was claimed */
+	dur = now > start ? now - start : 0;
+	conn->last_ns = now;
 	if (outcome == OUTCOME_COMPLETED) {
 		slow_call = slow_call_of(conn);
 		field = slow_call && dur > slow_call;
@@ -326,14 +368,15 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	st->call_ns_sum += dur;
 }
 
-static __always_inline void call_complete(struct dw_conn *conn)
+static __always_inline void call_complete(struct dw_conn *conn, __u64 now)
 {
-	call_end(conn, OUTCOME_COMPLETED);
+	call_end(conn, OUTCOME_COMPLETED, now);
 }
 
+/* Failures are rare: they read the clock. */
 static __always_inline void call_fail(struct dw_conn *conn)
 {
-	call_end(conn, OUTCOME_FAILED);
+	call_end(conn, OUTCOME_FAILED, bpf_ktime_get_ns());
 }
 
 /* The configured dependency of a destination: the trie's longest prefix, then its first rule holding the port. */
@@ -450,6 +493,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 	conn->connect_start_ns = 0;
 	conn->established = 0;
 	conn->process_noted = 0;
+	conn->last_ns = bpf_ktime_get_ns();
 	if (!conn->pend)
 		conn->pend = pend_take();
 	e = pend_of(conn);
@@ -472,7 +516,7 @@ static __always_inline void dw_on_connect_start(const struct sock *sk)
 	conn = conn_adopt(sk, DW_ROLE_OUTBOUND);
 	if (!conn)
 		return;
-	conn->connect_start_ns = bpf_ktime_get_ns();
+	conn->connect_start_ns = conn->last_ns;
 	e = pend_of(conn);
 	if (e)
 		e->connect_start_ns = conn->connect_start_ns;
@@ -555,12 +599,14 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 }
 
 /* The sending thread's inbound request, if it holds one: the call waits on its behalf. */
-static __always_inline const struct dw_thread_req *caller_of(__u32 tid)
+static __always_inline const struct dw_thread_req *caller_of(void)
 {
 	struct dw_thread_req *req;
+	__u32 tid;
 
 	if (!*(volatile __u32 *)&dw_services_on)
 		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
 	req = bpf_map_lookup_elem(&threads, &tid);
 	return req && req->active ? req : 0;
 }
@@ -576,8 +622,7 @@ static __always_inline void abandon_key_of(struct dw_conn *conn, __u32 tgid,
 }
 
 /* A new call from a process that abandoned one to the same dependency lately: a retry. */
-static __always_inline void retry_check(struct dw_conn *conn, struct dw_dest_stats *st,
-					__u32 tgid, __u64 now)
+static __always_inline void retry_check(struct dw_conn *conn, struct dw_dest_stats *st, __u64 now)
 {
 	__u32 dep_id = dep_id_of(conn);
 	__u64 *newest = bpf_map_lookup_elem(&dep_abandoned, &dep_id);
@@ -586,7 +631,7 @@ static __always_inline void retry_check(struct dw_conn *conn, struct dw_dest_sta
 
 	if (!newest || now - *newest > DW_RETRY_WINDOW_NS)
 		return;
-	abandon_key_of(conn, tgid, &key);
+	abandon_key_of(conn, bpf_get_current_pid_tgid() >> 32, &key);
 	at = bpf_map_lookup_elem(&abandons, &key);
 	if (!at || now - *at > DW_RETRY_WINDOW_NS)
 		return;
@@ -676,7 +721,7 @@ static __always_inline void thread_release(const struct sock *sk)
 static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn *conn)
 {
 	if (conn->call_start_ns)
-		call_complete(conn);
+		call_complete(conn, tx_time(sk, conn->call_start_ns));
 	if (!conn->process_noted)
 		row_process(conn, bpf_get_current_pid_tgid() >> 32);
 	if (is_service_conn(conn))
@@ -687,7 +732,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret)
 {
 	struct dw_conn *conn;
 	struct dw_dest_stats *st;
-	__u64 id, now;
+	__u64 now;
 
 	if (ret <= 0)
 		return;
@@ -700,12 +745,11 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret)
 	}
 	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
 		return;
-	now = bpf_ktime_get_ns();
-	id = bpf_get_current_pid_tgid();
-	st = call_begin(conn, now, caller_of((__u32)id));
+	now = tx_time(sk, conn->last_ns);
+	st = call_begin(conn, now, caller_of());
 	if (!st)
 		return;
-	retry_check(conn, st, id >> 32, now);
+	retry_check(conn, st, now);
 }
 
 /* Bytes reached the socket: an outbound call's response, or an inbound request. */
@@ -717,11 +761,11 @@ static __always_inline void dw_on_data(const struct sock *sk)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		if (!conn->call_start_ns)
-			call_begin(conn, bpf_ktime_get_ns(), 0);
+			call_begin(conn, rx_time(sk, conn->last_ns), 0);
 		return;
 	}
 	if (conn->call_start_ns)
-		call_complete(conn);
+		call_complete(conn, rx_time(sk, conn->call_start_ns));
 }
 
 /* Errors that say the dependency or the path failed, not the caller's own use of the socket. */
@@ -787,7 +831,7 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 	if (!conn->call_start_ns)
 		return;
 	if (ret > 0) {
-		call_complete(conn);
+		call_complete(conn, bpf_ktime_get_ns());
 		return;
 	}
 	/* 0 is end of file only once the peer shut down; recv(fd, buf, 0) also returns 0 */
@@ -808,7 +852,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 	__u32 unread = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
 
 	if (unread > 1)
-		call_complete(conn);
+		call_complete(conn, bpf_ktime_get_ns());
 	else
 		call_fail(conn);
 }

@@ -207,6 +207,7 @@ struct dw_conn {
 	__u32 pend;			/* its entry in the pending table + 1; 0: none (table full) */
 	__u64 call_start_ns;		/* 0: no call outstanding */
 	__u64 connect_start_ns;		/* 0: not connecting */
+	__u64 last_ns;			/* its newest event: adoption or a call's end (CLOCK_MONOTONIC) */
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
 	__u8 process_noted;		/* inbound: its first request's process went to the row */
