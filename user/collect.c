@@ -360,7 +360,7 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
 	err = read_dests(c, b);
 	/* reading the pending table is the costly part: only when a call or connect is out */
 	if (!err && c->busy)
-		dw_bpf_scan_pending(b, on_pending, c);
+		err = dw_bpf_scan_pending(b, on_pending, c);
 	if (!err)
 		err = dw_bpf_globals(b, &c->globals);
 	c->now_ns = dw_monotonic_ns();
@@ -389,7 +389,7 @@ int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b)
 			refresh_dest(c, b, d, per_cpu, detail);
 	}
 	c->refreshing = true;
-	dw_bpf_scan_pending(b, on_pending, c);
+	err = dw_bpf_scan_pending(b, on_pending, c);
 	c->refreshing = false;
 	c->now_ns = dw_monotonic_ns();
 	c->refreshes++;

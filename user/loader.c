@@ -628,24 +628,7 @@ static int required_attached(const struct dw_bpf *b)
 	return 0;
 }
 
-/*
- * The pending table, mapped read-only in place: the kernel maps pages as
- * they are read, so only the part handed out so far counts in the RSS.
- */
-static int map_pending(struct dw_bpf *b)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t len = ((size_t)b->max_conns * sizeof(struct dw_pending_entry) + page - 1) / page * page;
-	void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(b->skel->maps.pending), 0);
-
-	if (p == MAP_FAILED) {
-		dw_err("cannot map the pending table: %s", strerror(errno));
-		return -errno;
-	}
-	b->pending = p;
-	b->pending_len = len;
-	return 0;
-}
+static int map_pending(struct dw_bpf *b, unsigned rows);
 
 int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 {
@@ -671,7 +654,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	if (!err)
 		err = dw_bpf_map_details(b, 1);
 	if (!err)
-		err = map_pending(b);
+		err = map_pending(b, 1);
 	if (!err)
 		err = pin_maps(b);
 	if (!err && opts->before_attach)
@@ -694,6 +677,7 @@ void dw_bpf_stop(struct dw_bpf *b)
 	if (b->pending)
 		munmap((void *)b->pending, b->pending_len);
 	b->pending = NULL;
+	b->pending_rows = 0;
 	if (b->details)
 		munmap((void *)b->details, b->details_len);
 	b->details = NULL;
@@ -808,40 +792,66 @@ int dw_bpf_remap(struct dw_bpf *b, dw_slot_cfg_fn cfg_of, void *arg)
 }
 
 /*
- * dest_details is mapped in place, read-only, so that the daemon reads rows
- * without a system call each; only the rows handed out so far (and a quarter more):
- * the kernel maps every page of a mapping at once, and the whole array in
- * the daemon's RSS would be max_dests x 7.5 KiB from the start.
+ * An array map read in place, read-only: without a system call per row.
+ * Only the rows in use so far (and a quarter more) are mapped: the kernel
+ * maps every page of a mapping at once, and the whole array in the
+ * daemon's RSS would be its full size from the start.
  */
-int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
+struct mapped_rows {
+	const char *name;
+	int fd;
+	size_t row_size, max_rows;
+	void **ptr;
+	size_t *len;
+	unsigned *rows;
+};
+
+static int map_rows(const struct mapped_rows *m, unsigned want)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	size_t len, max_len;
 	void *p;
 
-	if (rows <= b->details_rows)
+	if (want <= *m->rows)
 		return 0;
-	rows += rows / 4 + 64;
-	max_len = ((size_t)b->max_dests * sizeof(struct dw_dest_detail) + page - 1) / page * page;
-	len = ((size_t)rows * sizeof(struct dw_dest_detail) + page - 1) / page * page;
+	want += want / 4 + 64;
+	max_len = (m->max_rows * m->row_size + page - 1) / page * page;
+	len = ((size_t)want * m->row_size + page - 1) / page * page;
 	if (len > max_len)
 		len = max_len;
 	/* the old mapping goes first: both at once would count twice in the peak RSS */
-	if (b->details)
-		munmap((void *)b->details, b->details_len);
-	b->details = NULL;
-	b->details_rows = 0;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(b->skel->maps.dest_details), 0);
+	if (*m->ptr)
+		munmap(*m->ptr, *m->len);
+	*m->ptr = NULL;
+	*m->rows = 0;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, m->fd, 0);
 	if (p == MAP_FAILED) {
-		dw_err("cannot map dest_details: %s", strerror(errno));
+		dw_err("cannot map %s: %s", m->name, strerror(errno));
 		return -errno;
 	}
-	b->details = p;
-	b->details_len = len;
-	b->details_rows = len / sizeof(struct dw_dest_detail);
-	if (b->details_rows > b->max_dests)
-		b->details_rows = b->max_dests;
+	*m->ptr = p;
+	*m->len = len;
+	*m->rows = len / m->row_size < m->max_rows ? len / m->row_size : m->max_rows;
 	return 0;
+}
+
+int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
+{
+	struct mapped_rows m = { "dest_details", bpf_map__fd(b->skel->maps.dest_details),
+				 sizeof(struct dw_dest_detail), b->max_dests, (void **)&b->details,
+				 &b->details_len, &b->details_rows };
+
+	return map_rows(&m, rows);
+}
+
+/* The pending table, likewise: up to the entries handed out so far. */
+static int map_pending(struct dw_bpf *b, unsigned rows)
+{
+	struct mapped_rows m = { "the pending table", bpf_map__fd(b->skel->maps.pending),
+				 sizeof(struct dw_pending_entry), b->max_conns, (void **)&b->pending,
+				 &b->pending_len, &b->pending_rows };
+
+	return map_rows(&m, rows);
 }
 
 unsigned dw_bpf_slots_used(const struct dw_bpf *b)
@@ -852,12 +862,15 @@ unsigned dw_bpf_slots_used(const struct dw_bpf *b)
 	return n < b->max_dests ? n : b->max_dests;
 }
 
-void dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg)
+int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg)
 {
 	unsigned n = *(volatile __u32 *)&b->skel->bss->dw_pend_taken;
+	int err = map_pending(b, n);
 
-	if (n > b->max_conns)
-		n = b->max_conns;	/* racing takers push the counter past the end */
+	if (err)
+		return err;
+	if (n > b->pending_rows)
+		n = b->pending_rows;	/* racing takers push the counter past the end */
 	for (unsigned i = 0; i < n; i++) {
 		struct dw_pending_entry e = ((volatile const struct dw_pending_entry *)b->pending)[i];
 
@@ -865,6 +878,7 @@ void dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg)
 			continue;
 		fn(&e, &b->details[e.slot].dest, arg);
 	}
+	return 0;
 }
 
 int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out)

@@ -39,8 +39,9 @@ struct dw_bpf {
 	size_t details_len;
 	unsigned details_rows;
 	int dep_cfg_fd, dep_match_fd, breakers_fd;
-	const struct dw_pending_entry *pending;	/* the pending table, mapped read-only */
+	const struct dw_pending_entry *pending;	/* the pending table, mapped read-only: entries 0 .. pending_rows-1 */
 	size_t pending_len;
+	unsigned pending_rows;
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
 	bool keep_pinned;
 	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
@@ -89,7 +90,7 @@ int dw_bpf_remap(struct dw_bpf *b, dw_slot_cfg_fn cfg_of, void *arg);
 
 /* Calls fn for each connection with a call or a connect outstanding, with its destination. */
 typedef void (*dw_pending_fn)(const struct dw_pending_entry *e, const struct dw_dest_key *dest, void *arg);
-void dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
+int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
 
 /* Makes b->details cover at least rows 0 .. rows-1 (the mapping may move). */
 int dw_bpf_map_details(struct dw_bpf *b, unsigned rows);
