@@ -16,24 +16,37 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/*
+ * The socket tracepoints fire for every socket of every family (unix
+ * sockets too): anything but TCP leaves before the socket-storage lookup,
+ * with one load (sk is a trusted BTF pointer here).
+ */
+static __always_inline int is_tcp(const struct sock *sk)
+{
+	return sk->sk_protocol == IPPROTO_TCP;
+}
+
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
 {
-	dw_on_send(sk, ret);
+	if (is_tcp(sk))
+		dw_on_send(sk, ret);
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
 {
-	dw_on_recv(sk, ret, flags);
+	if (is_tcp(sk))
+		dw_on_recv(sk, ret, flags);
 	return 0;
 }
 
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(dw_data_ready, const struct sock *sk)
 {
-	dw_on_data(sk);
+	if (is_tcp(sk))
+		dw_on_data(sk);
 	return 0;
 }
 

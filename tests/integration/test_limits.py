@@ -32,6 +32,26 @@ class ConnLimitTest(DaemonTestCase):
     def backend_of_run(self):
         return harness.BACKEND or "sock"
 
+    def open_connections(self):
+        """CONNS clients, each connected to a server of its own (a row of its own)."""
+        servers = [LoopbackServer(mode="hold") for _ in range(CONNS)]
+        for s in servers:
+            self.addCleanup(s.close)
+        clients = []
+        self.addCleanup(lambda: [c.close() for c in clients])
+        for s in servers:
+            clients.append(Client("127.0.0.1", s.port))
+        return servers, clients
+
+    def answer_then_call(self, clients, servers):
+        """Answers the held calls; then connection i makes i more (i + 1 calls in all)."""
+        for s in servers:
+            s.release()
+        for i, c in enumerate(clients):
+            c.read_response()
+            for _ in range(i):
+                c.call()
+
     def hold_one_call_each(self, clients, servers):
         for c in clients:
             c.send_request()
@@ -47,13 +67,7 @@ class ConnLimitTest(DaemonTestCase):
         d.start()
         self.assertEqual(d.status()["kernel"]["conns_max"], MAX)
         full_before = d.status()["kernel"]["pending_table_full"]
-        servers = [LoopbackServer(mode="hold") for _ in range(CONNS)]
-        for s in servers:
-            self.addCleanup(s.close)
-        clients = []
-        self.addCleanup(lambda: [c.close() for c in clients])
-        for s in servers:
-            clients.append(Client("127.0.0.1", s.port))
+        servers, clients = self.open_connections()
         # Both ends of a loopback connection take an entry: at most MAX of the 2 x CONNS sockets get one.
         st = d.wait_for(lambda st: all(harness.find_dest(st, s.dest) for s in servers) and
                         st["kernel"]["pending_table_full"] - full_before >= 2 * CONNS - MAX)
@@ -70,12 +84,7 @@ class ConnLimitTest(DaemonTestCase):
         self.assertGreaterEqual(len(aged), 1, "no connection of ours got a pending-table entry")
         self.assertTrue(any("pending table full (%d connections)" % MAX in line and "raise --max-conns" in line
                             for line in d.stderr_lines), d.stderr_text())
-        for s in servers:
-            s.release()
-        for i, c in enumerate(clients):
-            c.read_response()
-            for _ in range(i):
-                c.call()
+        self.answer_then_call(clients, servers)
         st = d.wait_for(lambda st: all(harness.find_dest(st, s.dest)["calls"] == i + 1
                                        for i, s in enumerate(servers)))
         for i, s in enumerate(servers):
@@ -109,13 +118,7 @@ class ConnLimitTest(DaemonTestCase):
         failed_before = d.status()["kernel"]["conn_storage_fail"]
         # One server per connection: a tracked connection is a row of its own, with figures
         # the test knows (connection i makes i + 1 calls); an untracked one has no row.
-        servers = [LoopbackServer(mode="hold") for _ in range(CONNS)]
-        for s in servers:
-            self.addCleanup(s.close)
-        clients = []
-        self.addCleanup(lambda: [c.close() for c in clients])
-        for s in servers:
-            clients.append(Client("127.0.0.1", s.port))
+        servers, clients = self.open_connections()
         # Every connection is either tracked (a row) or counted as not tracked.
         st = d.wait_for(lambda st: sum(1 for s in servers if harness.find_dest(st, s.dest)) +
                         st["kernel"]["conn_storage_fail"] - failed_before >= CONNS)
@@ -134,12 +137,7 @@ class ConnLimitTest(DaemonTestCase):
         st = d.wait_for(lambda st: all(harness.find_dest(st, servers[i].dest)["inflight"] == 1 for i in tracked))
         for i in tracked:
             self.assertRow(harness.find_dest(st, servers[i].dest), {"inflight": 1, "calls": 0}, "held %d" % i)
-        for s in servers:
-            s.release()
-        for i, c in enumerate(clients):
-            c.read_response()
-            for _ in range(i):
-                c.call()
+        self.answer_then_call(clients, servers)
         st = d.wait_for(lambda st: all(harness.find_dest(st, servers[i].dest)["calls"] == i + 1 for i in tracked))
         exact = 0
         for i in tracked:
