@@ -157,8 +157,15 @@ static __always_inline void conn_forget(const struct sock *sk)
  * not_before (the connection's previous event) was not refreshed for this
  * event, and the clock is read instead.
  */
-/* A read-only view of an object as another BTF type (Linux 6.2+); the verifier inlines it. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+/*
+ * A read-only view of an object as another BTF type (Linux 6.2+); the
+ * verifier inlines it. Weak, and called only where the clock source is
+ * the constant DW_CLOCK_TCP (the sock backend, 6.3+), so that the
+ * syscalls backend's programs hold no call to it and load on older kernels.
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+enum dw_clock { DW_CLOCK_READ, DW_CLOCK_TCP };
 
 static __always_inline const struct tcp_sock *tcp_of(const struct sock *sk)
 {
@@ -176,13 +183,17 @@ static __always_inline __u64 rx_time(const struct sock *sk, __u64 not_before)
 /*
  * After a send: when the bytes just queued went out. Only with nothing
  * left queued (write_seq == snd_nxt) was the transmit that sent them in
- * this send; otherwise now.
+ * this send; otherwise now. clock is a constant at every call site.
  */
-static __always_inline __u64 tx_time(const struct sock *sk, __u64 not_before)
+static __always_inline __u64 tx_time(const struct sock *sk, __u64 not_before, enum dw_clock clock)
 {
-	const struct tcp_sock *tp = tcp_of(sk);
-	__u64 t = tp->tcp_clock_cache;
+	const struct tcp_sock *tp;
+	__u64 t;
 
+	if (clock == DW_CLOCK_READ)
+		return bpf_ktime_get_ns();
+	tp = tcp_of(sk);
+	t = tp->tcp_clock_cache;
 	if (tp->write_seq != tp->snd_nxt || t <= not_before)
 		return bpf_ktime_get_ns();
 	return t;
@@ -474,9 +485,8 @@ static __always_inline __u32 dest_claim(struct dw_dest_key *dest)
  */
 static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 role)
 {
-	struct dw_conn *conn;
-
 	struct dw_pending_entry *e;
+	struct dw_conn *conn;
 
 	conn = conn_create(sk);
 	if (!conn) {
@@ -718,17 +728,19 @@ static __always_inline void thread_release(const struct sock *sk)
 }
 
 /* An answer on an inbound connection: the request it answers is complete. */
-static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn *conn)
+static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn *conn,
+					   enum dw_clock clock)
 {
 	if (conn->call_start_ns)
-		call_complete(conn, tx_time(sk, conn->call_start_ns));
+		call_complete(conn, tx_time(sk, conn->call_start_ns, clock));
 	if (!conn->process_noted)
 		row_process(conn, bpf_get_current_pid_tgid() >> 32);
 	if (is_service_conn(conn))
 		thread_release(sk);
 }
 
-static __always_inline void dw_on_send(const struct sock *sk, int ret)
+/* clock: DW_CLOCK_TCP where sk is the tracepoint's own (BTF-typed) socket. */
+static __always_inline void dw_on_send(const struct sock *sk, int ret, enum dw_clock clock)
 {
 	struct dw_conn *conn;
 	struct dw_dest_stats *st;
@@ -740,12 +752,12 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret)
 	if (!conn)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
-		inbound_answer(sk, conn);
+		inbound_answer(sk, conn, clock);
 		return;
 	}
 	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
 		return;
-	now = tx_time(sk, conn->last_ns);
+	now = tx_time(sk, conn->last_ns, clock);
 	st = call_begin(conn, now, caller_of());
 	if (!st)
 		return;

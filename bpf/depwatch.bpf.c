@@ -30,7 +30,7 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
 {
 	if (is_tcp(sk))
-		dw_on_send(sk, ret);
+		dw_on_send(sk, ret, DW_CLOCK_TCP);
 	return 0;
 }
 

@@ -172,7 +172,7 @@ int dw_sys_exit(struct dw_sys_exit_args *ctx)
 	bpf_map_delete_elem(&sys_calls, &id);
 	r = ret > 0x7fffffff ? 0x7fffffff : (int)ret;	/* sendfile, splice: maybe more than 2 GiB */
 	if (call.op == DW_SYS_SEND)
-		dw_on_send((const struct sock *)(unsigned long)call.sk, r);
+		dw_on_send((const struct sock *)(unsigned long)call.sk, r, DW_CLOCK_READ);
 	else
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags);
 	return 0;
