@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Loading, attaching and pinning the BPF side; walking its per-socket state. */
+/* Loading, attaching and pinning the BPF side; reading its pending table and slot configuration. */
 #ifndef DW_LOADER_H
 #define DW_LOADER_H
 
