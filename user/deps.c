@@ -315,12 +315,18 @@ static int own_dep_of(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 	return d->own_dep;
 }
 
+/* The configured dependency (its index in the config) whose matches cover dest, or -1. */
+static int config_match(const struct dw_deps *deps, const struct dw_dest_key *dest)
+{
+	if (dest->family == DW_FAMILY_OVERFLOW || dest->family == DW_FAMILY_INBOUND)
+		return -1;
+	return dw_config_lookup(&deps->cfg, dest->family, dest->addr, dest->port);
+}
+
 static void assign(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 {
-	int cfg_index = -1;
+	int cfg_index = config_match(deps, &d->key);
 
-	if (d->key.family != DW_FAMILY_OVERFLOW)
-		cfg_index = dw_config_lookup(&deps->cfg, d->key.family, d->key.addr, d->key.port);
 	if (cfg_index >= 0) {
 		d->dep = deps->index_of_id[dep_id_of_config(deps, cfg_index)];
 		return;
@@ -806,13 +812,10 @@ static void retire_missing(struct dw_deps *deps, const struct dw_config *cfg, st
 static void slot_cfg_of(const struct dw_dest_key *dest, struct dw_slot_cfg *out, void *arg)
 {
 	const struct dw_deps *deps = arg;
-	int cfg_index;
+	int cfg_index = config_match(deps, dest);
 
-	if (dest->family == DW_FAMILY_INBOUND) {
+	if (dest->family == DW_FAMILY_INBOUND)
 		out->service = is_service_port(&deps->cfg, dest->port);
-		return;
-	}
-	cfg_index = dw_config_lookup(&deps->cfg, dest->family, dest->addr, dest->port);
 	if (cfg_index >= 0)
 		out->dep_id = dep_id_of_config(deps, cfg_index);
 }
