@@ -100,6 +100,8 @@ struct dw_dest_stats {
 	__u64 calls_late;		/* ended after their start slice was reused (started > 8.6 s ago) */
 	__u64 calls_abandoned;		/* of the failed: the caller closed the connection while waiting */
 	__u64 calls_retried;		/* started within DW_RETRY_WINDOW_NS of an abandoned one, same process */
+	__u64 conns_multiplexed;	/* connections seen carrying overlapping requests (pipelined or multiplexed), once each */
+	__u64 calls_burst;		/* of the completed: timed on such a connection (a burst, not one request) */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -137,7 +139,7 @@ struct dw_dest_detail {
 struct dw_dep_cfg {
 	__u64 slow_call_ns;
 	__u32 enforce;		/* 1: fail connect() while the breaker is open */
-	__u32 pad;
+	__u32 multiplexed;	/* 1: calls timed on multiplexed connections count in the slow-call rate (multiplexed = judge) */
 };
 
 /*
