@@ -78,6 +78,7 @@ static void assert_documented_defaults(const struct dw_dep_settings *s)
 	assert_int_equal(s->max_inflight, 0);
 	assert_false(s->enforce_connect);
 	assert_false(s->ignore);
+	assert_false(s->judge_multiplexed);
 }
 
 static void assert_settings_equal(const struct dw_dep_settings *a, const struct dw_dep_settings *b)
@@ -93,6 +94,7 @@ static void assert_settings_equal(const struct dw_dep_settings *a, const struct 
 	assert_int_equal(a->max_inflight, b->max_inflight);
 	assert_int_equal(a->enforce_connect, b->enforce_connect);
 	assert_int_equal(a->ignore, b->ignore);
+	assert_int_equal(a->judge_multiplexed, b->judge_multiplexed);
 }
 
 static void assert_match(const struct dw_match *m, int family, const char *addr, int prefix_len,
@@ -139,6 +141,7 @@ static void test_embedded_default(void **state)
 			       "[defaults]\nslow_call = 1s          # a call slower than this is slow\n"));
 	assert_non_null(strstr(dw_default_config,
 			       "ignore = no             # yes: trace but never judge\n"));
+	assert_non_null(strstr(dw_default_config, "\nmultiplexed = ignore    # ignore | judge: "));
 	dw_config_free(&cfg);
 	parse_ok(dw_default_config, &cfg);
 	assert_documented_defaults(&cfg.defaults);
@@ -651,6 +654,77 @@ static void test_err_bad_number(void **state)
 	expect_error("[defaults]\nmax_inflight = -1\n", 2, "max_inflight: '-1' is not a whole number");
 	expect_error("[defaults]\nhalf_open_calls = 5.0\n", 2, "is not a whole number");
 	expect_error("[defaults]\nsample = 99999999999999999999999\n", 2, "is not a whole number");
+}
+
+/* multiplexed = ignore | judge, in [defaults] and per dependency, any case. */
+static void test_multiplexed(void **state)
+{
+	struct dw_config cfg;
+
+	(void)state;
+	parse_ok("[defaults]\n"
+		 "multiplexed = judge\n"
+		 "[dependency grpc]\n"
+		 "match = 10.1.0.0/16:443\n"
+		 "multiplexed = ignore\n"
+		 "[dependency web]\n"
+		 "match = 10.2.0.0/16\n"
+		 "[dependency h2]\n"
+		 "match = 10.3.0.0/16\n"
+		 "multiplexed = JUDGE\n",
+		 &cfg);
+	assert_true(cfg.defaults.judge_multiplexed);
+	assert_int_equal(cfg.ndeps, 3);
+	assert_false(cfg.deps[0].s.judge_multiplexed);
+	/* unset: from [defaults] */
+	assert_true(cfg.deps[1].s.judge_multiplexed);
+	assert_true(cfg.deps[2].s.judge_multiplexed);
+	dw_config_free(&cfg);
+
+	parse_ok("[dependency a]\nmatch = 10.0.0.0/8\nmultiplexed = judge\n", &cfg);
+	assert_false(cfg.defaults.judge_multiplexed);
+	assert_true(cfg.deps[0].s.judge_multiplexed);
+	dw_config_free(&cfg);
+}
+
+static void test_err_bad_multiplexed(void **state)
+{
+	(void)state;
+	expect_error("[defaults]\nmultiplexed = yes\n", 2,
+		     "multiplexed: 'yes' is not ignore or judge");
+	expect_error("[dependency a]\nmatch = 10.0.0.0/8\n\nmultiplexed = judged\n", 4,
+		     "multiplexed: 'judged' is not ignore or judge");
+	expect_error("[defaults]\nmultiplexed = judge\nmultiplexed = ignore\n", 3,
+		     "duplicate key 'multiplexed' in [defaults] (first set at line 2)");
+	expect_error("[defaults]\nmultiplexd = judge\n", 2,
+		     "unknown key 'multiplexd' in [defaults] (did you mean 'multiplexed'?)");
+	expect_error("[service s]\nlisten = 80\nmultiplexed = judge\n", 3,
+		     "multiplexed belongs in [defaults] or a [dependency NAME], not in [service s]");
+}
+
+/* check's effective settings spell it out, and they parse back to the same value. */
+static void test_describe_multiplexed(void **state)
+{
+	struct dw_config cfg, again;
+	struct dw_buf out = { 0 };
+
+	(void)state;
+	parse_ok("[dependency h2]\nmatch = 10.3.0.0/16\nmultiplexed = judge\n"
+		 "[dependency web]\nmatch = 10.2.0.0/16\n", &cfg);
+	dw_config_describe(&cfg, &out);
+	assert_false(out.oom);
+	assert_non_null(strstr(out.data, "[defaults]\n"));
+	assert_non_null(strstr(out.data, "ignore = no\nmultiplexed = ignore\n"));
+	assert_non_null(strstr(out.data, "[dependency h2]"));
+	assert_non_null(strstr(strstr(out.data, "[dependency h2]"), "multiplexed = judge\n"));
+	assert_non_null(strstr(strstr(out.data, "[dependency web]"), "multiplexed = ignore\n"));
+	parse_ok(out.data, &again);
+	assert_false(again.defaults.judge_multiplexed);
+	assert_true(again.deps[0].s.judge_multiplexed);
+	assert_false(again.deps[1].s.judge_multiplexed);
+	dw_config_free(&again);
+	dw_config_free(&cfg);
+	dw_buf_free(&out);
 }
 
 static void test_err_bad_enum_values(void **state)
@@ -1954,7 +2028,7 @@ static void test_describe_services(void **state)
 	assert_false(out.oom);
 	assert_non_null(strstr(out.data, ": 3 dependencies, 3 services; destinations"));
 	assert_non_null(strstr(out.data, "[dependency auth]\t# line 7\n"));
-	assert_non_null(strstr(out.data, "ignore = no\ntimeout = 800ms\n"));
+	assert_non_null(strstr(out.data, "multiplexed = ignore\ntimeout = 800ms\n"));
 	assert_non_null(strstr(out.data, "\n[service web]\t# line 1\n"
 					 "listen = 8080\n"
 					 "pool = 200\n"
@@ -2091,6 +2165,9 @@ int main(void)
 		cmocka_unit_test(test_cfg_untouched_on_error),
 		cmocka_unit_test(test_error_buffers),
 		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_multiplexed),
+		cmocka_unit_test(test_err_bad_multiplexed),
+		cmocka_unit_test(test_describe_multiplexed),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_many_matches),
 		cmocka_unit_test(test_enforce_cgroup),

@@ -33,6 +33,7 @@ const char dw_default_config[] =
 	"max_inflight = 0        # concurrency limit (bulkhead); 0 = none\n"
 	"enforce = off           # off | connect\n"
 	"ignore = no             # yes: trace but never judge\n"
+	"multiplexed = ignore    # ignore | judge: burst timings (HTTP/2, pipelining) in slow_rate\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
 #define NS_PER_MS 1000000ULL
@@ -41,7 +42,7 @@ const char dw_default_config[] =
 
 #define IS_SPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\r')
 
-enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE };
+enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE, KIND_MULTIPLEXED };
 
 struct key_def {
 	const char *name;
@@ -66,6 +67,7 @@ static const struct key_def keys[] = {
 	{ "max_inflight", KIND_UINT, FIELD(max_inflight), 0, 1000000 },
 	{ "enforce", KIND_ENFORCE, FIELD(enforce_connect), 0, 0 },
 	{ "ignore", KIND_BOOL, FIELD(ignore), 0, 0 },
+	{ "multiplexed", KIND_MULTIPLEXED, FIELD(judge_multiplexed), 0, 0 },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -415,6 +417,8 @@ static int fail_value(struct parser *p, const struct key_def *k, const char *val
 			    val);
 	case KIND_ENFORCE:
 		return fail(p, "%s: '%s' is not off or connect", k->name, val);
+	case KIND_MULTIPLEXED:
+		return fail(p, "%s: '%s' is not ignore or judge", k->name, val);
 	}
 	return -EINVAL;
 }
@@ -453,6 +457,11 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 			return -EINVAL;
 		*(bool *)field = strcasecmp(val, "connect") == 0;
 		return 0;
+	case KIND_MULTIPLEXED:
+		if (strcasecmp(val, "ignore") && strcasecmp(val, "judge"))
+			return -EINVAL;
+		*(bool *)field = strcasecmp(val, "judge") == 0;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -468,6 +477,7 @@ static size_t kind_size(enum key_kind kind)
 		return sizeof(unsigned);
 	case KIND_BOOL:
 	case KIND_ENFORCE:
+	case KIND_MULTIPLEXED:
 		return sizeof(bool);
 	}
 	return 0;
@@ -1923,6 +1933,9 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 		return;
 	case KIND_ENFORCE:
 		dw_buf_printf(out, "%s", *(const bool *)field ? "connect" : "off");
+		return;
+	case KIND_MULTIPLEXED:
+		dw_buf_printf(out, "%s", *(const bool *)field ? "judge" : "ignore");
 		return;
 	}
 }

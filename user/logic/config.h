@@ -10,6 +10,7 @@
  *	match = 10.0.3.0/24:443		CIDR[:PORT[-PORT]], repeatable, at least one
  *	slow_call = 500ms		overrides [defaults] wherever that section is
  *	timeout = 800ms			[dependency] only, no default: what callers wait
+ *	multiplexed = judge		ignore (default) | judge: burst timings in slow_rate
  *	[service shop]			NAME as above, unique among services and dependencies
  *	listen = 8080			PORT, LOW-HIGH or cgroup:/PATH; exactly one
  *	pool = 200			optional: its thread or connection pool
@@ -54,6 +55,13 @@ struct dw_dep_settings {
 	double slow_rate, failure_rate;	/* fractions, 0..1 */
 	unsigned sample, min_calls, half_open_calls, max_inflight;
 	bool enforce_connect, ignore;
+	/*
+	 * multiplexed = judge: calls timed on a connection seen carrying
+	 * overlapping requests (HTTP/2, pipelining) count in slow_rate. Their
+	 * timings are bursts, not one request's latency: by default (ignore)
+	 * they are traced and shown, never judged.
+	 */
+	bool judge_multiplexed;
 };
 
 struct dw_match {
