@@ -231,6 +231,67 @@ static uint64_t window_first_slice(const struct dw_judge_input *in)
 	return (in->now_ns - in->s->window_ns) >> DW_SLICE_SHIFT;
 }
 
+/*
+ * The oldest slice holding a call outstanding past slow_call in the window,
+ * and how many such calls there are (0: none, *oldest untouched).
+ */
+static unsigned hanging_calls(const struct dw_judge_input *in, uint64_t *oldest)
+{
+	uint64_t first = window_first_slice(in), slice;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < in->npending; i++) {
+		slice = pending_slice(in, i);
+		if (slice < first || !pending_slow_now(in, i))
+			continue;
+		if (!n || slice < *oldest)
+			*oldest = slice;
+		n++;
+	}
+	return n;
+}
+
+/* Whether a call started in a slice after `oldest` has been answered or failed. */
+static bool answered_after(const struct dw_judge_input *in, uint64_t oldest)
+{
+	const struct dw_slice_counts *c;
+
+	for (unsigned i = 0; i < in->nslices; i++) {
+		c = &in->slices[i];
+		if (c->slice > oldest && c->fast + c->slow + c->failed > 0)
+			return true;
+	}
+	return false;
+}
+
+/* The breaker's test (breaker.c): failures are checked before slow calls. */
+static bool failing(const struct dw_judge_input *in, const struct dw_judgement *out)
+{
+	double limit = in->s->failure_rate;
+
+	return out->enough && limit > 0 && out->failure_rate >= limit - 1e-9;
+}
+
+/* Stalled: judged by the hanging calls alone (judge.h). */
+static void judge_stall(const struct dw_judge_input *in, struct dw_judgement *out)
+{
+	uint64_t oldest = 0;
+
+	out->hanging = hanging_calls(in, &oldest);
+	if (out->hanging < DW_STALL_MIN_CALLS || answered_after(in, oldest))
+		return;
+	out->stalled = true;
+	/* failing and then hanging: the failures say more */
+	if (failing(in, out))
+		return;
+	out->decided = out->hanging < in->s->sample ? out->hanging : in->s->sample;
+	out->slow = out->decided;
+	out->failed = 0;
+	out->slow_rate = 1;
+	out->failure_rate = 0;
+	out->enough = true;
+}
+
 void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out)
 {
 	struct tally t = {.limit = in->s->sample};
@@ -252,6 +313,7 @@ void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out)
 	}
 	out->enough = t.decided >= in->s->min_calls;
 	out->undecided_slices = undecided;
+	judge_stall(in, out);
 }
 
 void dw_judge_probes(const struct dw_judge_input *in, uint64_t since_ns, unsigned limit,

@@ -55,9 +55,14 @@ struct dw_judgement {
 	double decided;	     /* calls in the sample, at most s->sample; may be fractional */
 	double slow, failed; /* of them; a slow-now outstanding call counts as slow */
 	double slow_rate, failure_rate; /* slow/decided, failed/decided; 0 when decided == 0 */
-	bool enough;			/* decided >= s->min_calls */
+	bool enough;			/* decided >= s->min_calls, or stalled */
 	unsigned undecided_slices;	/* in the window, with a young call outstanding */
+	bool stalled;			/* see below; the fields above then judge the stall */
+	unsigned hanging;		/* outstanding past slow_call, in the window */
 };
+
+/* A stall needs this many hanging calls: one cannot be told from one slow call. */
+#define DW_STALL_MIN_CALLS 2
 
 /*
  * The newest s->sample decided calls by start time, from slices that do
@@ -67,6 +72,19 @@ struct dw_judgement {
  * Slices are walked newest first; the last one taken may be taken in part,
  * its slow and failed calls scaled by the same fraction, so that decided
  * never exceeds the sample.
+ *
+ * Unless the dependency is stalled: at least DW_STALL_MIN_CALLS calls in
+ * the window are outstanding past slow_call, and no call started in a
+ * slice newer than the oldest of them has completed or failed: nothing
+ * asked since the hang began has been answered. A small pool of callers
+ * hung on it starts no more calls, so the sample above would stay filled
+ * with the fast calls from before. Stalled, the judgement is of the hanging
+ * calls alone (decided = slow = as many of them as the sample holds,
+ * slow_rate 1, failure_rate 0, enough): they are the newest by start that
+ * are decided. A sample whose failure_rate already reaches s->failure_rate
+ * is kept as it is: failures say more. Completions in the oldest hanging call's own slice are
+ * taken to have started before it (a slice does not order its calls).
+ * doc/detection.md has the odds of a stall without a hang.
  */
 void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out);
 
