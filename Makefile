@@ -139,3 +139,10 @@ $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 
 bench: $(OUT)/pingpong $(OUT)/depwatch
 	$(Q)OUT=$(OUT) bash bench/run.sh
+
+# The old daemon of make bench's before/after arm (BEFORE=$(OUT)/depwatch-before), built
+# from BEFORE_REV in a temporary git worktree (removed after): the working tree is untouched.
+BEFORE_REV ?= f9826fc
+.PHONY: bench-before
+bench-before: | $(OUT)
+	$(Q)bash bench/build-before.sh $(BEFORE_REV) $(OUT)/depwatch-before

@@ -13,6 +13,15 @@
  * run on the i-th CPU the process may use (modulo their count): each call
  * then stays on one CPU, and no call waits for a wake-up on another CPU.
  *
+ * With --churn, every call is a connection of its own (issue 13's connection
+ * churn): the client connects, sends SIZE bytes, reads the SIZE-byte answer,
+ * waits for the server's end of file and closes. Each client thread has its
+ * own listener and server thread (pinned like the pair above), which accepts,
+ * answers and closes first: TIME_WAIT lands on the server's side, whose
+ * socket the next SYN from a reused client port recycles (RFC 6191, with
+ * timestamps), so the run does not use up the client's ephemeral ports. A
+ * call's latency is connect() to close(), and calls are connections.
+ *
  * Calls that start during the warm-up are made but not counted. Prints one
  * line:
  *   calls=C seconds=S calls_per_s=R p50_us=P p99_us=Q
@@ -61,12 +70,14 @@ struct opts {
 	long warmup_ms;
 	int pin;
 	int cpu;
+	int churn;
 };
 
 struct client {
 	pthread_t tid;
 	int cpu;		/* with --pin: the CPU of this thread and its server thread */
 	int fd;
+	struct sockaddr_in addr;	/* --churn: the listener of this thread's server */
 	char *buf;
 	long quota;		/* measured calls to make; 0: until the deadline */
 	uint64_t *lat;		/* nanoseconds, one per measured call */
@@ -79,7 +90,7 @@ struct client {
 struct server_conn {
 	pthread_t tid;
 	int cpu;
-	int fd;
+	int fd;			/* --churn: the listener */
 	char *buf;
 	int err;
 };
@@ -94,6 +105,8 @@ static struct opts opt = {
 /* Set before any client thread starts, read-only afterwards. */
 static uint64_t t_measure;	/* calls starting at or after this are counted */
 static uint64_t t_end;		/* no call starts at or after this */
+
+static int stopping;		/* --churn: the clients are done; servers leave accept() */
 
 static uint64_t cpu_ns;		/* the process's CPU time from t_measure until the clients ended */
 
@@ -273,6 +286,43 @@ static void *server_main(void *arg)
 	}
 }
 
+/*
+ * --churn: accept a connection, answer its one request, close first. A
+ * connection closed before its request is skipped; leaves when finish_all()
+ * shuts the listener down (accept then fails with EINVAL).
+ */
+static void *churn_server_main(void *arg)
+{
+	struct server_conn *s = arg;
+	int fd, r;
+
+	if (pin_self(s->cpu)) {
+		s->err = errno;
+		return NULL;
+	}
+	for (;;) {
+		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0 && errno == EINTR)
+			continue;
+		if (fd < 0) {
+			if (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE))
+				s->err = errno;
+			return NULL;
+		}
+		r = set_timeouts(fd, 0);
+		if (!r)
+			r = read_full(fd, s->buf, opt.size);
+		if (!r)
+			r = write_full(fd, s->buf, opt.size);
+		if (r < 0) {
+			s->err = errno;
+			close(fd);
+			return NULL;
+		}
+		close(fd);
+	}
+}
+
 static int record(struct client *c, uint64_t lat, uint64_t done)
 {
 	uint64_t *p;
@@ -291,6 +341,38 @@ static int record(struct client *c, uint64_t lat, uint64_t done)
 	return 0;
 }
 
+/* --churn: one call on a connection of its own, end of file awaited; 0 or -1 with errno set. */
+static int churn_call(struct client *c)
+{
+	char eof;
+	int fd, r;
+
+	fd = connect_loopback(&c->addr);
+	if (fd < 0)
+		return -1;
+	r = write_full(fd, c->buf, opt.size);
+	if (!r)
+		r = read_full(fd, c->buf, opt.size);
+	if (r == 1) {
+		errno = EPIPE;
+		r = -1;
+	}
+	if (!r) {
+		ssize_t n;
+
+		do
+			n = recv(fd, &eof, 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n > 0)
+			errno = EPROTO;	/* more than the answer */
+		if (n)
+			r = -1;
+	}
+	if (close(fd) && !r)
+		r = -1;
+	return r;
+}
+
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
@@ -305,13 +387,18 @@ static void *client_main(void *arg)
 		t0 = now_ns();
 		if (t0 >= t_end || (c->quota && (long)c->n >= c->quota))
 			return NULL;
-		if (write_full(c->fd, c->buf, opt.size))
-			break;
-		r = read_full(c->fd, c->buf, opt.size);
-		if (r == 1)
-			errno = EPIPE;
-		if (r)
-			break;
+		if (opt.churn) {
+			if (churn_call(c))
+				break;
+		} else {
+			if (write_full(c->fd, c->buf, opt.size))
+				break;
+			r = read_full(c->fd, c->buf, opt.size);
+			if (r == 1)
+				errno = EPIPE;
+			if (r)
+				break;
+		}
 		t1 = now_ns();
 		if (t0 >= t_measure && record(c, t1 - t0, t1))
 			return NULL;
@@ -379,7 +466,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pingpong [--threads N] [--size BYTES] [--seconds T | --calls N]\n"
-		"                [--think-us U] [--warmup-ms MS] [--pin] [--cpu]\n"
+		"                [--think-us U] [--warmup-ms MS] [--pin] [--cpu] [--churn]\n"
 		"  --threads N     client threads, one connection each (1..%d, default 1)\n"
 		"  --size BYTES    request and response size (1..%u, default 64)\n"
 		"  --seconds T     measure for T seconds after the warm-up (default 3)\n"
@@ -389,6 +476,8 @@ static void usage(FILE *f)
 		"  --warmup-ms MS  calls in the first MS milliseconds are not counted (default 300)\n"
 		"  --pin           run client thread i and its server thread on the i-th CPU\n"
 		"  --cpu           also print cpu_us_per_call (process CPU time per measured call)\n"
+		"  --churn         a new connection per call: connect, one request, answer, the\n"
+		"                  server closes first; each client thread has its own listener\n"
 		"prints: calls=C seconds=S calls_per_s=R p50_us=P p99_us=Q [cpu_us_per_call=U]\n",
 		MAX_THREADS, MAX_SIZE, CALLS_MODE_SECONDS);
 }
@@ -415,6 +504,9 @@ static int parse_opt(int c, const char *arg)
 		return 0;
 	case 'u':
 		opt.cpu = 1;
+		return 0;
+	case 'C':
+		opt.churn = 1;
 		return 0;
 	case 'n':
 		if (parse_num(arg, 1, MAX_THREADS, &v))
@@ -459,6 +551,7 @@ static int parse_args(int argc, char **argv)
 		{ "warmup-ms", required_argument, NULL, 'w' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "cpu", no_argument, NULL, 'u' },
+		{ "churn", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -497,6 +590,11 @@ static int open_pair(int lfd, const struct sockaddr_in *addr, int i, struct clie
 	if (!c->buf || !s->buf)
 		return -1;
 	memset(c->buf, 'q', opt.size);
+	if (opt.churn) {
+		/* its own listener, kept open by its server thread */
+		s->fd = listen_loopback(&c->addr);
+		return s->fd < 0 || set_timeouts(s->fd, 0) ? -1 : 0;
+	}
 	c->fd = connect_loopback(addr);
 	if (c->fd < 0)
 		return -1;
@@ -530,7 +628,8 @@ static int start_all(struct client *cl, struct server_conn *sv)
 	int err;
 
 	for (int i = 0; i < opt.threads; i++) {
-		err = pthread_create(&sv[i].tid, NULL, server_main, &sv[i]);
+		err = pthread_create(&sv[i].tid, NULL, opt.churn ? churn_server_main : server_main,
+				     &sv[i]);
 		if (err) {
 			errno = err;
 			return -1;
@@ -550,7 +649,8 @@ static int start_all(struct client *cl, struct server_conn *sv)
 
 /*
  * Joins the clients, then closes their write side so the servers see end of
- * file. Takes the CPU time of the measured period on the way.
+ * file (--churn: shuts the listeners down, which ends the servers' accept()).
+ * Takes the CPU time of the measured period on the way.
  */
 static int finish_all(struct client *cl, struct server_conn *sv)
 {
@@ -562,8 +662,9 @@ static int finish_all(struct client *cl, struct server_conn *sv)
 	for (int i = 0; i < opt.threads; i++)
 		pthread_join(cl[i].tid, NULL);
 	cpu_ns = cpu_now_ns() - cpu0;
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < opt.threads; i++)
-		shutdown(cl[i].fd, SHUT_WR);
+		shutdown(opt.churn ? sv[i].fd : cl[i].fd, opt.churn ? SHUT_RDWR : SHUT_WR);
 	for (int i = 0; i < opt.threads; i++)
 		pthread_join(sv[i].tid, NULL);
 	for (int i = 0; i < opt.threads; i++) {

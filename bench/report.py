@@ -2,11 +2,12 @@
 """Turns bench/run.sh's raw files into the Markdown report (stdout).
 
 usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST [DD]]
-  RUNS    lines "size threads pair mode foreign calls seconds calls_per_s p50_us p99_us cpu_us":
-          mode A (baseline), B (depwatch, sock backend), S (depwatch, syscalls backend) or
-          C (bpftrace peer); foreign, the dw_ programs of other loaders seen
-  STATS   lines "mode size threads prog run_time_ns run_cnt calls foreign" (deltas over one
-          stats run)
+  RUNS    lines "workload size threads pair mode foreign calls seconds calls_per_s p50_us p99_us
+          cpu_us": workload pingpong or churn (a connection per call); mode A (baseline),
+          B (depwatch, sock backend), P (the BEFORE binary, sock backend), S (depwatch,
+          syscalls backend) or C (bpftrace peer); foreign, the dw_ programs of other loaders seen
+  STATS   lines "mode workload size threads prog run_time_ns run_cnt calls foreign" (deltas over
+          one stats run)
   DECIDE  bench/decide.py --out's JSON (empty file: not run)
   SCALE   bench/scale.py --out's JSON (empty file: not run)
   DECIDE_FAST  the same as DECIDE, from trials with --interval 50ms (optional)
@@ -19,8 +20,19 @@ import sys
 from collections import OrderedDict, defaultdict
 from statistics import median
 
-MODES = OrderedDict((("A", "baseline"), ("B", "depwatch"), ("S", "depwatch syscalls"), ("C", "bpftrace")))
+MODES = OrderedDict((("A", "baseline"), ("B", "depwatch"), ("P", "depwatch before"),
+                     ("S", "depwatch syscalls"), ("C", "bpftrace")))
 SLOW_CALL_MS = 500
+CHURN_TARGET = 0.95
+
+
+def cfg_label(key):
+    workload, size, threads = key
+    return f"{'churn ' if workload == 'churn' else ''}{size} B × {threads} thr"
+
+
+def workload_name(workload):
+    return "churn (connection per call)" if workload == "churn" else "ping-pong"
 
 
 def read_rows(path):
@@ -40,8 +52,8 @@ def read_json(path):
 def load_runs(path):
     runs = OrderedDict()
     for row in read_rows(path):
-        size, threads, pair, mode, foreign, _calls, _secs, cps, p50, p99, cpu = row
-        cfg = runs.setdefault((int(size), int(threads)), {m: {} for m in MODES})
+        workload, size, threads, pair, mode, foreign, _calls, _secs, cps, p50, p99, cpu = row
+        cfg = runs.setdefault((workload, int(size), int(threads)), {m: {} for m in MODES})
         cfg[mode][int(pair)] = (float(cps), float(p50), float(p99), int(foreign), float(cpu))
     return runs
 
@@ -86,9 +98,13 @@ def has(cfg, mode):
 def throughput_table(runs):
     peer = any(has(c, "C") for c in runs.values())
     sysc = any(has(c, "S") for c in runs.values())
-    head = ("| size (B) | client threads | rounds | baseline calls/s | depwatch calls/s "
+    before = any(has(c, "P") for c in runs.values())
+    head = ("| workload | size (B) | client threads | rounds | baseline calls/s | depwatch calls/s "
             "| depwatch / baseline (min–max of rounds) ")
-    sep = "|---:|---:|---:|---:|---:|---|"
+    sep = "|---|---:|---:|---:|---:|---:|---|"
+    if before:
+        head += "| depwatch before calls/s | before / baseline (min–max) | depwatch / before (min–max) "
+        sep += "---:|---|---|"
     if sysc:
         head += "| depwatch syscalls calls/s | depwatch syscalls / baseline (min–max) "
         sep += "---:|---|"
@@ -98,10 +114,14 @@ def throughput_table(runs):
     head += "| runs with other dw_ programs | depwatch / baseline, clean rounds only (n) |"
     sep += "---:|---|"
     out = [head, sep]
-    for (size, threads), cfg in runs.items():
+    for (workload, size, threads), cfg in runs.items():
         rounds = len(cfg["A"])
-        cells = [str(size), str(threads), str(rounds), fmt_rate(med(cfg["A"].values(), 0)),
+        cells = [workload_name(workload), str(size), str(threads), str(rounds),
+                 fmt_rate(med(cfg["A"].values(), 0)),
                  fmt_rate(med(cfg["B"].values(), 0)), ratio_cell(cfg, "A", "B")[0]]
+        if before:
+            cells += [fmt_rate(med(cfg["P"].values(), 0)) if has(cfg, "P") else "—",
+                      ratio_cell(cfg, "A", "P")[0], ratio_cell(cfg, "P", "B")[0]]
         if sysc:
             cells += [fmt_rate(med(cfg["S"].values(), 0)) if has(cfg, "S") else "—",
                       ratio_cell(cfg, "A", "S")[0]]
@@ -116,25 +136,26 @@ def throughput_table(runs):
 
 def latency_table(runs):
     modes = [m for m in MODES if any(has(c, m) for c in runs.values())]
-    head = "| size (B) | client threads | " + " | ".join(
+    head = "| workload | size (B) | client threads | " + " | ".join(
         f"{MODES[m]} p50 / p99 µs" for m in modes) + " | CPU µs/call: " + " → ".join(
         MODES[m] for m in modes) + " (ratios to baseline) |"
-    out = [head, "|---:|---:|" + "---:|" * len(modes) + "---|"]
-    for (size, threads), cfg in runs.items():
+    out = [head, "|---|---:|---:|" + "---:|" * len(modes) + "---|"]
+    for (workload, size, threads), cfg in runs.items():
         lat = [f"{med(cfg[m].values(), 1):.1f} / {med(cfg[m].values(), 2):.1f}" if has(cfg, m) else "—"
                for m in modes]
         cpu = " → ".join(f"{med(cfg[m].values(), 4):.2f}" if has(cfg, m) else "—" for m in modes)
         ratios = "; ".join(f"{MODES[m]} {ratio_cell(cfg, 'A', m, 4)[0]}" for m in modes[1:])
-        out.append(f"| {size} | {threads} | " + " | ".join(lat) + f" | {cpu} ({ratios}) |")
+        out.append(f"| {workload_name(workload)} | {size} | {threads} | " + " | ".join(lat)
+                   + f" | {cpu} ({ratios}) |")
     return out
 
 
 def load_stats(path):
     """{mode: (cfgs, cell[(name, cfg)] = (ns, cnt), calls[cfg], progs, foreign[cfg])}"""
     res = {}
-    for mode, size, threads, name, ns, cnt, ncalls, foreign in read_rows(path):
+    for mode, workload, size, threads, name, ns, cnt, ncalls, foreign in read_rows(path):
         cfgs, cell, calls, progs, fgn = res.setdefault(mode, ([], defaultdict(lambda: (0, 0)), {}, [], {}))
-        key = (int(size), int(threads))
+        key = (workload, int(size), int(threads))
         if key not in cfgs:
             cfgs.append(key)
         t, c = cell[(name, key)]
@@ -156,7 +177,7 @@ def per_invocation(stats, mode, key):
 
 def stats_table(stats, mode):
     cfgs, cell, calls, progs, fgn = stats[mode]
-    head = " | ".join(f"{s} B × {t} thr" for s, t in cfgs)
+    head = " | ".join(cfg_label(k) for k in cfgs)
     out = [f"| program | {head} |", "|---|" + "---:|" * len(cfgs)]
     for name in progs:
         cells = []
@@ -177,25 +198,56 @@ def stats_table(stats, mode):
     for key in cfgs:
         t = sum(cell[(n, key)][0] for n in progs)
         totals.append(f"{t / calls[key]:.0f} ns/call" if calls[key] else "—")
-    out.append("| **all programs, per pingpong call** | " + " | ".join(totals) + " |")
+    out.append("| **all programs, per call (churn: per connection)** | " + " | ".join(totals) + " |")
     out.append("| other dw_ programs attached | " + " | ".join(str(fgn[k]) for k in cfgs) + " |")
+    return out
+
+
+def before_after_table(runs, stats):
+    """Per program and configuration: the BEFORE binary's ns per invocation next to this build's."""
+    out = ["| configuration | program | before ns / invocation | now ns / invocation | now − before "
+           "| invocations per call: before → now |", "|---|---|---:|---:|---:|---|"]
+    _bc, bcell, bcalls, bprogs, _bf = stats["P"]
+    ncfgs, ncell, ncalls, nprogs, _nf = stats["B"]
+    for key in ncfgs:
+        for name in nprogs + [n for n in bprogs if n not in nprogs]:
+            bt, bn = bcell[(name, key)]
+            nt, nn = ncell[(name, key)]
+            if not bn and not nn:
+                continue
+            b = bt / bn if bn else None
+            n = nt / nn if nn else None
+            diff = f"{n - b:+.0f} ns ({100 * (n / b - 1):+.0f}%)" if b and n else "—"
+            per = " → ".join(f"{c / calls[key]:.2f}" if calls.get(key) else "—"
+                             for c, calls in ((bn, bcalls), (nn, ncalls)))
+            out.append(f"| {cfg_label(key)} | {name} | {f'{b:.0f}' if b else '—'} "
+                       f"| {f'{n:.0f}' if n else '—'} | {diff} | {per} |")
+        bt = sum(bcell[(p, key)][0] for p in bprogs)
+        nt = sum(ncell[(p, key)][0] for p in nprogs)
+        if bcalls.get(key) and ncalls.get(key):
+            out.append(f"| {cfg_label(key)} | **all programs, ns per call** | {bt / bcalls[key]:.0f} "
+                       f"| {nt / ncalls[key]:.0f} | {nt / ncalls[key] - bt / bcalls[key]:+.0f} ns | |")
+    for key, cfg in runs.items():
+        if has(cfg, "P"):
+            out.append(f"| {cfg_label(key)} | throughput / baseline (min–max) | {ratio_cell(cfg, 'A', 'P')[0]} "
+                       f"| {ratio_cell(cfg, 'A', 'B')[0]} | now / before {ratio_cell(cfg, 'P', 'B')[0]} | |")
     return out
 
 
 def raw_table(runs):
     out = [
-        "| size (B) | threads | round | mode | calls/s | p50 µs | p99 µs | CPU µs/call "
+        "| workload | size (B) | threads | round | mode | calls/s | p50 µs | p99 µs | CPU µs/call "
         "| other dw_ programs |",
-        "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
-    for (size, threads), cfg in runs.items():
+    for (workload, size, threads), cfg in runs.items():
         for rnd in sorted(set().union(*(cfg[m].keys() for m in MODES))):
             for mode, label in MODES.items():
                 if rnd not in cfg[mode]:
                     continue
                 cps, p50, p99, foreign, cpu = cfg[mode][rnd]
                 out.append(
-                    f"| {size} | {threads} | {rnd} | {label} | {fmt_rate(cps)} "
+                    f"| {workload} | {size} | {threads} | {rnd} | {label} | {fmt_rate(cps)} "
                     f"| {p50:.1f} | {p99:.1f} | {cpu:.2f} | {foreign} |"
                 )
     return out
@@ -288,13 +340,18 @@ def verdict(ok):
 
 def targets_table(runs, stats, dec, scale):
     out = ["| target | measured | |", "|---|---|---|"]
-    for key in ((1, 1), (1, 2)):
+    for key in (("pingpong", 1, 1), ("pingpong", 1, 2)):
         cfg = runs.get(key)
         if not cfg:
             continue
+        key = key[1:]
         cell, r = ratio_cell(cfg, "A", "B")
         out.append(f"| 1-byte ping-pong, {key[1]} thread(s): depwatch ≥ 97% of baseline "
                    f"| {cell} | {verdict(None if r is None else r >= 0.97)} |")
+        if has(cfg, "P"):
+            cell, r = ratio_cell(cfg, "A", "P")
+            out.append(f"| (before: BEFORE's binary) 1-byte ping-pong, {key[1]} thread(s): ≥ 97% of "
+                       f"baseline | {cell} | {verdict(None if r is None else r >= 0.97)} |")
         if has(cfg, "C"):
             b, c = med(cfg["B"].values(), 0), med(cfg["C"].values(), 0)
             out.append(f"| 1-byte ping-pong, {key[1]} thread(s): depwatch better than the bpftrace peer "
@@ -303,6 +360,17 @@ def targets_table(runs, stats, dec, scale):
             cell, r = ratio_cell(cfg, "A", "S")
             out.append(f"| (syscalls backend, for kernels before 6.3) 1-byte ping-pong, {key[1]} thread(s): "
                        f"≥ 97% of baseline | {cell} | {verdict(None if r is None else r >= 0.97)} |")
+    for key, cfg in runs.items():
+        if key[0] != "churn":
+            continue
+        for mode, what in (("B", "depwatch"), ("P", "(before: BEFORE's binary) depwatch"),
+                           ("S", "(syscalls backend) depwatch")):
+            if not has(cfg, mode):
+                continue
+            cell, r = ratio_cell(cfg, "A", mode)
+            out.append(f"| connection churn (connect, one {key[1]}-byte call, close), {key[2]} "
+                       f"thread(s): {what} ≥ {100 * CHURN_TARGET:.0f}% of baseline | {cell} "
+                       f"| {verdict(None if r is None else r >= CHURN_TARGET)} |")
     if "B" in stats:
         cfgs = stats["B"][0]
         vals = [(k, per_invocation(stats, "B", k)) for k in cfgs]
@@ -310,7 +378,7 @@ def targets_table(runs, stats, dec, scale):
         if vals:
             worst = max(v for _, v in vals)
             out.append("| average cost per BPF invocation ≤ 150 ns | "
-                       + ", ".join(f"{v:.0f} ns ({s} B × {t})" for (s, t), v in vals)
+                       + ", ".join(f"{v:.0f} ns ({cfg_label(k)})" for k, v in vals)
                        + f" | {verdict(worst <= 150)} |")
     small = next((r for r in scale_rows(scale) if r["dests"] == 1000 and r["conns"] == 10000), None)
     if small and "error" not in small:
@@ -336,10 +404,46 @@ def targets_table(runs, stats, dec, scale):
     return out
 
 
+def churn_analysis(runs, stats, key):
+    """Where a churned connection's time goes, and how far the ratio is from the target."""
+    cfg = runs[key]
+    out = []
+    if not has(cfg, "B"):
+        return out
+    _cell, r = ratio_cell(cfg, "A", "B")
+    base_cpu = med(cfg["A"].values(), 4)
+    dw_cpu = med(cfg["B"].values(), 4)
+    if r is not None:
+        out.append(
+            f"- Connection churn, {key[2]} threads: depwatch at {r:.3f} of baseline, "
+            + (f"{CHURN_TARGET - r:.3f} short of the {CHURN_TARGET} target"
+               if r < CHURN_TARGET else f"{r - CHURN_TARGET:.3f} above the {CHURN_TARGET} target")
+            + f"; CPU per connection {base_cpu:.2f} → {dw_cpu:.2f} µs ({dw_cpu - base_cpu:+.2f} µs).")
+    for mode in ("B", "P"):
+        if mode not in stats or key not in stats[mode][0]:
+            continue
+        _cfgs, cell, calls, progs, _f = stats[mode]
+        if not calls.get(key):
+            continue
+        parts = []
+        for name in progs:
+            t, c = cell[(name, key)]
+            if c and c / calls[key] >= 0.5:
+                parts.append(f"{name} {t / c:.0f} ns × {c / calls[key]:.1f} = {t / calls[key] / 1000:.2f} µs")
+        total = sum(cell[(n, key)][0] for n in progs) / calls[key] / 1000
+        out.append(
+            f"- BPF run time per churned connection, {MODES[mode]}: {'; '.join(parts)}; in all "
+            f"{total:.2f} µs, {100 * total / base_cpu:.1f}% of the baseline's {base_cpu:.2f} CPU µs "
+            "per connection.")
+    return out
+
+
 def analysis(runs, stats, dec, fast, scale):
     """Data-driven notes on where the time goes, for the targets above."""
     out = []
-    key = (1, 1)
+    for key in [k for k in runs if k[0] == "churn"]:
+        out += churn_analysis(runs, stats, key)
+    key = ("pingpong", 1, 1)
     if "B" in stats and key in stats["B"][0] and key in runs:
         _cfgs, cell, calls, progs, _f = stats["B"]
         parts = []
@@ -425,6 +529,26 @@ def cleanliness(runs, stats, dec, scale, fast):
         "compete for the 2 CPUs. See the 'other dw_ programs' columns.")
 
 
+def churn_text(runs):
+    if not any(k[0] == "churn" for k in runs):
+        return []
+    env = os.environ.get
+    return [
+        "Connection churn (`pingpong --churn`, issue 13): every call is a connection of its "
+        "own. Each client thread connects to its own listener, sends 1 byte, reads the 1-byte "
+        "answer, waits for the server's end of file and closes; calls/s are connections per "
+        "second and the latency is connect() to close(). Each listener has one server thread "
+        "(pinned with its client thread) that accepts, answers and closes first, so TIME_WAIT "
+        "lands on the server side, where a SYN from a reused client port recycles it (with "
+        "timestamps), and the client's ephemeral ports are not used up: at most "
+        f"{env('TW_MAX', '?')} TIME_WAIT sockets were seen after a churn run (host-wide, "
+        f"/proc/net/sockstat; net.ipv4.tcp_tw_reuse = {env('TW_REUSE', '?')}, ephemeral ports "
+        f"{env('PORT_RANGE', '?')}). Per connection the BPF programs see its state changes "
+        "(dw_set_state) on both ends as well as the one call.",
+        "",
+    ]
+
+
 def pin_text(pin):
     if pin == "0":
         return "Threads are not pinned (PIN=0): the scheduler places them."
@@ -460,6 +584,8 @@ def main():
         f"- Build (sha256 prefix): {env('BUILD_ID', '?')}; the daemon's hooks, sock backend: "
         f"{env('ATTACHED_sock', '?')}; syscalls backend: {env('ATTACHED_syscalls', '?')}",
         f"- Peer: `bench/peer.bt` under {env('BPFTRACE_VERSION', '?')} (Debian package)",
+        f"- Before (arm 'depwatch before', `BEFORE=`): {env('BEFORE_ID', 'not run')}; its hooks: "
+        f"{env('ATTACHED_before', 'not run')}",
         f"- Load average (1/5/15 min) before: {env('LOAD_BEFORE', '?')}, "
         f"after: {env('LOAD_AFTER', '?')}; whole run took {env('ELAPSED', '?')} s, "
         f"{env('QUIET_WAITED', '?')} s of it waiting for other dw_ programs to go",
@@ -505,6 +631,7 @@ def main():
         "",
         *throughput_table(runs),
         "",
+        *churn_text(runs),
         "Latency and CPU. CPU µs/call is pingpong's own CPU time (user + system, all threads, "
         "both ends of every connection; BPF programs run in it) over the measured period per "
         "call: on a shared machine it is steadier than calls/s, which also moves with whoever "
@@ -526,10 +653,21 @@ def main():
         "(two clock reads per invocation), so these runs are not used for throughput.",
         "",
     ]
-    for mode in ("B", "S", "C"):
+    for mode in ("B", "P", "S", "C"):
         if mode not in stats:
             continue
         lines += [f"### {MODES[mode]}", "", *stats_table(stats, mode), ""]
+    if "P" in stats and "B" in stats:
+        lines += [
+            "### Before / after: the BEFORE binary and this build, same rounds",
+            "",
+            "Per program and configuration, from the two stats runs above (one each, run "
+            "back to back); the last rows repeat both arms' throughput ratios to the "
+            "baseline of the same rounds, and now / before.",
+            "",
+            *before_after_table(runs, stats),
+            "",
+        ]
     if "C" in stats:
         lines += [
             "The bpftrace rows time only its programs: the classic tracepoint's own work "

@@ -11,6 +11,20 @@
 #    bpftrace; a fresh bpftrace per C run). Then one extra run per
 #    configuration and per B/C with kernel.bpf_stats_enabled=1 measures each
 #    BPF program's average cost per invocation; the sysctl is restored after.
+#    CHURN (issue 13): the same interleaved rounds and stats run for
+#    connection churn, `pingpong --churn` (a connection per call: connect,
+#    one 1-byte request and answer, the server closes first, so TIME_WAIT
+#    stays on the server side and SYNs from reused client ports recycle it;
+#    the most TIME_WAIT sockets seen after a churn run is reported), with
+#    CHURN_THREADS client threads.
+#    BEFORE=/path/to/old/depwatch adds arm P: that binary (sock backend, its
+#    own pin and run dirs) in the same rounds, right after B, so a change to
+#    the BPF hot path is measured before/after side by side (ratios to
+#    baseline and per-program ns for both). Build it from a revision without
+#    touching the working tree (a temporary git worktree, removed after):
+#      make OUT=build-bench bench-before BEFORE_REV=f9826fc
+#    which writes build-bench/depwatch-before and build-bench/depwatch-before.id
+#    (the revision, quoted in the report); or bench/build-before.sh REV DEST.
 #    Then DD: interleaved A/B/S rounds of `dd bs=64 count=4M` from /dev/zero to
 #    /dev/null (no socket at all: what each backend costs every other read
 #    and write on the host), wall seconds.
@@ -36,7 +50,9 @@
 # Knobs (environment): PAIRS (default 7), RUN_SECONDS (default 3), WARMUP_MS
 # (default 300), PIN (default 1), QUIET_WAIT (default 5), QUIET_BUDGET
 # (default 90), SIZES (default "1 4096": the ping-pong message sizes, each
-# with 1 and 2 threads), RESULTS (where the report goes), PEER (default 1;
+# with 1 and 2 threads; SIZES="": no ping-pong, churn only), CHURN (default
+# 1; 0: no churn configuration), CHURN_THREADS (default 2), BEFORE (default
+# none: the old depwatch binary of arm P), RESULTS (where the report goes), PEER (default 1;
 # 0: no bpftrace arm), SYSCALLS (default 1; 0:
 # no syscalls-backend arm), DD (default 1; 0: no dd arm), DECIDE_TRIALS (default
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
@@ -44,6 +60,12 @@
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
 # scale.py --quick).
+#
+# Issue 13's quiet run (1-byte ping-pong and churn; baseline, depwatch sock and
+# syscalls, bpftrace, and the old binary; about 11 minutes, see RESULTS.md):
+#   make OUT=build-bench bench-before BEFORE_REV=f9826fc
+#   SIZES=1 DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 \
+#     BEFORE=build-bench/depwatch-before make OUT=build-bench bench
 # Nothing here asserts on timing: the numbers are reported, never judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,12 +92,20 @@ DD=${DD:-1}
 DD_COUNT=4194304
 ATTACHED_sock="not run"
 ATTACHED_syscalls="not run"
+ATTACHED_before="not run"
 SCALE=${SCALE:-1}
-SIZES=${SIZES:-1 4096}
-CONFIGS=()	# "size threads"
+SIZES=${SIZES-1 4096}
+CHURN=${CHURN:-1}
+CHURN_THREADS=${CHURN_THREADS:-2}
+BEFORE=${BEFORE:-}
+DEPWATCH_BEFORE=""
+BEFORE_ID="not run"
+CONFIGS=()	# "workload size threads"
 for size in $SIZES; do
-	CONFIGS+=("$size 1" "$size 2")
+	CONFIGS+=("pingpong $size 1" "pingpong $size 2")
 done
+[ "$CHURN" != 1 ] || CONFIGS+=("churn 1 $CHURN_THREADS")
+TW_MAX=0	# the most TIME_WAIT sockets seen after a churn run
 PIN_DIR=/sys/fs/bpf/dwbench
 RUN_DIR=/tmp/dwbench
 PINGPONG=$OUT/pingpong
@@ -155,15 +185,20 @@ trap 'exit 130' INT TERM HUP PIPE
 # its pid: the log is truncated here, not in the child, so a previous run's
 # line cannot be taken for this one's.
 # $1: the backend (sock, syscalls); the hooks it attached go to ATTACHED_<backend>.
+# $2 (optional): "before": BEFORE's binary, in its own pin and run dirs (its
+# pinned maps may differ), its hooks to ATTACHED_before.
 daemon_start() {
-	local backend=$1 log=$work/daemon.log i
+	local backend=$1 log=$work/daemon.log i bin=$DEPWATCH pin=$PIN_DIR run=$RUN_DIR slot=$1
 
+	if [ "${2:-}" = before ]; then
+		bin=$DEPWATCH_BEFORE pin=$PIN_DIR-before run=$RUN_DIR-before slot=before
+	fi
 	: >"$log"
-	"$DEPWATCH" run --backend "$backend" --pin-dir "$PIN_DIR" --run-dir "$RUN_DIR" >>"$log" 2>&1 &
+	"$bin" run --backend "$backend" --pin-dir "$pin" --run-dir "$run" >>"$log" 2>&1 &
 	daemon_pid=$!
 	for ((i = 0; i < 100; i++)); do
 		if grep -q "^depwatch: started (.*pid $daemon_pid," "$log"; then
-			printf -v "ATTACHED_$backend" '%s' \
+			printf -v "ATTACHED_$slot" '%s' \
 				"$(sed -n 's/^depwatch: started (.*); attached: /attached: /p' "$log")"
 			return 0
 		fi
@@ -251,17 +286,24 @@ for p in json.load(sys.stdin):
 		LC_ALL=C sort >"$file"
 }
 
-# Runs pingpong once; prints its result line, which must have all six fields.
+# Runs pingpong once ($1: pingpong or churn); prints its result line, which
+# must have all six fields. After a churn run, TW_MAX keeps the most TIME_WAIT
+# sockets seen (not in a subshell, then: the result goes to $line).
 pingpong() {
-	local size=$1 threads=$2 warmup=$3 line pin=() n='[0-9.]+'
+	local workload=$1 size=$2 threads=$3 warmup=$4 pin=() churn=() n='[0-9.]+' tw
 
 	[ "$PIN" = 0 ] || pin=(--pin)
+	[ "$workload" = pingpong ] || churn=(--churn)
 	line=$("$PINGPONG" --size "$size" --threads "$threads" --seconds "$RUN_SECONDS" \
-		--warmup-ms "$warmup" --cpu "${pin[@]}") ||
-		die "pingpong failed (size $size, threads $threads)"
+		--warmup-ms "$warmup" --cpu "${pin[@]}" "${churn[@]}") ||
+		die "pingpong failed ($workload, size $size, threads $threads)"
 	[[ $line =~ ^calls=$n\ seconds=$n\ calls_per_s=$n\ p50_us=$n\ p99_us=$n\ cpu_us_per_call=$n$ ]] ||
 		die "unexpected pingpong output: $line"
-	echo "$line"
+	if [ "$workload" = churn ]; then
+		tw=$(awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "tw") print $(i + 1) }' \
+			/proc/net/sockstat)
+		[ "${tw:-0}" -le "$TW_MAX" ] || TW_MAX=$tw
+	fi
 }
 
 mode_name() {
@@ -270,6 +312,7 @@ mode_name() {
 	B) echo depwatch ;;
 	S) echo depwatch-syscalls ;;
 	C) echo bpftrace ;;
+	P) echo depwatch-before ;;
 	esac
 }
 
@@ -279,6 +322,10 @@ arm_start() {
 	case $1 in
 	B | S)
 		daemon_start "$([ "$1" = B ] && echo sock || echo syscalls)"
+		ids=$(prog_ids_of "$daemon_pid")
+		;;
+	P)
+		daemon_start sock before
 		ids=$(prog_ids_of "$daemon_pid")
 		;;
 	C)
@@ -293,32 +340,32 @@ arm_stop() {
 	peer_stop
 }
 
-# One run; appends "size threads pair mode foreign calls seconds calls_per_s p50 p99
-# cpu_us_per_call" to runs.tsv, foreign being the most dw_ programs of others
-# seen before or after the run.
+# One run; appends "workload size threads pair mode foreign calls seconds
+# calls_per_s p50 p99 cpu_us_per_call" to runs.tsv, foreign being the most dw_
+# programs of others seen before or after the run.
 one_run() {
-	local size=$1 threads=$2 pair=$3 mode=$4 line ids="" f0 f1
+	local workload=$1 size=$2 threads=$3 pair=$4 mode=$5 line ids="" f0 f1
 
 	wait_quiet
 	f0=$quiet
 	arm_start "$mode"
-	line=$(pingpong "$size" "$threads" "$WARMUP_MS")
+	pingpong "$workload" "$size" "$threads" "$WARMUP_MS"
 	# shellcheck disable=SC2086
 	f1=$(foreign_dw_progs $ids)
 	arm_stop
-	printf '  size=%-5s threads=%s pair=%s %-8s  %s%s\n' "$size" "$threads" "$pair" \
+	printf '  %-8s size=%-5s threads=%s pair=%s %-8s  %s%s\n' "$workload" "$size" "$threads" "$pair" \
 		"$(mode_name "$mode")" "$line" \
 		"$([ $((f0 + f1)) -eq 0 ] || echo "  (other dw_ programs: $f0 before, $f1 after)")" >&2
 	# shellcheck disable=SC2001
-	echo "$size $threads $pair $mode $((f0 > f1 ? f0 : f1))" \
+	echo "$workload $size $threads $pair $mode $((f0 > f1 ? f0 : f1))" \
 		"$(sed 's/[a-z0-9_]*=//g' <<<"$line")" >>"$work/runs.tsv"
 }
 
 # With depwatch (B) or the peer (C) running and BPF stats on: per-program
-# deltas over one pingpong run, appended to stats.tsv as "mode size threads
-# prog run_time_ns run_cnt calls foreign".
+# deltas over one pingpong run, appended to stats.tsv as "mode workload size
+# threads prog run_time_ns run_cnt calls foreign".
 stats_run() {
-	local size=$1 threads=$2 mode=$3 line ids calls f0 f1
+	local workload=$1 size=$2 threads=$3 mode=$4 line ids calls f0 f1
 
 	wait_quiet
 	f0=$quiet
@@ -327,17 +374,17 @@ stats_run() {
 	sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null
 	# shellcheck disable=SC2086
 	bpf_snapshot "$work/before" $ids
-	line=$(pingpong "$size" "$threads" 0)
+	pingpong "$workload" "$size" "$threads" 0
 	# shellcheck disable=SC2086
 	bpf_snapshot "$work/after" $ids
 	stats_restore
 	# shellcheck disable=SC2086
 	f1=$(foreign_dw_progs $ids)
 	arm_stop
-	echo "  size=$size threads=$threads $(mode_name "$mode") stats run: $line" >&2
+	echo "  $workload size=$size threads=$threads $(mode_name "$mode") stats run: $line" >&2
 	calls=${line%% *}
 	LC_ALL=C join "$work/before" "$work/after" | while read -r _ name t0 c0 _ t1 c1; do
-		echo "$mode $size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=} $((f0 > f1 ? f0 : f1))"
+		echo "$mode $workload $size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=} $((f0 > f1 ? f0 : f1))"
 	done >>"$work/stats.tsv"
 }
 
@@ -345,6 +392,8 @@ preflight() {
 	[ "$(id -u)" -eq 0 ] || die "needs root (loads BPF programs)"
 	[ -x "$PINGPONG" ] || die "build first: make $PINGPONG"
 	[ -x "$DEPWATCH" ] || die "build first: make $DEPWATCH"
+	[ -z "$BEFORE" ] || [ -x "$BEFORE" ] ||
+		die "BEFORE=$BEFORE is not an executable (make OUT=$OUT bench-before BEFORE_REV=...)"
 	[ -x "$BPFTOOL" ] || die "bpftool not found"
 	[ -r /proc/sys/kernel/bpf_stats_enabled ] || die "no kernel.bpf_stats_enabled sysctl"
 	if [ "$PEER" = 1 ] && ! [ -x "$BPFTRACE" ]; then
@@ -358,6 +407,12 @@ preflight() {
 	# replacing build/depwatch mid-benchmark must not change what B runs run.
 	cp "$DEPWATCH" "$work/depwatch"
 	DEPWATCH=$work/depwatch
+	if [ -n "$BEFORE" ]; then
+		cp "$BEFORE" "$work/depwatch-before"
+		DEPWATCH_BEFORE=$work/depwatch-before
+		BEFORE_ID="$BEFORE ($(sha256sum "$BEFORE" | cut -c1-12))"
+		[ ! -r "$BEFORE.id" ] || BEFORE_ID+=", $(head -n1 "$BEFORE.id")"
+	fi
 	SOURCE_ID=$(source_id)
 	: >"$work/runs.tsv"
 	: >"$work/stats.tsv"
@@ -379,6 +434,9 @@ command_line() {
 	[ "$PEER" = 1 ] || env+="PEER=$PEER "
 	[ "$SYSCALLS" = 1 ] || env+="SYSCALLS=$SYSCALLS "
 	[ "$SIZES" = "1 4096" ] || env+="SIZES=\"$SIZES\" "
+	[ "$CHURN" = 1 ] || env+="CHURN=$CHURN "
+	[ "$CHURN_THREADS" = 2 ] || env+="CHURN_THREADS=$CHURN_THREADS "
+	[ -z "$BEFORE" ] || env+="BEFORE=$BEFORE "
 	[ "$RESULTS" = "$RESULTS_DEFAULT" ] || env+="RESULTS=$RESULTS "
 	[ "$DD" = 1 ] || env+="DD=$DD "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
@@ -413,24 +471,26 @@ machine() {
 }
 
 pingpong_phase() {
-	local cfg size threads pair mode modes=(A B)
+	local cfg workload size threads pair mode modes=(A B)
 
+	[ -n "$BEFORE" ] && modes+=(P)
 	[ "$SYSCALLS" = 1 ] && modes+=(S)
 	[ "$PEER" = 1 ] && modes+=(C)
 	echo "bench: $PAIRS interleaved rounds (${modes[*]}) x ${#CONFIGS[@]} configs, ${RUN_SECONDS}s" \
 		"per run (+${WARMUP_MS}ms warm-up), PIN=$PIN; A = baseline, B = depwatch (sock)," \
-		"S = depwatch (syscalls), C = bpftrace peer" >&2
+		"P = depwatch before (BEFORE, sock), S = depwatch (syscalls), C = bpftrace peer" >&2
 	for cfg in "${CONFIGS[@]}"; do
-		read -r size threads <<<"$cfg"
+		read -r workload size threads <<<"$cfg"
 		for ((pair = 1; pair <= PAIRS; pair++)); do
 			for mode in "${modes[@]}"; do
-				one_run "$size" "$threads" "$pair" "$mode"
+				one_run "$workload" "$size" "$threads" "$pair" "$mode"
 			done
 		done
 		for mode in "${modes[@]:1}"; do
-			stats_run "$size" "$threads" "$mode"
+			stats_run "$workload" "$size" "$threads" "$mode"
 		done
 	done
+	[ "$CHURN" != 1 ] || echo "bench: at most $TW_MAX TIME_WAIT sockets after a churn run" >&2
 }
 
 # What each backend costs I/O that is not on a socket: the syscalls backend's
@@ -500,8 +560,11 @@ main() {
 	decide_phase
 	scale_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
-		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK
+		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK \
+		ATTACHED_before BEFORE_ID TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE
 	LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+	TW_REUSE=$(cat /proc/sys/net/ipv4/tcp_tw_reuse)
+	PORT_RANGE=$(tr -s '\t ' '-' </proc/sys/net/ipv4/ip_local_port_range)
 	ELAPSED=$(($(date +%s) - start))
 	CMDLINE=$(command_line)
 	MACHINE=$(machine)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds depwatch from an earlier git revision, for make bench's BEFORE arm,
+# without touching the working tree: a detached `git worktree` in a temporary
+# directory, `make` there into its own output dir, the binary copied out, the
+# worktree removed again (also on failure).
+#
+# usage: bench/build-before.sh REV DEST
+#   REV   any revision git understands (e.g. f9826fc)
+#   DEST  where the binary goes (e.g. build-bench/depwatch-before); DEST.id
+#         gets one line naming the revision, which the report quotes
+# `make OUT=build-bench bench-before BEFORE_REV=f9826fc` runs it with DEST =
+# $(OUT)/depwatch-before.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ $# -eq 2 ] || { echo "usage: $0 REV DEST" >&2; exit 2; }
+rev=$1
+dest=$2
+sha=$(git rev-parse --verify "$rev^{commit}")
+tree=$(mktemp -d /tmp/dw-before.XXXXXX)
+rmdir "$tree"	# git worktree add creates it
+
+remove_tree() {
+	git worktree remove --force "$tree" 2>/dev/null || rm -rf "$tree"
+	git worktree prune
+}
+trap remove_tree EXIT
+
+git worktree add --detach --quiet "$tree" "$sha"
+make -C "$tree" OUT=build build/depwatch
+mkdir -p "$(dirname "$dest")"
+cp "$tree/build/depwatch" "$dest.tmp"
+mv "$dest.tmp" "$dest"
+echo "commit $(git log -1 --format='%h %s' "$sha" | cut -c1-100)" >"$dest.id"
+echo "bench: built $dest from $(cat "$dest.id")" >&2
