@@ -199,6 +199,11 @@ static void refresh_dest(struct dw_collector *c, struct dw_bpf *b, struct dw_des
 
 	sum_cpus(per_cpu, b->ncpus, &sum);
 	read_detail(b, d->slot, d, &sum, detail);
+	/* the burst-timed calls went to the same window slot as their histogram counts */
+	if (sum.calls_burst != d->sum.calls_burst) {
+		d->burst_gen = dw_collect_gen(c);
+		d->burst_seen = true;
+	}
 	d->sum = sum;
 	if (dw_dest_inflight(d) || dw_dest_connecting(d))
 		c->busy = true;
@@ -351,6 +356,21 @@ static void start_interval(struct dw_collector *c)
 	c->nwaits = 0;
 }
 
+uint64_t dw_collect_gen(const struct dw_collector *c)
+{
+	/* a poll reads before it counts itself; a refresh comes after the count */
+	if (c->refreshing)
+		return c->polls ? c->polls - 1 : 0;
+	return c->polls;
+}
+
+bool dw_dest_burst_timed(const struct dw_collector *c, const struct dw_dest *d)
+{
+	uint64_t now = c->polls ? c->polls - 1 : 0;
+
+	return d->burst_seen && now - d->burst_gen < c->nslots;
+}
+
 int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
 {
 	uint64_t start = dw_monotonic_ns();
@@ -379,6 +399,8 @@ int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b)
 		err = -ENOMEM;
 		goto out;
 	}
+	/* from here on: the gen of the last poll's window slot, and only hot pending calls */
+	c->refreshing = true;
 	for (size_t i = 0; i < c->cap; i++) {
 		struct dw_dest *d = &c->dests[i];
 
@@ -388,7 +410,6 @@ int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b)
 		if (!bpf_map_lookup_elem(b->stats_fd, &d->slot, per_cpu))
 			refresh_dest(c, b, d, per_cpu, detail);
 	}
-	c->refreshing = true;
 	err = dw_bpf_scan_pending(b, on_pending, c);
 	c->refreshing = false;
 	c->now_ns = dw_monotonic_ns();

@@ -36,6 +36,12 @@ struct dw_dest {
 	struct dw_dest *next_in_dep;	/* rebuilt every poll */
 	unsigned slot;			/* its row in the kernel's dest_stats and dest_details */
 	bool hot;			/* re-read between polls (dw_collect_refresh) */
+	/*
+	 * Burst timings: the window generation (see dw_collect_gen) of the
+	 * newest read that saw calls_burst grow; burst_seen: any read did.
+	 */
+	uint64_t burst_gen;
+	bool burst_seen;
 };
 
 /* Outstanding calls to one destination made while holding a request of one inbound row. */
@@ -71,6 +77,18 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b);
  * outstanding calls. Sliding windows still advance once per poll only.
  */
 int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b);
+
+/*
+ * The window slot reads go to: the number of polls started, less one
+ * (the last poll's slot, also for a refresh after it).
+ */
+uint64_t dw_collect_gen(const struct dw_collector *c);
+/*
+ * Whether calls completed within the window were timed on a multiplexed or
+ * pipelined connection (calls_burst grew within the window): the window's
+ * percentiles then hold burst timings, not one request's latency.
+ */
+bool dw_dest_burst_timed(const struct dw_collector *c, const struct dw_dest *d);
 
 /* Calls in flight (started - completed - failed), never below 0. */
 uint64_t dw_dest_inflight(const struct dw_dest *d);

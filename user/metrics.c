@@ -7,6 +7,10 @@
  * destinations the last poll assigned to it, as in `depwatch status`. A
  * reload that moves a destination from one dependency to another moves its
  * counts along, which Prometheus sees as a counter reset of the one it left.
+ *
+ * A few counters are per destination as well (labels dependency, dest and
+ * netns): those that say which destinations' latencies are burst timings
+ * of multiplexed or pipelined connections, something a sum would hide.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -804,6 +808,64 @@ static void service_families(struct dw_buf *o, const struct dw_deps *deps)
 				      s->svc[i].waits[k].count);
 }
 
+/* A label value: backslash, double quote and line feed escaped. */
+static void put_label_value(struct dw_buf *o, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			dw_buf_putc(o, '\\');
+		if (*s == '\n')
+			put(o, "\\n", 2);
+		else
+			dw_buf_putc(o, *s);
+	}
+}
+
+/* Outbound rows with a dependency (the overflow row once it counted something), as in status. */
+static bool dest_exported(const struct dw_dest *d, const struct dw_deps *deps)
+{
+	return d->used && d->key.family != DW_FAMILY_INBOUND && d->dep >= 0 &&
+	       (unsigned)d->dep < deps->n &&
+	       (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started || d->sum.connect_attempts);
+}
+
+static void dest_family(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
+			const char *name, const char *help, size_t off)
+{
+	char dest[64];
+
+	family(o, name, "counter", help);
+	for (size_t i = 0; i < c->cap; i++) {
+		const struct dw_dest *d = &c->dests[i];
+
+		if (!dest_exported(d, deps))
+			continue;
+		dw_dest_format(&d->key, dest, sizeof(dest));
+		put_str(o, name);
+		put_str(o, "{dependency=\"");
+		put_label_value(o, deps->deps[d->dep].name);
+		put_str(o, "\",dest=\"");
+		put_label_value(o, dest);
+		put_str(o, "\",netns=\"");
+		put_u64(o, d->key.netns);
+		put(o, "\"} ", 3);
+		put_u64(o, *(const __u64 *)((const char *)&d->sum + off));
+		put(o, "\n", 1);
+	}
+}
+
+static void dest_families(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps)
+{
+	dest_family(o, c, deps, "depwatch_dest_multiplexed_connections_total",
+		    "Connections to the destination seen carrying overlapping requests (HTTP/2, pipelining), "
+		    "each counted once.",
+		    offsetof(struct dw_dest_stats, conns_multiplexed));
+	dest_family(o, c, deps, "depwatch_dest_burst_calls_total",
+		    "Answered calls to the destination timed on such a connection: burst timings, not one "
+		    "request's latency; counted in depwatch_calls_total too.",
+		    offsetof(struct dw_dest_stats, calls_burst));
+}
+
 static void render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
 		   const struct fig *figs, size_t n)
 {
@@ -817,6 +879,7 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 	histogram(o, "depwatch_connect_duration_seconds",
 		  "Durations of successful TCP connects, SYN to established, since the daemon started.",
 		  H_CONNECT, figs, n);
+	dest_families(o, c, deps);
 	service_families(o, deps);
 	process_families(o, c);
 }

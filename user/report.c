@@ -19,6 +19,7 @@ struct dest_view {
 	double p50, p90, p99;
 	double connect_p50, connect_p99;
 	double oldest_ms, oldest_connect_ms;
+	bool burst;		/* the window's calls include burst timings (multiplexed connections) */
 };
 
 static double age_ms(uint64_t now, uint64_t start)
@@ -48,7 +49,29 @@ static void view_of(const struct dw_collector *c, const struct dw_dest *d, struc
 	v->connect_p99 = pct_ms(dense, 0.99);
 	v->oldest_ms = age_ms(c->now_ns, d->oldest_call_ns);
 	v->oldest_connect_ms = age_ms(c->now_ns, d->oldest_connect_ns);
+	v->burst = dw_dest_burst_timed(c, d);
 }
+
+/* Over a dependency's destinations: multiplexed connections, and whether any is burst-timed. */
+static uint64_t dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool *burst)
+{
+	uint64_t conns = 0;
+
+	*burst = false;
+	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
+		/* lists are rebuilt every poll; one that was not is not followed into freed rows */
+		if (d < c->dests || d >= c->dests + c->cap)
+			break;
+		conns += d->sum.conns_multiplexed;
+		*burst |= dw_dest_burst_timed(c, d);
+	}
+	return conns;
+}
+
+/* Marks a latency cell as burst timings (multiplexed connections): "12.3ms*". */
+#define BURST_MARK "*"
+#define BURST_LEGEND \
+	"* latency of multiplexed or pipelined connections: burst timings, not one request's\n"
 
 /* Destinations worth showing: the overflow row only once something landed in it. */
 static bool shown(const struct dw_dest *d)
@@ -117,11 +140,14 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 	dw_json_field_opt(out, "oldest_connecting_ms", v->oldest_connect_ms, 3);
 	dw_json_field_opt(out, "connect_p50_ms", v->connect_p50, 3);
 	dw_json_field_opt(out, "connect_p99_ms", v->connect_p99, 3);
-	dw_buf_printf(out, ",\"retransmits\":%llu,\"rejected\":%llu,\"connections\":%llu,\"last_caller\":",
+	dw_buf_printf(out, ",\"retransmits\":%llu,\"rejected\":%llu,\"connections\":%llu,"
+		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s,\"last_caller\":",
 		      (unsigned long long)d->sum.retransmits,
 		      (unsigned long long)d->sum.connects_rejected,
 		      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
-					   d->sum.conns_opened - d->sum.conns_closed : 0));
+					   d->sum.conns_opened - d->sum.conns_closed : 0),
+		      (unsigned long long)d->sum.conns_multiplexed,
+		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
 	if (!d->sum.last_conn_ns) {
 		dw_buf_printf(out, "null}");
 		return;
@@ -159,8 +185,12 @@ static double rate_or_zero(double r)
 	return r >= 0 && r <= 1 ? r : 0;
 }
 
-static void json_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+static void json_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
+		     uint64_t now)
 {
+	bool burst;
+	uint64_t mux = dep_mux(c, dep, &burst);
+
 	dw_buf_printf(out, "{\"name\":");
 	dw_json_str(out, dep->name);
 	dw_buf_printf(out, ",\"configured\":%s,\"breaker\":\"%s\",\"reason\":\"%s\",\"since_s\":",
@@ -192,7 +222,10 @@ static void json_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
 	dw_json_field_opt(out, "retry_ratio", dep->retry_ratio, 3);
 	dw_json_field_opt(out, "call_rate", dep->call_rate, 2);
 	dw_json_field_opt(out, "call_rate_baseline", dep->call_rate_baseline, 2);
-	dw_buf_printf(out, ",\"retry_storm\":%s}", dep->retry_storm ? "true" : "false");
+	dw_buf_printf(out, ",\"retry_storm\":%s,\"multiplexed\":\"%s\",\"multiplexed_conns\":%llu,"
+		      "\"burst_timings\":%s}", dep->retry_storm ? "true" : "false",
+		      dep->s->judge_multiplexed ? "judge" : "ignore", (unsigned long long)mux,
+		      burst ? "true" : "false");
 }
 
 static void json_listen(struct dw_buf *out, const struct dw_service *cfg)
@@ -306,7 +339,8 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c, const
 	free(dense);
 }
 
-static void json_deps(struct dw_buf *out, const struct dw_deps *deps, uint64_t now)
+static void json_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		      uint64_t now)
 {
 	bool first = true;
 
@@ -317,7 +351,7 @@ static void json_deps(struct dw_buf *out, const struct dw_deps *deps, uint64_t n
 		if (!first)
 			dw_buf_putc(out, ',');
 		first = false;
-		json_dep(out, &deps->deps[i], now);
+		json_dep(out, c, &deps->deps[i], now);
 	}
 	dw_buf_printf(out, "]");
 }
@@ -334,7 +368,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->interval_ns / 1000000),
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
-	json_deps(out, deps, c->now_ns);
+	json_deps(out, c, deps, c->now_ns);
 	json_services(out, deps, c->now_ns);
 	json_inbound(out, c, deps);
 	dw_buf_printf(out, ",\"destinations\":[");
@@ -347,18 +381,26 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 	free(views);
 }
 
-/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none. */
-static const char *cell_ms(double ms, char *buf, size_t len)
+/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none; burst: "12.3ms*". */
+static const char *cell_ms_mark(double ms, bool burst, char *buf, size_t len)
 {
+	const char *mark = burst && ms >= 0 ? BURST_MARK : "";
+
 	if (ms < 0)
 		snprintf(buf, len, "-");
 	else if (ms < 1)
-		snprintf(buf, len, "%.0fus", ms * 1000);
+		snprintf(buf, len, "%.0fus%s", ms * 1000, mark);
 	else if (ms < 1000)
-		snprintf(buf, len, "%.*fms", ms < 100 ? 1 : 0, ms);
+		snprintf(buf, len, "%.*fms%s", ms < 100 ? 1 : 0, ms, mark);
 	else
-		snprintf(buf, len, "%.2fs", ms / 1000);
+		snprintf(buf, len, "%.2fs%s", ms / 1000, mark);
 	return buf;
+}
+
+/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none. */
+static const char *cell_ms(double ms, char *buf, size_t len)
+{
+	return cell_ms_mark(ms, false, buf, len);
 }
 
 static void text_row(struct dw_buf *out, const struct dest_view *v)
@@ -366,17 +408,19 @@ static void text_row(struct dw_buf *out, const struct dest_view *v)
 	const struct dw_dest *d = v->d;
 	char oldest[16], p50[16], p90[16], p99[16];
 
-	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu ",
+	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu %5llu ",
 		      v->dest, (unsigned long long)d->sum.calls_completed,
 		      (unsigned long long)d->sum.calls_failed,
 		      (unsigned long long)dw_dest_inflight(d),
 		      cell_ms(d->oldest_call_ns ? v->oldest_ms : -1, oldest, sizeof(oldest)),
-		      cell_ms(v->p50, p50, sizeof(p50)), cell_ms(v->p90, p90, sizeof(p90)),
-		      cell_ms(v->p99, p99, sizeof(p99)),
+		      cell_ms_mark(v->p50, v->burst, p50, sizeof(p50)),
+		      cell_ms_mark(v->p90, v->burst, p90, sizeof(p90)),
+		      cell_ms_mark(v->p99, v->burst, p99, sizeof(p99)),
 		      (unsigned long long)d->sum.connect_attempts,
 		      (unsigned long long)dw_dest_connect_failures(d),
 		      (unsigned long long)dw_dest_connecting(d),
-		      (unsigned long long)d->sum.retransmits);
+		      (unsigned long long)d->sum.retransmits,
+		      (unsigned long long)d->sum.conns_multiplexed);
 	if (d->sum.last_conn_ns) {
 		dw_buf_printf(out, "%u/", d->sum.last_pid);
 		dw_escape_text(out, d->sum.last_comm, sizeof(d->sum.last_comm));
@@ -384,9 +428,14 @@ static void text_row(struct dw_buf *out, const struct dest_view *v)
 	dw_buf_putc(out, '\n');
 }
 
-static void text_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+/* Returns whether its percentiles are marked as burst timings. */
+static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
+		     uint64_t now)
 {
 	char oldest[16], p50[16], p99[16];
+	bool burst;
+
+	dep_mux(c, dep, &burst);
 
 	dw_buf_printf(out, "%-24.24s %-9s %-12s %5.1f%% %5.1f%% %8llu %6llu %5llu %7s %7s %7s\n", dep->name,
 		      dw_breaker_state_name(dep->br.state),
@@ -396,19 +445,25 @@ static void text_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
 		      (unsigned long long)dep->inflight,
 		      cell_ms(dep->oldest_call_ns ? age_ms(now, dep->oldest_call_ns) : -1, oldest,
 			      sizeof(oldest)),
-		      cell_ms(dw_dep_percentile_ms(dep, 0.50), p50, sizeof(p50)),
-		      cell_ms(dw_dep_percentile_ms(dep, 0.99), p99, sizeof(p99)));
+		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.50), burst, p50, sizeof(p50)),
+		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.99), burst, p99, sizeof(p99)));
+	return burst;
 }
 
-static void text_deps(struct dw_buf *out, const struct dw_deps *deps, uint64_t now)
+/* Returns whether a row is marked as burst timings. */
+static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		      uint64_t now)
 {
+	bool burst = false;
+
 	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
 		      "BREAKER", "REASON", "SLOW", "FAIL", "CALLS", "FAILED", "INFL", "OLDEST", "P50",
 		      "P99");
 	for (unsigned i = 0; i < deps->n; i++)
 		if (dep_shown(&deps->deps[i]))
-			text_dep(out, &deps->deps[i], now);
+			burst |= text_dep(out, c, &deps->deps[i], now);
 	dw_buf_putc(out, '\n');
+	return burst;
 }
 
 static void text_services(struct dw_buf *out, const struct dw_deps *deps)
@@ -443,6 +498,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
+	bool burst;
 
 	dw_buf_printf(out, "depwatch: %zu destinations, up %.0fs, percentiles over %llus; %s\n",
 		      n, (c->now_ns - info->started_ns) / 1e9,
@@ -450,27 +506,36 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	if (c->globals.dest_map_full)
 		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
 			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
-	text_deps(out, deps, c->now_ns);
+	burst = text_deps(out, c, deps, c->now_ns);
 	text_services(out, deps);
-	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %s\n", "DEST", "CALLS",
+	/* MUX: connections seen carrying overlapping requests, since start */
+	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %5s %s\n", "DEST", "CALLS",
 		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
-		      "RETX", "LAST CALLER");
-	for (size_t i = 0; views && i < n; i++)
+		      "RETX", "MUX", "LAST CALLER");
+	for (size_t i = 0; views && i < n; i++) {
 		text_row(out, &views[i]);
+		burst |= views[i].burst;
+	}
+	if (burst)
+		dw_buf_printf(out, "\n" BURST_LEGEND);
 	free(views);
 }
 
-static void tsv_dep(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
+		    uint64_t now)
 {
+	bool burst;
+	uint64_t mux = dep_mux(c, dep, &burst);
+
 	dw_escape_text(out, dep->name, sizeof(dep->name));
-	dw_buf_printf(out, "\t%u\t%llu\t%llu\t%.3f\t%.3f\t%.4f\t%.4f\t%llu\t%u\t%.1f\t%s\t%s\t%llu\t%llu\t%d\n",
+	dw_buf_printf(out, "\t%u\t%llu\t%llu\t%.3f\t%.3f\t%.4f\t%.4f\t%llu\t%u\t%.1f\t%s\t%s\t%llu\t%llu\t%d\t%llu\t%d\n",
 		      dep->ndests, (unsigned long long)dep->calls, (unsigned long long)dep->failed,
 		      dw_dep_percentile_ms(dep, 0.50), dw_dep_percentile_ms(dep, 0.99),
 		      rate_or_zero(dep->j.slow_rate), rate_or_zero(dep->j.failure_rate),
 		      (unsigned long long)dep->inflight, dep->s->max_inflight,
 		      age_ms(now, dep->oldest_call_ns), dw_breaker_state_name(dep->br.state),
 		      dw_breaker_reason_name(dep->br.reason), (unsigned long long)dep->rejected,
-		      (unsigned long long)dep->conns, dep->forced >= 0);
+		      (unsigned long long)dep->conns, dep->forced >= 0, (unsigned long long)mux, burst);
 }
 
 /* "@service<TAB>summary<TAB>level<TAB>inflight<TAB>pool<TAB>exhausted_in_s": top shows it above the table. */
@@ -488,10 +553,11 @@ static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const stru
 void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps)
 {
 	dw_buf_printf(out, "name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"
-		      "max_inflight\toldest_ms\tbreaker\treason\trejected\tconns\tforced\n");
+		      "max_inflight\toldest_ms\tbreaker\treason\trejected\tconns\tforced\t"
+		      "multiplexed_conns\tburst_timings\n");
 	for (unsigned i = 0; i < deps->n; i++)
 		if (dep_shown(&deps->deps[i]))
-			tsv_dep(out, &deps->deps[i], c->now_ns);
+			tsv_dep(out, c, &deps->deps[i], c->now_ns);
 	for (unsigned i = 0; i < deps->svcs.n; i++)
 		tsv_service(out, &deps->svcs.svc[i], deps);
 }

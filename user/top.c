@@ -28,6 +28,10 @@ static const char *const field_names[DW_TOP_FIELDS] = {
 	"inflight", "max_inflight", "oldest_ms", "breaker", "reason", "rejected", "conns", "forced",
 };
 
+static const char *const mux_field_names[DW_TOP_FIELDS_MUX - DW_TOP_FIELDS] = {
+	"multiplexed_conns", "burst_timings",
+};
+
 /* Splits line at tabs in place; returns how many fields there are, at most max are stored. */
 static size_t split_tabs(char *line, char **field, size_t max)
 {
@@ -147,15 +151,22 @@ static int parse_reals(char **f, struct dw_top_row *r)
 	return 0;
 }
 
-int dw_top_parse_row(char *line, size_t nfields, struct dw_top_row *row)
+int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *row)
 {
-	char *f[DW_TOP_FIELDS];
+	char *f[DW_TOP_FIELDS_MUX];
+	size_t want = mux ? DW_TOP_FIELDS_MUX : DW_TOP_FIELDS;
 
-	if (nfields < DW_TOP_FIELDS || split_tabs(line, f, DW_TOP_FIELDS) != nfields)
+	if (nfields < want || split_tabs(line, f, want) != nfields)
 		return -EINVAL;
-	for (size_t i = 0; i < DW_TOP_FIELDS; i++)
+	for (size_t i = 0; i < want; i++)
 		if (strlen(f[i]) > DW_TOP_FIELD_MAX)
 			return -EINVAL;
+	row->mux_conns = 0;
+	row->burst = false;
+	if (mux && (parse_count(f[16], &row->mux_conns) ||
+		    (strcmp(f[17], "0") && strcmp(f[17], "1"))))
+		return -EINVAL;
+	row->burst = mux && f[17][0] == '1';
 	if (!*f[0] || parse_counts(f, row) || parse_reals(f, row) ||
 	    parse_word(f[11], row->breaker) || parse_word(f[12], row->reason))
 		return -EINVAL;
@@ -168,17 +179,24 @@ int dw_top_parse_row(char *line, size_t nfields, struct dw_top_row *row)
 	return 0;
 }
 
-/* The number of header fields, or 0 when the header does not start with top's fields. */
-static size_t parse_header(char *line)
+/*
+ * The number of header fields, or 0 when the header does not start with
+ * top's fields; *mux: the two multiplexed-connection fields follow them.
+ */
+static size_t parse_header(char *line, bool *mux)
 {
-	char *f[DW_TOP_FIELDS];
-	size_t n = split_tabs(line, f, DW_TOP_FIELDS);
+	char *f[DW_TOP_FIELDS_MUX];
+	size_t n = split_tabs(line, f, DW_TOP_FIELDS_MUX);
 
+	*mux = false;
 	if (n < DW_TOP_FIELDS)
 		return 0;
 	for (size_t i = 0; i < DW_TOP_FIELDS; i++)
 		if (strcmp(f[i], field_names[i]))
 			return 0;
+	*mux = n >= DW_TOP_FIELDS_MUX;
+	for (size_t i = DW_TOP_FIELDS; *mux && i < DW_TOP_FIELDS_MUX; i++)
+		*mux = !strcmp(f[i], mux_field_names[i - DW_TOP_FIELDS]);
 	return n;
 }
 
@@ -196,17 +214,18 @@ static struct dw_top_row *new_row(struct dw_top_frame *f)
 	return &f->rows[f->n];
 }
 
-static int add_line(struct dw_top_frame *f, char *line, size_t nfields)
+static int add_line(struct dw_top_frame *f, char *line, size_t nfields, bool mux)
 {
 	struct dw_top_row *row = new_row(f);
 
 	if (!row)
 		return -ENOMEM;
-	if (dw_top_parse_row(line, nfields, row)) {
+	if (dw_top_parse_row(line, nfields, mux, row)) {
 		f->skipped++;
 		return 0;
 	}
 	f->n++;
+	f->burst += row->burst;
 	f->open += row->state == DW_TOP_OPEN;
 	f->half_open += row->state == DW_TOP_HALF_OPEN;
 	return 0;
@@ -258,6 +277,7 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 {
 	char *copy = malloc(len + 1), *line;
 	size_t off = 0, n, nfields = 0;
+	bool mux = false;
 	int err = 0;
 
 	memset(f, 0, sizeof(*f));
@@ -268,7 +288,7 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 	copy[len] = 0;
 	line = next_line(copy, len, &off, &n);
 	if (strlen(line) == n)
-		nfields = parse_header(line);
+		nfields = parse_header(line, &mux);
 	if (!nfields)
 		err = -EPROTO;
 	while (!err && off < len) {
@@ -279,7 +299,7 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 		else if (!strncmp(line, "@service\t", 9))
 			add_note(f, line);
 		else
-			err = add_line(f, line, nfields);
+			err = add_line(f, line, nfields, mux);
 	}
 	free(copy);
 	if (err)
@@ -425,9 +445,23 @@ static const char *cell_rate(const struct dw_top_row *r, char *buf)
 	return buf;
 }
 
+/* "12.3ms*" when the row's percentiles are burst timings (see DW_TOP_BURST_LEGEND). */
 static const char *cell_p50(const struct dw_top_row *r, char *buf)
 {
-	return cell_ms(r->p50_ms, buf);
+	cell_ms(r->p50_ms, buf);
+	if (r->burst && r->p50_ms >= 0)
+		strcat(buf, "*");
+	return buf;
+}
+
+/* The marked cell in 6 characters: "12.3ms*" becomes "12ms*"; the other forms fit already. */
+static const char *cell_p50_brief(const struct dw_top_row *r, char *buf)
+{
+	if (r->burst && r->p50_ms >= 9.95 && r->p50_ms < 99.95) {
+		snprintf(buf, CELL_LEN, "%.0fms*", r->p50_ms);
+		return buf;
+	}
+	return cell_p50(r, buf);
 }
 
 static const char *cell_p99(const struct dw_top_row *r, char *buf)
@@ -514,6 +548,11 @@ static const char *cell_failed(const struct dw_top_row *r, char *buf)
 	return cell_count(r->failed, buf);
 }
 
+static const char *cell_mux(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->mux_conns, buf);
+}
+
 /* ---- columns and lines ---- */
 
 struct column {
@@ -526,12 +565,12 @@ struct column {
 	const char *(*brief)(const struct dw_top_row *r, char *buf);
 };
 
-/* At 80 columns the first eight ranks fit; at 120 all but FAILED. */
+/* At 80 columns the first eight ranks fit; at 120 all but FAILED and MUX. */
 static const struct column columns[DW_TOP_NCOLS] = {
 	[DW_TOP_COL_NAME] = { "DEPENDENCY", 16, 0, true, cell_name },
 	[DW_TOP_COL_DESTS] = { "DESTS", 5, 9, false, cell_dests },
 	[DW_TOP_COL_RATE] = { "CALLS/S", 7, 5, false, cell_rate },
-	[DW_TOP_COL_P50] = { "P50", 6, 6, false, cell_p50 },
+	[DW_TOP_COL_P50] = { "P50", 6, 6, false, cell_p50, cell_p50_brief },
 	[DW_TOP_COL_P99] = { "P99", 6, 3, false, cell_p99 },
 	[DW_TOP_COL_SLOW] = { "SLOW%", 5, 2, false, cell_slow },
 	[DW_TOP_COL_FAIL] = { "FAIL%", 5, 8, false, cell_fail },
@@ -542,6 +581,7 @@ static const struct column columns[DW_TOP_NCOLS] = {
 	[DW_TOP_COL_CONNS] = { "CONNS", 5, 11, false, cell_conns },
 	[DW_TOP_COL_CALLS] = { "CALLS", 9, 12, false, cell_calls },
 	[DW_TOP_COL_FAILED] = { "FAILED", 8, 13, false, cell_failed },
+	[DW_TOP_COL_MUX] = { "MUX", 5, 14, false, cell_mux },
 };
 
 static int by_rank(const void *a, const void *b)
@@ -748,6 +788,10 @@ static void plain_frame(const struct dw_top_frame *f, const struct tm *when, str
 		dw_top_row_text(&lay, &f->rows[i], &line);
 		put_line(out, &line);
 	}
+	if (f->burst) {
+		dw_buf_printf(&line, "%s", DW_TOP_BURST_LEGEND);
+		put_line(out, &line);
+	}
 	dw_buf_free(&line);
 }
 
@@ -916,6 +960,8 @@ static void draw(const struct live *t)
 		}
 		draw_row(t, &lay, &t->cur.rows[i], y, w);
 	}
+	if (t->cur.burst && i == t->cur.n && y < h)
+		mvaddnstr(y, 0, DW_TOP_BURST_LEGEND, w);
 	refresh();
 }
 

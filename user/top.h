@@ -16,6 +16,11 @@
 
 /* The fields of a "top tsv" row, in order; a newer daemon may append more. */
 #define DW_TOP_FIELDS 16
+/*
+ * Two more that a daemon with multiplexed-connection counters appends,
+ * "multiplexed_conns" and "burst_timings": read when the header has them.
+ */
+#define DW_TOP_FIELDS_MUX 18
 /* A longer field is not something the daemon sends: the line is rejected. */
 #define DW_TOP_FIELD_MAX 255
 /* A cleaned field: each byte may have become "\xhh". */
@@ -38,6 +43,8 @@ struct dw_top_row {
 	double oldest_ms;
 	double calls_per_s;		/* -1: unknown (first frame, or the count went back) */
 	bool forced;
+	unsigned long long mux_conns;	/* connections seen multiplexed (0 from an older daemon) */
+	bool burst;			/* its percentiles are burst timings: P50 gets a '*' */
 };
 
 /* Services shown above the table, one line each ("@service" lines of the daemon's answer). */
@@ -51,7 +58,11 @@ struct dw_top_frame {
 	size_t nnotes;
 	size_t skipped;			/* malformed lines left out */
 	size_t open, half_open;
+	size_t burst;			/* rows whose percentiles are burst timings */
 };
+
+/* Below the table when a row's P50 is marked. */
+#define DW_TOP_BURST_LEGEND "* P50/P99 of multiplexed or pipelined connections: burst timings, not one request's"
 
 /* The columns, in the order they are drawn. */
 enum dw_top_col {
@@ -69,6 +80,7 @@ enum dw_top_col {
 	DW_TOP_COL_CONNS,
 	DW_TOP_COL_CALLS,
 	DW_TOP_COL_FAILED,
+	DW_TOP_COL_MUX,
 	DW_TOP_NCOLS
 };
 
@@ -81,10 +93,11 @@ struct dw_top_layout {
 
 /*
  * One row line (no newline; split in place at tabs) with nfields fields,
- * of which the first DW_TOP_FIELDS are read. 0, or -EINVAL for a line that
- * is not a well-formed row, with row then undefined.
+ * of which the first DW_TOP_FIELDS are read, and DW_TOP_FIELDS_MUX when
+ * mux (the header names the two). 0, or -EINVAL for a line that is not a
+ * well-formed row, with row then undefined.
  */
-int dw_top_parse_row(char *line, size_t nfields, struct dw_top_row *row);
+int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *row);
 
 /*
  * The whole answer: the header, then rows; malformed rows are counted in

@@ -35,6 +35,46 @@ DASHBOARD = os.path.join(EXAMPLES, "grafana-dashboard.json")
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
 
+# Every family the page declares (# TYPE), and its type. depwatch_inflight_limit is
+# declared only when a dependency has max_inflight; the others always are.
+FAMILIES = {
+    "depwatch_calls_total": "counter",
+    "depwatch_call_failures_total": "counter",
+    "depwatch_slow_calls_total": "counter",
+    "depwatch_connects_total": "counter",
+    "depwatch_connect_failures_total": "counter",
+    "depwatch_connects_rejected_total": "counter",
+    "depwatch_inflight": "gauge",
+    "depwatch_oldest_inflight_seconds": "gauge",
+    "depwatch_open_connections": "gauge",
+    "depwatch_slow_rate": "gauge",
+    "depwatch_failure_rate": "gauge",
+    "depwatch_slow_call_threshold_seconds": "gauge",
+    "depwatch_calls_abandoned_total": "counter",
+    "depwatch_call_retries_total": "counter",
+    "depwatch_retry_ratio": "gauge",
+    "depwatch_call_rate": "gauge",
+    "depwatch_call_rate_baseline": "gauge",
+    "depwatch_breaker_state": "gauge",
+    "depwatch_call_duration_seconds": "histogram",
+    "depwatch_connect_duration_seconds": "histogram",
+    "depwatch_dest_multiplexed_connections_total": "counter",
+    "depwatch_dest_burst_calls_total": "counter",
+    "depwatch_service_requests_total": "counter",
+    "depwatch_service_inflight": "gauge",
+    "depwatch_service_pool": "gauge",
+    "depwatch_service_arrival_rate": "gauge",
+    "depwatch_service_pool_exhausted_in_seconds": "gauge",
+    "depwatch_service_waiting": "gauge",
+    "depwatch_polls_total": "counter",
+    "depwatch_last_poll_duration_seconds": "gauge",
+    "depwatch_destinations": "gauge",
+    "depwatch_kernel_dest_map_full_total": "counter",
+    "depwatch_kernel_hist_map_full_total": "counter",
+    "depwatch_kernel_conn_storage_failures_total": "counter",
+    "depwatch_kernel_pending_table_full_total": "counter",
+}
+
 
 def write_config(text):
     fd, path = tempfile.mkstemp(prefix="dwtest-metrics-", suffix=".conf")
@@ -137,6 +177,22 @@ class Test01MetricsBody(MetricsTestCase):
         self.assertTrue(CALLS * DELAY <= total <= sum(latencies) + 0.01,
                         "_sum %.6f s; %d calls of %.0f ms, client measured %.6f s" %
                         (total, CALLS, DELAY * 1000, sum(latencies)))
+
+        # The families, each declared once with its type.
+        declared = re.findall(r"(?m)^# TYPE (\S+) (\S+)$", body)
+        self.assertEqual(len(declared), len(set(n for n, _ in declared)), "a family declared twice")
+        self.assertEqual(dict(declared), FAMILIES)
+        self.assertEqual(set(re.findall(r"(?m)^# HELP (\S+) \S", body)), set(FAMILIES), "every family has HELP text")
+        # Per destination: the multiplexed-connection counters of the one destination of "web",
+        # with its dest and netns (loopback calls need not be multiplexed: any count is fine).
+        dest = "127.0.0.1:%d" % srv.port
+        for name in ("depwatch_dest_multiplexed_connections_total", "depwatch_dest_burst_calls_total"):
+            rows = [(k[1], v) for k, v in s.items() if k[0] == name and ',dest="%s",' % dest in k[1]]
+            self.assertEqual(len(rows), 1, "%s for %s: %r" % (name, dest, rows))
+            self.assertRegex(rows[0][0], r'^\{dependency="web",dest="%s",netns="\d+"\}$' % re.escape(dest))
+            self.assertGreaterEqual(rows[0][1], 0)
+        burst = [v for k, v in s.items() if k[0] == "depwatch_dest_burst_calls_total" and 'dependency="web"' in k[1]]
+        self.assertLessEqual(sum(burst), CALLS, "burst-timed calls are among the answered ones")
 
         # The exposition format, as Prometheus' own checker reads it.
         promtool = shutil.which("promtool")

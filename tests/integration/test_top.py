@@ -30,8 +30,12 @@ DURATION = re.compile(r"^\d+(\.\d+)?(us|ms|s|h)$")
 HEADER = re.compile(r"^depwatch top  \d\d:\d\d:\d\d  (\d+) dependenc(y|ies), (\d+) open")
 # SGR that sets the foreground to red (tmux writes "\x1b[31m", maybe among other parameters).
 RED = re.compile(r"\x1b\[(?:[0-9;]*;)?31(?:;[0-9;]*)?m")
-TSV_HEADER = ("name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"
-              "max_inflight\toldest_ms\tbreaker\treason\trejected\tconns\tforced\n")
+TSV_HEADER_OLD = ("name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"
+                  "max_inflight\toldest_ms\tbreaker\treason\trejected\tconns\tforced\n")
+# a daemon with multiplexed-connection counters appends two fields
+TSV_HEADER = TSV_HEADER_OLD.replace("\n", "\tmultiplexed_conns\tburst_timings\n")
+# below the table when a row's P50 carries the burst mark '*'
+LEGEND = "* P50/P99 of multiplexed or pipelined connections: burst timings, not one request's"
 
 
 def top_env(**extra):
@@ -78,7 +82,7 @@ def parse_frame(text):
     """(header, titles line, {name: cells}, rows in order) of one frame."""
     lines = text.rstrip("\n").split("\n")
     header, titles = lines[0], lines[1]
-    rows = [l for l in lines[2:] if l.strip() and not l.startswith("... ")]
+    rows = [l for l in lines[2:] if l.strip() and not l.startswith(("... ", "* "))]
     by_name = {}
     for r in rows:
         c = cells(titles, r)
@@ -395,9 +399,10 @@ class FakeDaemon:
 
 
 def tsv_row(name, calls=10, breaker="closed", reason="none", slow="0.0000", inflight=0, forced=0,
-            p50="1.500", max_inflight=0):
-    return "%s\t1\t%d\t0\t%s\t2.000\t%s\t0.0000\t%d\t%d\t0.0\t%s\t%s\t0\t1\t%d\n" % (
+            p50="1.500", max_inflight=0, mux="0", burst="0", old=False):
+    row = "%s\t1\t%d\t0\t%s\t2.000\t%s\t0.0000\t%d\t%d\t0.0\t%s\t%s\t0\t1\t%d" % (
         name, calls, p50, slow, inflight, max_inflight, breaker, reason, forced)
+    return row + ("\n" if old else "\t%s\t%s\n" % (mux, burst))
 
 
 class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
@@ -420,6 +425,8 @@ class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
                   tsv_row("big").replace("\t10\t", "\t99999999999999999999999\t", 1) +
                   tsv_row("state", breaker="OPEN\x1b") +
                   tsv_row("forced", forced=2) +
+                  tsv_row("burst", burst="2") +                              # burst_timings is 0 or 1
+                  tsv_row("mux", mux="-1") +
                   tsv_row("") +                                              # no name
                   tsv_row("x" * 300) +                                       # longer than any name
                   "\t\t\t\n\x00garbage\n")
@@ -432,7 +439,7 @@ class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
         out = r.stdout.decode()
         header, _, rows, _ = parse_frame(out)
         self.assertIn("3 dependencies", header)
-        self.assertIn("13 malformed lines skipped", header)
+        self.assertIn("15 malformed lines skipped", header)
         self.assertEqual(sorted(rows), sorted(["ok", "e\\x1b[2J\\x9b", "t\\x1b]0;x\\x07\\x7f"]), out)
 
     def test_worst_first(self):
@@ -461,6 +468,50 @@ class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
         self.assertEqual(rows["a-idle"]["INFLIGHT"], "0")
         self.assertEqual(rows["a-idle"]["P50"], "1.5ms")
         self.assertEqual(rows["a-idle"]["OLDEST"], "-")
+
+    def test_burst_timings_marked(self):
+        """A row whose percentiles are burst timings gets a '*' by its P50 and the legend below the
+        table; an older daemon's answer without the two fields still reads, unmarked."""
+        answer = (TSV_HEADER + tsv_row("plain", mux="0") + tsv_row("h2", mux="3", burst="1") +
+                  tsv_row("h2-idle", mux="2", burst="1", p50="-1.000") +
+                  tsv_row("h2-slow", mux="1", burst="1", p50="12.340"))
+        f = self.fake(lambda req: answer.encode())
+        r = run_top(f.run_dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout.decode()
+        header, titles, rows, order = parse_frame(out)
+        self.assertNotIn("malformed", header)
+        self.assertEqual(sorted(rows), ["h2", "h2-idle", "h2-slow", "plain"], out)
+        self.assertEqual(rows["h2"]["P50"], "1.5ms*")
+        self.assertEqual(rows["h2-slow"]["P50"], "12ms*", "the mark fits the column: one digit less")
+        self.assertEqual(rows["h2"]["P99"], "2.0ms")
+        self.assertEqual(rows["plain"]["P50"], "1.5ms")
+        self.assertEqual(rows["h2-idle"]["P50"], "-", "no calls in the window: nothing to mark")
+        self.assertEqual(out.rstrip("\n").split("\n")[-1], LEGEND, out)
+        self.assertTrue(all(len(l) <= 120 for l in out.splitlines()), out)
+        self.assertEqual(titles.split(), TITLES_80[:1] + ["DESTS"] + TITLES_80[1:5] + ["FAIL%"] +
+                         TITLES_80[5:] + ["REJECTED", "CONNS", "CALLS"], "the columns at 120")
+
+        old = TSV_HEADER_OLD + tsv_row("plain", old=True) + tsv_row("other", old=True)
+        f = self.fake(lambda req: old.encode())
+        r = run_top(f.run_dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout.decode()
+        header, _, rows, _ = parse_frame(out)
+        self.assertNotIn("malformed", header)
+        self.assertEqual(sorted(rows), ["other", "plain"], out)
+        self.assertEqual(rows["plain"]["P50"], "1.5ms")
+        self.assertNotIn(LEGEND, out)
+
+        # wide enough, the MUX column shows the multiplexed connections
+        f = self.fake(lambda req: answer.encode())
+        t = self.tmux([harness.DEPWATCH, "top", "--run-dir", f.run_dir], 140)
+        text = t.wait_screen(lambda s: "h2-idle" in s and LEGEND in s)
+        _, titles, rows, _ = parse_frame(text)
+        self.assertEqual(titles.split()[-2:], ["FAILED", "MUX"], text)
+        self.assertEqual((rows["h2"]["MUX"], rows["plain"]["MUX"]), ("3", "0"), text)
+        self.assertIn(LEGEND, text)
+        self.assertQuits(t, "q")
 
     def test_calls_per_second(self):
         """calls grows 1000 per second of real time, whenever top asks: top must show 1000/s."""
