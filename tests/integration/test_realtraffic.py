@@ -151,8 +151,8 @@ class Test1KeepAlive(RealTrafficCase):
         port = free_port()
         self.nginx_ok(port)
         n = 20000
-        res, _ = ab(["-k", "-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % port)
-        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result")
+        res, out = ab(["-k", "-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % port)
+        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result:\n" + out)
         st = self.settled([port], {port: n})
         r, i = self.idle_after(st, port)
         self.record("ab -k", calls=r["calls"], failed=r["failed"], inflight=r["inflight"],
@@ -178,11 +178,12 @@ class Test1KeepAlive(RealTrafficCase):
         port = free_port()
         self.nginx_ok(port)
         conns = 8
-        res, _ = wrk(["-t2", "-c%d" % conns, "-d5s"], "http://127.0.0.1:%d/" % port)
-        self.assertEqual(res["errors"], 0, "wrk's own errors")
+        res, out = wrk(["-t2", "-c%d" % conns, "-d5s"], "http://127.0.0.1:%d/" % port)
+        self.assertEqual(res["errors"], 0, "wrk's own errors:\n" + out)
         st = self.settled([port], {port: res["requests"]})
         r, i = self.idle_after(st, port)
         self.record("wrk", calls=r["calls"], failed=r["failed"], wrk_requests=res["requests"],
+                    wrk_timeouts=res["timeouts"],
                     in_requests=i["requests"], in_failed=i["failed"], dw_p50_ms=r["p50_ms"],
                     wrk_p50_ms=res["p50_ms"], wrk_mean_ms=res["mean_ms"], multiplexed=r.get("multiplexed_conns"))
         # wrk stops with up to one request outstanding per connection: those may have been answered
@@ -210,8 +211,8 @@ class Test2ConnPerRequest(RealTrafficCase):
         port = free_port()
         self.nginx_ok(port)
         n = 5000
-        res, _ = ab(["-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % port)
-        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result")
+        res, out = ab(["-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % port)
+        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result:\n" + out)
         st = self.settled([port], {port: n})
         r, i = self.idle_after(st, port)
         self.record("ab (no -k)", calls=r["calls"], failed=r["failed"], connects=r["connects"],
@@ -249,8 +250,8 @@ class Test3TLS(RealTrafficCase):
         port = free_port()
         self.nginx_tls(port)
         n = 500
-        res, _ = ab(["-n", str(n), "-c", "4"], "https://127.0.0.1:%d/" % port)
-        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result")
+        res, out = ab(["-n", str(n), "-c", "4"], "https://127.0.0.1:%d/" % port)
+        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result:\n" + out)
         st = self.settled([port], {port: n})
         r, i = self.idle_after(st, port)
         self.record("ab https", calls=r["calls"], failed=r["failed"], inflight=r["inflight"],
@@ -267,12 +268,13 @@ class Test3TLS(RealTrafficCase):
         port = free_port()
         self.nginx_tls(port)
         conns = 8
-        res, _ = wrk(["-t2", "-c%d" % conns, "-d5s"], "https://127.0.0.1:%d/" % port)
-        self.assertEqual(res["errors"], 0, "wrk's own errors")
+        res, out = wrk(["-t2", "-c%d" % conns, "-d5s"], "https://127.0.0.1:%d/" % port)
+        self.assertEqual(res["errors"], 0, "wrk's own errors:\n" + out)
         st = self.settled([port], {port: res["requests"]})
         r, i = self.idle_after(st, port)
         self.record("wrk https", calls=r["calls"], failed=r["failed"], inflight=r["inflight"],
-                    wrk_requests=res["requests"], in_requests=i["requests"], in_failed=i["failed"],
+                    wrk_requests=res["requests"], wrk_timeouts=res["timeouts"], in_requests=i["requests"],
+                    in_failed=i["failed"],
                     dw_p50_ms=r["p50_ms"], wrk_p50_ms=res["p50_ms"], wrk_mean_ms=res["mean_ms"])
         # As in the plain case: up to one request per connection outstanding at wrk's stop.
         self.check(res["requests"] <= r["calls"] <= res["requests"] + conns,
@@ -300,11 +302,11 @@ class Test3TLS(RealTrafficCase):
         t = threading.Thread(target=watch, daemon=True)
         t.start()
         try:
-            res, _ = ab(["-n", str(n), "-c", "4"], "https://127.0.0.1:%d/" % port)
+            res, out = ab(["-n", str(n), "-c", "4"], "https://127.0.0.1:%d/" % port)
         finally:
             stop.set()
             t.join(10)
-        self.assertEqual((res["complete"], res["failed"]), (n, 0), "ab's own result")
+        self.assertEqual((res["complete"], res["failed"]), (n, 0), "ab's own result:\n" + out)
         st = self.settled([port], {port: n})
         r, i = self.idle_after(st, port)
         dep = dependency(st, "tlsdep")
@@ -337,8 +339,8 @@ class Test4ReverseProxy(RealTrafficCase):
                                "            echo_sleep %.3f;\n            echo ok;\n" % (self.DELAY_MS / 1000)))
         srv = start_nginx(self, self.dir, body, [front, up], echo=True)
         n = 200
-        res, _ = ab(["-k", "-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % front)
-        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result")
+        res, out = ab(["-k", "-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % front)
+        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result:\n" + out)
         left = wait_closed(front)
         self.check(not left, "connections to the front still open", left, "none")
         # The upstream pool stays open, idle: nothing may be in flight on it.
@@ -445,8 +447,8 @@ class Test6HTTP2(RealTrafficCase):
         require("h2load")
         port = free_port()
         self.nginx_ok(port, " http2")
-        res, _ = h2load(["-n", "20000", "-c", "2", "-m", "10"], "http://127.0.0.1:%d/" % port)
-        self.assertEqual((res["succeeded"], res["failed"]), (20000, 0), "h2load's own result")
+        res, out = h2load(["-n", "20000", "-c", "2", "-m", "10"], "http://127.0.0.1:%d/" % port)
+        self.assertEqual((res["succeeded"], res["failed"]), (20000, 0), "h2load's own result:\n" + out)
         self.h2_checks("h2load nginx", port, res, 2)
 
     def test_nghttpd(self):
@@ -457,8 +459,8 @@ class Test6HTTP2(RealTrafficCase):
         with open(os.path.join(docroot, "index.html"), "w") as f:
             f.write("ok\n")
         start_nghttpd(self, self.dir, port, docroot)
-        res, _ = h2load(["-n", "20000", "-c", "2", "-m", "10"], "http://127.0.0.1:%d/index.html" % port)
-        self.assertEqual((res["succeeded"], res["failed"]), (20000, 0), "h2load's own result")
+        res, out = h2load(["-n", "20000", "-c", "2", "-m", "10"], "http://127.0.0.1:%d/index.html" % port)
+        self.assertEqual((res["succeeded"], res["failed"]), (20000, 0), "h2load's own result:\n" + out)
         self.h2_checks("h2load nghttpd", port, res, 2)
 
 
@@ -469,8 +471,8 @@ class Test7HaproxyTCP(RealTrafficCase):
         self.nginx_ok(back)
         start_haproxy(self, self.dir, front, back)
         n = 5000
-        res, _ = ab(["-k", "-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % front)
-        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result")
+        res, out = ab(["-k", "-n", str(n), "-c", "4"], "http://127.0.0.1:%d/" % front)
+        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result:\n" + out)
         st = self.settled([front, back], {front: n, back: n})
         fr, fi = self.idle_after(st, front, "front ")
         br, bi = self.idle_after(st, back, "back ")
