@@ -5,10 +5,30 @@
  * events into these dw_on_*() calls and nothing else.
  *
  * An outbound connection is a TCP socket this host connect()ed. A call starts
- * at the first send of request bytes with no call outstanding, completes at
+ * when a send of request bytes begins with no call outstanding, completes at
  * the first response byte (data reaching the socket, or a successful
  * receive, whichever the kernel reports first) and fails when the connection
- * is reset, closed or errors while the call is outstanding.
+ * is reset, closed or errors while the call is outstanding. Invariants, on
+ * every path:
+ * - a call starts only where its answer can still come (outbound:
+ *   ESTABLISHED; inbound: ESTABLISHED or CLOSE_WAIT), and none is left
+ *   outstanding once the socket reached TCP_CLOSE (conn->closed, below);
+ * - a call starts before any of its request bytes leave (tcp_sendmsg_locked
+ *   runs with the socket locked, before the copy; the syscalls backend takes
+ *   the send's entry time), so its answer, even one processed inside the
+ *   send itself (loopback), can never precede it;
+ * - its answer is data the peer sent after it had the request: the segment
+ *   that brings it acknowledges the request's first byte (snd_una past
+ *   req_seq). Data that does not was sent before the peer had the request:
+ *   another request's answer or a frame of the peer's own (HTTP/2), so the
+ *   connection carries overlapping requests: it is marked multiplexed and
+ *   its calls are burst timings, kept out of the slow-call rate unless the
+ *   dependency says multiplexed = judge;
+ * - a request is not a request until request bytes arrive: a bare FIN or
+ *   RST on an idle connection starts and fails nothing;
+ * - a message its sender closes the connection behind at once (TLS
+ *   close_notify, then close()) is no call: dropped, not failed
+ *   (DW_GOODBYE_NS).
  *
  * An inbound connection is one a listener accepted; the same model mirrored:
  * a request starts at its first bytes (reaching the socket, or received) and
@@ -150,53 +170,79 @@ static __always_inline void conn_forget(const struct sock *sk)
 }
 
 /*
- * Time stamps without a clock read, which costs as much here as the rest
- * of a program: TCP keeps tcp_clock_cache, its ktime_get_ns() (the clock
- * of bpf_ktime_get_ns()), refreshed when it starts processing a received
- * segment and when it starts transmitting. A value that is not newer than
- * not_before (the connection's previous event) was not refreshed for this
- * event, and the clock is read instead.
+ * How a program may read its socket, a constant at every call site.
+ * DW_SK_BTF: sk is a sock-backend tracepoint's own (BTF-typed) socket,
+ * read with plain loads through bpf_rdonly_cast(). DW_SK_PROBED: probe
+ * reads, for the syscalls backend's socket (an address it found) and for
+ * the programs both backends load.
  */
+enum dw_sk { DW_SK_PROBED, DW_SK_BTF };
+
 /*
  * A read-only view of an object as another BTF type (Linux 6.2+); the
- * verifier inlines it. Weak, and called only where the clock source is
- * the constant DW_CLOCK_TCP (the sock backend, 6.3+), so that the
- * syscalls backend's programs hold no call to it and load on older kernels.
+ * verifier inlines it. Weak, and called only under DW_SK_BTF (programs the
+ * sock backend alone loads, 6.3+), so that the syscalls backend's
+ * programs hold no call to it and load on older kernels.
  */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
-enum dw_clock { DW_CLOCK_READ, DW_CLOCK_TCP };
 
 static __always_inline const struct tcp_sock *tcp_of(const struct sock *sk)
 {
 	return bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
 }
 
-/* When the segment whose data just reached sk began to be processed (sk_data_ready). */
+#define TCP_FIELD(sk, via, field) \
+	((via) == DW_SK_BTF ? tcp_of(sk)->field : BPF_CORE_READ((const struct tcp_sock *)(sk), field))
+
+static __always_inline int state_of(const struct sock *sk, enum dw_sk via)
+{
+	if (via == DW_SK_BTF)
+		return sk->__sk_common.skc_state;
+	return BPF_CORE_READ(sk, __sk_common.skc_state);
+}
+
+/* Received bytes the application has not read, not counting the peer's FIN. */
+static __always_inline __u32 unread_of(const struct sock *sk, enum dw_sk via)
+{
+	__u32 unread = TCP_FIELD(sk, via, rcv_nxt) - TCP_FIELD(sk, via, copied_seq);
+	__u8 shut = via == DW_SK_BTF ? sk->sk_shutdown : BPF_CORE_READ(sk, sk_shutdown);
+
+	/* the FIN takes a sequence number of its own */
+	if ((shut & RCV_SHUTDOWN) && unread)
+		unread--;
+	return unread;
+}
+
+/*
+ * Whether a call may start on sk now: only where its answer can still come.
+ * An outbound call needs ESTABLISHED (after the peer's FIN nothing more
+ * comes back: a send in CLOSE_WAIT is a goodbye such as TLS close_notify);
+ * an inbound request may come with the client's FIN (CLOSE_WAIT).
+ */
+static __always_inline int can_be_answered(const struct sock *sk, __u8 role, enum dw_sk via)
+{
+	int state = state_of(sk, via);
+
+	if (role == DW_ROLE_OUTBOUND)
+		return state == TCP_ESTABLISHED;
+	return state == TCP_ESTABLISHED || state == TCP_CLOSE_WAIT;
+}
+
+/*
+ * Time stamps without a clock read where they are right: TCP keeps
+ * tcp_clock_cache, its ktime_get_ns() (the clock of bpf_ktime_get_ns()),
+ * refreshed when it starts processing a received segment. At sk_data_ready
+ * it is when the segment that brought the data began to be processed; a
+ * value not newer than not_before (the connection's previous event) was not
+ * refreshed for this event, and the clock is read instead. A send's start
+ * has no such stamp (the cache then holds an earlier event): it reads the
+ * clock.
+ */
 static __always_inline __u64 rx_time(const struct sock *sk, __u64 not_before)
 {
 	__u64 t = tcp_of(sk)->tcp_clock_cache;
 
 	return t > not_before ? t : bpf_ktime_get_ns();
-}
-
-/*
- * After a send: when the bytes just queued went out. Only with nothing
- * left queued (write_seq == snd_nxt) was the transmit that sent them in
- * this send; otherwise now. clock is a constant at every call site.
- */
-static __always_inline __u64 tx_time(const struct sock *sk, __u64 not_before, enum dw_clock clock)
-{
-	const struct tcp_sock *tp;
-	__u64 t;
-
-	if (clock == DW_CLOCK_READ)
-		return bpf_ktime_get_ns();
-	tp = tcp_of(sk);
-	t = tp->tcp_clock_cache;
-	if (tp->write_seq != tp->snd_nxt || t <= not_before)
-		return bpf_ktime_get_ns();
-	return t;
 }
 
 static __always_inline __u32 netns_of(const struct sock *sk)
@@ -287,7 +333,7 @@ static __always_inline struct dw_slice *slice_of(struct dw_dest_detail *detail, 
 	return &detail->slices[(start_ns >> DW_SLICE_SHIFT) % DW_SLICES];
 }
 
-enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED };
+enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED };
 
 /* The configured dependency of the connection's destination, 0 for none. */
 static __always_inline __u32 dep_id_of(const struct dw_conn *conn)
@@ -298,12 +344,11 @@ static __always_inline __u32 dep_id_of(const struct dw_conn *conn)
 	return cfg ? cfg->dep_id : 0;
 }
 
-static __always_inline __u64 slow_call_of(struct dw_conn *conn)
+static __always_inline struct dw_dep_cfg *dep_cfg_of(struct dw_conn *conn)
 {
 	__u32 dep_id = dep_id_of(conn);
-	struct dw_dep_cfg *cfg = bpf_map_lookup_elem(&dep_cfg, &dep_id);
 
-	return cfg ? cfg->slow_call_ns : 0;
+	return bpf_map_lookup_elem(&dep_cfg, &dep_id);
 }
 
 /* Counts the end of a call that started at start_ns in its start slice; -1 if the slot moved on. */
@@ -341,14 +386,25 @@ static __always_inline __u64 call_release(struct dw_conn *conn)
 	return start;
 }
 
+/*
+ * Whether a completed call of conn counts in its start slice, which the
+ * slow-call rate is judged from: not a burst timing on a multiplexed
+ * connection, unless its dependency says multiplexed = judge.
+ */
+static __always_inline int judged(const struct dw_conn *conn, const struct dw_dep_cfg *cfg)
+{
+	return !conn->multiplexed || (cfg && cfg->multiplexed);
+}
+
 /* Ends the outstanding call at now (CLOCK_MONOTONIC). */
 static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome, __u64 now)
 {
-	__u64 start = call_release(conn), slow_call, dur;
+	__u64 start = call_release(conn), dur;
 	struct dw_dest_detail *detail;
+	struct dw_dep_cfg *cfg = 0;
 	struct dw_dest_stats *st;
 	__u32 field = 2;	/* failed */
-	int late = 1;
+	int late = 0;
 
 	if (!start)
 		return;
@@ -356,12 +412,13 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	dur = now > start ? now - start : 0;
 	conn->last_ns = now;
 	if (outcome == OUTCOME_COMPLETED) {
-		slow_call = slow_call_of(conn);
-		field = slow_call && dur > slow_call;
+		cfg = dep_cfg_of(conn);
+		field = cfg && cfg->slow_call_ns && dur > cfg->slow_call_ns;
 	}
 	detail = detail_of(conn);
-	if (detail) {
-		late = slice_end(detail, start, field);
+	if (detail && outcome != OUTCOME_DROPPED) {
+		if (outcome == OUTCOME_FAILED || judged(conn, cfg))
+			late = slice_end(detail, start, field);
 		if (outcome == OUTCOME_COMPLETED)
 			hist_add(detail->call, dur);
 	}
@@ -370,11 +427,16 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 		return;
 	if (late)
 		st->calls_late++;
+	if (outcome == OUTCOME_DROPPED) {
+		st->calls_dropped++;
+		return;
+	}
 	if (outcome == OUTCOME_FAILED) {
 		st->calls_failed++;
 		return;
 	}
 	st->calls_completed++;
+	st->calls_burst += conn->multiplexed;
 	st->calls_slow += field;
 	st->call_ns_sum += dur;
 }
@@ -388,6 +450,59 @@ static __always_inline void call_complete(struct dw_conn *conn, __u64 now)
 static __always_inline void call_fail(struct dw_conn *conn)
 {
 	call_end(conn, OUTCOME_FAILED, bpf_ktime_get_ns());
+}
+
+/*
+ * The caller closed the connection under its outstanding call: within
+ * DW_GOODBYE_NS of its start it was a goodbye nobody waited for, dropped.
+ * Returns 1 if it was.
+ */
+static __always_inline int call_drop_goodbye(struct dw_conn *conn, __u64 now)
+{
+	__u64 start = conn->call_start_ns;
+
+	if (!start || now - start > DW_GOODBYE_NS)
+		return 0;
+	call_end(conn, OUTCOME_DROPPED, now);
+	return 1;
+}
+
+/*
+ * Whether data reaching an outbound connection answers its outstanding
+ * call: the peer had the request's first byte when it sent it, so the
+ * segment acknowledged it (snd_una is updated before the data is queued).
+ */
+static __always_inline int answers_call(const struct sock *sk, const struct dw_conn *conn, enum dw_sk via)
+{
+	return (__s32)(TCP_FIELD(sk, via, snd_una) - conn->req_seq) > 0;
+}
+
+/*
+ * Data came that the peer sent before it had the outstanding request:
+ * another request's answer still streaming (pipelining, HTTP/2), or a
+ * frame of the peer's own. Once is no pattern (two goodbyes that cross,
+ * TLS close_notify both ways); the second time the connection is counted
+ * multiplexed, once.
+ */
+static __always_inline void conn_overlap(struct dw_conn *conn)
+{
+	struct dw_dest_stats *st;
+
+	if (conn->multiplexed || ++conn->overlaps < 2)
+		return;
+	conn->multiplexed = 1;
+	st = stats_of(conn);
+	if (st)
+		st->conns_multiplexed++;
+}
+
+/* Data reached an outbound connection with a call outstanding: its answer, or an overlap. */
+static __always_inline int call_answered(const struct sock *sk, struct dw_conn *conn, enum dw_sk via)
+{
+	if (answers_call(sk, conn, via))
+		return 1;
+	conn_overlap(conn);
+	return 0;
 }
 
 /* The configured dependency of a destination: the trie's longest prefix, then its first rule holding the port. */
@@ -501,8 +616,13 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 	conn->role = role;
 	conn->call_start_ns = 0;
 	conn->connect_start_ns = 0;
+	conn->req_seq = 0;
+	conn->closed = 0;
 	conn->established = 0;
 	conn->process_noted = 0;
+	conn->multiplexed = 0;
+	conn->overlaps = 0;
+	conn->goodbye = 0;
 	conn->last_ns = bpf_ktime_get_ns();
 	if (!conn->pend)
 		conn->pend = pend_take();
@@ -580,16 +700,19 @@ static __always_inline void dw_on_connect_end(const struct sock *sk, int establi
 }
 
 /*
- * Claims the connection's call slot for a call starting now, on behalf of
- * the inbound row caller (0 for none); its counters, or 0.
+ * Claims the connection's call slot for a call starting now whose first
+ * byte is req_seq, on behalf of the inbound row caller (0 for none); its
+ * counters, or 0.
  */
-static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __u64 now,
+static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __u64 now, __u32 req_seq,
 							 const struct dw_thread_req *caller)
 {
 	struct dw_pending_entry *e;
 	struct dw_dest_detail *detail;
 	struct dw_dest_stats *st;
 
+	/* before the claim: whoever sees the call sees its sequence number */
+	conn->req_seq = req_seq;
 	if (__sync_val_compare_and_swap(&conn->call_start_ns, 0, now) != 0)
 		return 0;
 	e = pend_of(conn);
@@ -727,24 +850,85 @@ static __always_inline void thread_release(const struct sock *sk)
 		req->active = 0;
 }
 
-/* An answer on an inbound connection: the request it answers is complete. */
-static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn *conn,
-					   enum dw_clock clock)
+/*
+ * An answer on an inbound connection, begun at began_ns (0: now): the
+ * request it answers is complete.
+ */
+static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn *conn, __u64 began_ns)
 {
 	if (conn->call_start_ns)
-		call_complete(conn, tx_time(sk, conn->call_start_ns, clock));
+		call_complete(conn, began_ns ? began_ns : bpf_ktime_get_ns());
 	if (!conn->process_noted)
 		row_process(conn, bpf_get_current_pid_tgid() >> 32);
 	if (is_service_conn(conn))
 		thread_release(sk);
 }
 
-/* clock: DW_CLOCK_TCP where sk is the tracepoint's own (BTF-typed) socket. */
-static __always_inline void dw_on_send(const struct sock *sk, int ret, enum dw_clock clock)
+/* An outbound call starts at began_ns, its first byte at req_seq. */
+static __always_inline void outbound_start(struct dw_conn *conn, __u64 began_ns, __u32 req_seq)
+{
+	struct dw_dest_stats *st = call_begin(conn, began_ns, req_seq, caller_of());
+
+	if (!st)
+		return;
+	retry_check(conn, st, began_ns);
+	/*
+	 * Hooks outside the socket lock (the syscalls backend) can race a
+	 * close on another CPU. Both sides write (the claim, conn->closed) with
+	 * a full barrier before they read the other's: one of them sees the
+	 * call and ends it.
+	 */
+	if (*(volatile __u32 *)&conn->closed)
+		call_fail(conn);
+}
+
+/*
+ * A connect that carried its request in the SYN (TCP Fast Open): no send
+ * of it began after the connect, so its call starts with the connect
+ * (conn->last_ns). Any data after the SYN-ACK acknowledges snd_una - 1.
+ */
+static __always_inline void syn_data_call(const struct sock *sk)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	struct dw_conn *conn;
+
+	if (!BPF_CORE_READ_BITFIELD_PROBED(tp, syn_data))
+		return;
+	conn = conn_of(sk);
+	/* the SYN-ACK may be processed in softirq: no current thread to attribute it to */
+	if (conn && conn->role == DW_ROLE_OUTBOUND && !conn->call_start_ns)
+		call_begin(conn, conn->last_ns, BPF_CORE_READ(tp, snd_una) - 1, 0);
+}
+
+/*
+ * A send begins on sk (tcp_sendmsg_locked): the socket is locked and none
+ * of its bytes are queued yet, so no answer can be processed before this.
+ */
+static __always_inline void dw_on_send_begin(const struct sock *sk)
+{
+	struct dw_conn *conn = conn_of(sk);
+
+	if (!conn)
+		return;
+	if (conn->role == DW_ROLE_INBOUND) {
+		inbound_answer(sk, conn, 0);
+		return;
+	}
+	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns ||
+	    !can_be_answered(sk, DW_ROLE_OUTBOUND, DW_SK_BTF))
+		return;
+	outbound_start(conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq);
+}
+
+/*
+ * A send returned ret, begun at began_ns (0: unknown, now): the syscalls
+ * backend's exit, and the sock backend's sock_send_length where the kernel
+ * lacks tcp_sendmsg_locked (then an answer processed inside the send
+ * itself comes before the call's start: see the README's kernel table).
+ */
+static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 began_ns, enum dw_sk via)
 {
 	struct dw_conn *conn;
-	struct dw_dest_stats *st;
-	__u64 now;
 
 	if (ret <= 0)
 		return;
@@ -752,16 +936,14 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, enum dw_c
 	if (!conn)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
-		inbound_answer(sk, conn, clock);
+		inbound_answer(sk, conn, began_ns);
 		return;
 	}
-	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
+	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns ||
+	    !can_be_answered(sk, DW_ROLE_OUTBOUND, via))
 		return;
-	now = tx_time(sk, conn->last_ns, clock);
-	st = call_begin(conn, now, caller_of());
-	if (!st)
-		return;
-	retry_check(conn, st, now);
+	outbound_start(conn, began_ns ? began_ns : bpf_ktime_get_ns(),
+		       TCP_FIELD(sk, via, write_seq) - (__u32)ret);
 }
 
 /* Bytes reached the socket: an outbound call's response, or an inbound request. */
@@ -772,11 +954,13 @@ static __always_inline void dw_on_data(const struct sock *sk)
 	if (!conn)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
-		if (!conn->call_start_ns)
-			call_begin(conn, rx_time(sk, conn->last_ns), 0);
+		/* a bare FIN wakes the reader too: no request without request bytes */
+		if (!conn->call_start_ns && can_be_answered(sk, DW_ROLE_INBOUND, DW_SK_BTF) &&
+		    unread_of(sk, DW_SK_BTF))
+			call_begin(conn, rx_time(sk, conn->last_ns), 0, 0);
 		return;
 	}
-	if (conn->call_start_ns)
+	if (conn->call_start_ns && call_answered(sk, conn, DW_SK_BTF))
 		call_complete(conn, rx_time(sk, conn->call_start_ns));
 }
 
@@ -791,13 +975,14 @@ static __always_inline int is_peer_error(int err)
  * A request received: it started when its bytes arrived (sk_data_ready), or
  * now where that is not traced (the syscalls backend).
  */
-static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *conn, int ret)
+static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *conn, int ret,
+					 enum dw_sk via)
 {
 	__u64 id;
 
 	if (ret > 0) {
-		if (!conn->call_start_ns)
-			call_begin(conn, bpf_ktime_get_ns(), 0);
+		if (!conn->call_start_ns && can_be_answered(sk, DW_ROLE_INBOUND, via))
+			call_begin(conn, bpf_ktime_get_ns(), 0, 0);
 		id = bpf_get_current_pid_tgid();
 		if (is_service_conn(conn))
 			thread_hold(sk, conn, (__u32)id);
@@ -827,7 +1012,7 @@ static __always_inline int recv_matters(int ret, int flags)
 	return ret == 0 || is_peer_error(-ret);
 }
 
-static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags)
+static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags, enum dw_sk via)
 {
 	struct dw_conn *conn;
 
@@ -837,13 +1022,15 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 	if (!conn)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
-		inbound_recv(sk, conn, ret);
+		inbound_recv(sk, conn, ret, via);
 		return;
 	}
 	if (!conn->call_start_ns)
 		return;
 	if (ret > 0) {
-		call_complete(conn, bpf_ktime_get_ns());
+		/* with sk_data_ready traced, data that did not end the call there does not here */
+		if (!*(volatile __u32 *)&dw_data_ready_on && call_answered(sk, conn, via))
+			call_complete(conn, bpf_ktime_get_ns());
 		return;
 	}
 	/* 0 is end of file only once the peer shut down; recv(fd, buf, 0) also returns 0 */
@@ -856,16 +1043,19 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 /*
  * The peer's FIN came while a call was outstanding. Data and FIN can come in
  * one segment, and the kernel processes the FIN before it wakes the reader:
- * bytes not yet read (beyond the FIN's own sequence number) are a response.
+ * bytes not yet read (beyond the FIN's own sequence number) that answer the
+ * call are its response. A FIN within DW_GOODBYE_NS of the call's start
+ * that brings no answer was sent by a peer closing already (two goodbyes
+ * that cross; a keep-alive connection the server closed as the request
+ * went out, which clients retry): dropped, not failed.
  */
 static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *conn)
 {
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-	__u32 unread = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
+	__u64 now = bpf_ktime_get_ns();
 
-	if (unread > 1)
-		call_complete(conn, bpf_ktime_get_ns());
-	else
+	if (unread_of(sk, DW_SK_PROBED) && answers_call(sk, conn, DW_SK_PROBED))
+		call_complete(conn, now);
+	else if (!call_drop_goodbye(conn, now))
 		call_fail(conn);
 }
 
@@ -896,15 +1086,59 @@ static __always_inline void dw_on_accepted(const struct sock *sk)
 }
 
 /*
- * The caller gave up on its outstanding call: it closed (FIN), or aborted
- * (a reset it sent: state CLOSE with no error, where one the peer sent or
- * a timeout leaves sk_err set).
+ * The caller closed the connection under its outstanding call: close()
+ * (FIN, with the receive side shut too: shutdown(SHUT_WR) alone still waits
+ * for the answer, and the call goes on), or an abort (a reset it sent:
+ * state CLOSE with no error, where one the peer sent or a timeout leaves
+ * sk_err set).
  */
-static __always_inline int caller_abandoned(const struct sock *sk, int oldstate, int newstate)
+static __always_inline int caller_closed(const struct sock *sk, int oldstate, int newstate)
 {
 	if (newstate == TCP_FIN_WAIT1)
-		return 1;
+		return BPF_CORE_READ(sk, sk_shutdown) & RCV_SHUTDOWN;
 	return newstate == TCP_CLOSE && oldstate == TCP_ESTABLISHED && !BPF_CORE_READ(sk, sk_err);
+}
+
+/*
+ * The caller closed under its outstanding call: an answer that had arrived
+ * unread completes it (the syscalls backend completes at the receive), a
+ * goodbye is dropped, anything else it gave up on.
+ */
+static __always_inline void outbound_caller_closed(const struct sock *sk, struct dw_conn *conn)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (unread_of(sk, DW_SK_PROBED) && answers_call(sk, conn, DW_SK_PROBED)) {
+		call_complete(conn, now);
+		return;
+	}
+	if (call_drop_goodbye(conn, now))
+		return;
+	call_abandon(conn);
+	call_fail(conn);
+}
+
+/*
+ * An inbound connection's state moved with a request outstanding. The
+ * client's FIN right behind its request marks a goodbye (TLS close_notify
+ * then close()): if it is never answered it is dropped, not failed. A
+ * client that only shut down its sending side still waits for the answer.
+ */
+static __always_inline void inbound_state(const struct sock *sk, struct dw_conn *conn, int oldstate,
+					  int newstate)
+{
+	int client_left = newstate == TCP_CLOSE_WAIT ||
+			  (newstate == TCP_CLOSE && oldstate == TCP_ESTABLISHED && BPF_CORE_READ(sk, sk_err));
+	__u64 now = bpf_ktime_get_ns();
+
+	if (client_left && now - conn->call_start_ns <= DW_GOODBYE_NS)
+		conn->goodbye = 1;
+	if (newstate == TCP_CLOSE_WAIT)
+		return;
+	if (conn->goodbye)
+		call_end(conn, OUTCOME_DROPPED, now);
+	else
+		call_fail(conn);
 }
 
 static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int newstate)
@@ -917,6 +1151,8 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	}
 	if (oldstate == TCP_SYN_SENT) {
 		dw_on_connect_end(sk, newstate == TCP_ESTABLISHED);
+		if (newstate == TCP_ESTABLISHED)
+			syn_data_call(sk);
 		return;
 	}
 	if (oldstate == TCP_SYN_RECV && newstate == TCP_ESTABLISHED) {
@@ -929,23 +1165,28 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	conn = conn_of(sk);
 	if (!conn)
 		return;
-	if (newstate == TCP_CLOSE)
+	if (newstate == TCP_CLOSE) {
+		/* before looking for a call: see outbound_start() */
+		__sync_lock_test_and_set(&conn->closed, 1);
 		conn_closed(conn);
+	}
 	if (!conn->call_start_ns)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
-		/* a client that only shut down its sending side may still wait for the answer */
-		if (newstate != TCP_CLOSE_WAIT)
-			call_fail(conn);
+		inbound_state(sk, conn, oldstate, newstate);
 		return;
 	}
 	if (newstate == TCP_CLOSE_WAIT) {
 		peer_closed(sk, conn);
 		return;
 	}
-	if (caller_abandoned(sk, oldstate, newstate))
-		call_abandon(conn);
-	call_fail(conn);
+	if (caller_closed(sk, oldstate, newstate)) {
+		outbound_caller_closed(sk, conn);
+		return;
+	}
+	/* shutdown(SHUT_WR): the answer may still come */
+	if (newstate != TCP_FIN_WAIT1)
+		call_fail(conn);
 }
 
 static __always_inline void dw_on_retransmit(const struct sock *sk)

@@ -26,11 +26,21 @@ static __always_inline int is_tcp(const struct sock *sk)
 	return sk->sk_protocol == IPPROTO_TCP;
 }
 
+/* Where the kernel has it: TCP only, with the socket locked, before the send queues anything. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(dw_sendmsg, const struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
+	     int size_goal)
+{
+	dw_on_send_begin(sk);
+	return 0;
+}
+
+/* Only where the kernel lacks tcp_sendmsg_locked (the loader picks one of the two). */
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
 {
 	if (is_tcp(sk))
-		dw_on_send(sk, ret, DW_CLOCK_TCP);
+		dw_on_send(sk, ret, 0, DW_SK_BTF);
 	return 0;
 }
 
@@ -38,7 +48,7 @@ SEC("tp_btf/sock_recv_length")
 int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
 {
 	if (is_tcp(sk))
-		dw_on_recv(sk, ret, flags);
+		dw_on_recv(sk, ret, flags, DW_SK_BTF);
 	return 0;
 }
 

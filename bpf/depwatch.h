@@ -51,6 +51,14 @@
 #define DW_FAMILY_INBOUND 0xffff
 
 /*
+ * A message its sender closes the connection behind within this time (TLS
+ * close_notify, then close()) was never waited for: no call, counted in
+ * calls_dropped instead of failed. Mirrored for inbound: a request whose
+ * client closed this soon after it and that was never answered.
+ */
+#define DW_GOODBYE_NS 1000000ULL
+
+/*
  * A call abandoned by its caller (closed while outstanding) and a new call
  * from the same process to the same dependency within this time: a retry.
  */
@@ -78,7 +86,7 @@ struct dw_dest_key {
  * the calls_* fields: a request starts when its first bytes arrive and
  * completes at the first bytes of the answer. Everything is cumulative since the
  * map was created; user space sums the CPUs and takes differences.
- * In flight = calls_started - calls_completed - calls_failed.
+ * In flight = calls_started - calls_completed - calls_failed - calls_dropped.
  * Connecting = connect_attempts - connects_ok - connect failures.
  */
 struct dw_dest_stats {
@@ -102,6 +110,7 @@ struct dw_dest_stats {
 	__u64 calls_retried;		/* started within DW_RETRY_WINDOW_NS of an abandoned one, same process */
 	__u64 conns_multiplexed;	/* connections seen carrying overlapping requests (pipelined or multiplexed), once each */
 	__u64 calls_burst;		/* of the completed: timed on such a connection (a burst, not one request) */
+	__u64 calls_dropped;		/* started, then no call after all: a goodbye (see DW_GOODBYE_NS) */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -210,10 +219,15 @@ struct dw_conn {
 	__u64 call_start_ns;		/* 0: no call outstanding */
 	__u64 connect_start_ns;		/* 0: not connecting */
 	__u64 last_ns;			/* its newest event: adoption or a call's end (CLOCK_MONOTONIC) */
+	__u32 req_seq;			/* outbound: TCP sequence number of the outstanding call's first byte */
+	__u32 closed;			/* 1 once the socket reached TCP_CLOSE: no call starts any more */
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
 	__u8 process_noted;		/* inbound: its first request's process went to the row */
-	__u8 pad[5];
+	__u8 multiplexed;		/* seen carrying overlapping requests: its calls are burst timings */
+	__u8 goodbye;			/* inbound: the client closed right behind the outstanding request */
+	__u8 overlaps;			/* outbound: data seen that the peer sent before it had the request */
+	__u8 pad[2];
 };
 
 /*

@@ -12,8 +12,8 @@
  * there: read and write on files, pipes and other sockets cost that walk
  * and one failed lookup at exit. For a tracked
  * socket the entry remembers the socket per thread (sys_calls, keyed by
- * pid_tgid); the exit, with the system call's result, hands it to
- * dw_on_send() or dw_on_recv(). Resolving at entry names the socket the call
+ * pid_tgid), and for a send when it began; the exit, with the system
+ * call's result, hands it to dw_on_send() or dw_on_recv(). Resolving at entry names the socket the call
  * works on: the system call holds its file until it returns, while the
  * descriptor may be closed and reused by another thread meanwhile.
  *
@@ -104,6 +104,9 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 	if (!sk || !sys_wanted(sk, op))
 		return 0;
 	call.sk = (__u64)(unsigned long)sk;
+	/* a call starts when its send began: an answer may be processed before the send returns */
+	if (op == DW_SYS_SEND)
+		call.enter_ns = bpf_ktime_get_ns();
 	id = bpf_get_current_pid_tgid();
 	if (!bpf_map_update_elem(&sys_calls, &id, &call, BPF_ANY))
 		return 0;
@@ -172,9 +175,9 @@ int dw_sys_exit(struct dw_sys_exit_args *ctx)
 	bpf_map_delete_elem(&sys_calls, &id);
 	r = ret > 0x7fffffff ? 0x7fffffff : (int)ret;	/* sendfile, splice: maybe more than 2 GiB */
 	if (call.op == DW_SYS_SEND)
-		dw_on_send((const struct sock *)(unsigned long)call.sk, r, DW_CLOCK_READ);
+		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, DW_SK_PROBED);
 	else
-		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags);
+		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
 	return 0;
 }
 

@@ -422,7 +422,7 @@ out:
 
 uint64_t dw_dest_inflight(const struct dw_dest *d)
 {
-	uint64_t ended = d->sum.calls_completed + d->sum.calls_failed;
+	uint64_t ended = d->sum.calls_completed + d->sum.calls_failed + d->sum.calls_dropped;
 
 	return d->sum.calls_started > ended ? d->sum.calls_started - ended : 0;
 }

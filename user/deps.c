@@ -111,7 +111,8 @@ void dw_deps_free(struct dw_deps *deps)
 static int dep_cfg_write(struct dw_deps *deps, struct dw_bpf *b)
 {
 	struct dw_dep_cfg dc = { .slow_call_ns = deps->cfg.defaults.slow_call_ns,
-				 .enforce = deps->cfg.defaults.enforce_connect };
+				 .enforce = deps->cfg.defaults.enforce_connect,
+				 .multiplexed = deps->cfg.defaults.judge_multiplexed };
 	__u32 id = 0;
 
 	if (bpf_map_update_elem(b->dep_cfg_fd, &id, &dc, BPF_ANY))
@@ -124,6 +125,7 @@ static int dep_cfg_write(struct dw_deps *deps, struct dw_bpf *b)
 		id = dep->id;
 		dc.slow_call_ns = dep->s->slow_call_ns;
 		dc.enforce = dep->s->enforce_connect;
+		dc.multiplexed = dep->s->judge_multiplexed;
 		if (bpf_map_update_elem(b->dep_cfg_fd, &id, &dc, BPF_ANY))
 			return -errno;
 	}

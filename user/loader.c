@@ -32,16 +32,20 @@ struct prog_spec {
 	bool required;
 	const char *without;	/* what is lost without it */
 	unsigned backends;	/* ON_SOCK, ON_SYSCALLS: loaded only for those */
+	const char *instead_of;	/* the program it stands in for, not loaded beside it */
 };
 
 static const struct prog_spec prog_specs[] = {
-	{ "dw_send", "sock_send_length", true, NULL, ON_SOCK },
-	{ "dw_recv", "sock_recv_length", true, NULL, ON_SOCK },
-	{ "dw_set_state", "inet_sock_set_state", true, NULL, ON_SOCK | ON_SYSCALLS },
+	{ "dw_sendmsg", "tcp_sendmsg_locked", false,
+	  "calls start when their send returns (sock_send_length): an answer processed inside the send comes first, and the call is timed short or merges with the next",
+	  ON_SOCK, "dw_send" },
+	{ "dw_send", "sock_send_length", true, NULL, ON_SOCK, NULL },
+	{ "dw_recv", "sock_recv_length", true, NULL, ON_SOCK, NULL },
+	{ "dw_set_state", "inet_sock_set_state", true, NULL, ON_SOCK | ON_SYSCALLS, NULL },
 	{ "dw_data_ready", "sk_data_ready", false, "calls complete at the receive, not at data arrival",
-	  ON_SOCK },
+	  ON_SOCK, NULL },
 	{ "dw_retransmit", "tcp_retransmit_skb", false, "retransmits are not counted",
-	  ON_SOCK | ON_SYSCALLS },
+	  ON_SOCK | ON_SYSCALLS, NULL },
 };
 
 /*
@@ -363,6 +367,20 @@ static int probe_syscalls(struct dw_bpf *b)
 	return err;
 }
 
+/* A program another one stands in for, which is loaded: it is not needed. */
+static bool superseded(const struct dw_bpf *b, const char *name)
+{
+	for (int i = 0; i < b->nprogs; i++) {
+		const struct dw_prog_status *ps = &b->progs[i];
+
+		for (size_t j = 0; j < NSPECS(prog_specs); j++)
+			if (!strcmp(prog_specs[j].name, ps->name) && prog_specs[j].instead_of &&
+			    !strcmp(prog_specs[j].instead_of, name) && !ps->why[0])
+				return true;
+	}
+	return false;
+}
+
 /* Picks the backend and the tracing programs to load; fails when a required one cannot be. */
 static int probe_programs(struct dw_bpf *b, const char *want)
 {
@@ -383,7 +401,7 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 		const struct prog_spec *spec = &prog_specs[i];
 		struct dw_prog_status *ps;
 
-		if (!(spec->backends & (1u << b->backend))) {
+		if (!(spec->backends & (1u << b->backend)) || superseded(b, spec->name)) {
 			no_autoload(b, spec->name);
 			continue;
 		}
