@@ -206,7 +206,7 @@ def stats_table(stats, mode):
 def before_after_table(runs, stats):
     """Per program and configuration: the BEFORE binary's ns per invocation next to this build's."""
     out = ["| configuration | program | before ns / invocation | now ns / invocation | now − before "
-           "| invocations per call: before → now |", "|---|---|---:|---:|---:|---|"]
+           "| invocations per call (or in all): before → now |", "|---|---|---:|---:|---:|---|"]
     _bc, bcell, bcalls, bprogs, _bf = stats["P"]
     ncfgs, ncell, ncalls, nprogs, _nf = stats["B"]
     for key in ncfgs:
@@ -218,7 +218,8 @@ def before_after_table(runs, stats):
             b = bt / bn if bn else None
             n = nt / nn if nn else None
             diff = f"{n - b:+.0f} ns ({100 * (n / b - 1):+.0f}%)" if b and n else "—"
-            per = " → ".join(f"{c / calls[key]:.2f}" if calls.get(key) else "—"
+            per = " → ".join("—" if not calls.get(key) else f"{c / calls[key]:.2f}"
+                             if c / calls[key] >= 0.05 else f"{c} runs"
                              for c, calls in ((bn, bcalls), (nn, ncalls)))
             out.append(f"| {cfg_label(key)} | {name} | {f'{b:.0f}' if b else '—'} "
                        f"| {f'{n:.0f}' if n else '—'} | {diff} | {per} |")
@@ -529,6 +530,10 @@ def cleanliness(runs, stats, dec, scale, fast):
         "compete for the 2 CPUs. See the 'other dw_ programs' columns.")
 
 
+def arm_order(runs):
+    return ", ".join(MODES[m] for m in MODES if any(has(c, m) for c in runs.values()))
+
+
 def churn_text(runs):
     if not any(k[0] == "churn" for k in runs):
         return []
@@ -542,9 +547,13 @@ def churn_text(runs):
         "lands on the server side, where a SYN from a reused client port recycles it (with "
         "timestamps), and the client's ephemeral ports are not used up: at most "
         f"{env('TW_MAX', '?')} TIME_WAIT sockets were seen after a churn run (host-wide, "
-        f"/proc/net/sockstat; net.ipv4.tcp_tw_reuse = {env('TW_REUSE', '?')}, ephemeral ports "
-        f"{env('PORT_RANGE', '?')}). Per connection the BPF programs see its state changes "
-        "(dw_set_state) on both ends as well as the one call.",
+        f"/proc/net/sockstat; net.ipv4.tcp_max_tw_buckets = {env('TW_BUCKETS', '?')}, "
+        f"tcp_tw_reuse = {env('TW_REUSE', '?')}, ephemeral ports {env('PORT_RANGE', '?')}), and "
+        f"{env('TW_OVERFLOW', '?')} server-side closes went without TIME_WAIT because the table "
+        "was full (TcpExt TCPTimeWaitOverflow, over the churn runs). An unmeasured churn run "
+        "before the rounds brings the table to that steady state, the same for every arm. "
+        "Per connection the BPF programs see its state changes (dw_set_state) on both ends "
+        "as well as the one call, and dw_enforce4 its connect().",
         "",
     ]
 
@@ -609,11 +618,13 @@ def main():
         + pin_text(env("PIN", "1")),
         "",
         f"Method: for each configuration, {env('PAIRS', '?')} rounds of runs alternating in "
-        "time (baseline, depwatch, depwatch syscalls, bpftrace, baseline, ...), each run "
+        f"time ({arm_order(runs)}, baseline, ...), each run "
         f"{env('RUN_SECONDS', '?')} s after a {env('WARMUP_MS', '?')} ms warm-up. A fresh "
         "`depwatch run` (`--backend sock`, the default on this kernel; `--backend syscalls` for "
         "the 'depwatch syscalls' runs, the backend for kernels before 6.3) is started before "
         "and stopped (SIGTERM) after every depwatch run, and "
+        "(with `BEFORE=`) likewise the old binary for the 'depwatch before' runs, in its own "
+        "pin and run directories; "
         "a fresh `bpftrace bench/peer.bt` (attached: all its tracepoints show in `bpftool perf "
         "list`) before every bpftrace run, so baselines have nothing attached. Figures are "
         "medians over the runs; a ratio is median / median, and the range is the min–max of "
@@ -657,6 +668,13 @@ def main():
         if mode not in stats:
             continue
         lines += [f"### {MODES[mode]}", "", *stats_table(stats, mode), ""]
+    if "C" in stats:
+        lines += [
+            "The bpftrace rows time only its programs: the classic tracepoint's own work "
+            "(building the trace record for the program) is outside run_time_ns, and "
+            "shows in the throughput and CPU columns above instead.",
+            "",
+        ]
     if "P" in stats and "B" in stats:
         lines += [
             "### Before / after: the BEFORE binary and this build, same rounds",
@@ -666,13 +684,6 @@ def main():
             "baseline of the same rounds, and now / before.",
             "",
             *before_after_table(runs, stats),
-            "",
-        ]
-    if "C" in stats:
-        lines += [
-            "The bpftrace rows time only its programs: the classic tracepoint's own work "
-            "(building the trace record for the program) is outside run_time_ns, and "
-            "shows in the throughput and CPU columns above instead.",
             "",
         ]
     lines += [
