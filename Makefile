@@ -129,8 +129,9 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/depwatch $(DESTDIR)$(MANDIR)/man8/depwatch.8 $(DESTDIR)$(UNITDIR)/depwatch.service
 
 # --- Benchmark (bench/): overhead A/B/C (baseline, depwatch, bpftrace peer), decision
-# speed, the daemon's cost at 1 000 x 10 000 and 10 000 x 50 000. Not part of `make test`.
-# `make bench` needs root and takes about 15 minutes (up to 25 on a busy machine); it
+# speed, the daemon's cost at 1 000 x 10 000 and 10 000 x 50 000, connection churn (issue 13),
+# and with BEFORE=old-binary an arm for the old build (bench-before below). Not part of
+# `make test`. `make bench` needs root and takes about 20 minutes (up to 30 on a busy machine); it
 # prints Markdown tables and writes bench/RESULTS.md. `BENCH_QUICK=1 make bench`: a
 # smoke run of a few minutes, written to $(OUT)/bench-quick.md. Knobs: bench/run.sh.
 $(OUT)/pingpong: bench/pingpong.c | $(OUT)

@@ -19,8 +19,11 @@
  * own listener and server thread (pinned like the pair above), which accepts,
  * answers and closes first: TIME_WAIT lands on the server's side, whose
  * socket the next SYN from a reused client port recycles (RFC 6191, with
- * timestamps), so the run does not use up the client's ephemeral ports. A
- * call's latency is connect() to close(), and calls are connections.
+ * timestamps), so the run does not use up the client's ephemeral ports (at
+ * tens of thousands of connections a second the host's TIME_WAIT table,
+ * net.ipv4.tcp_max_tw_buckets, fills within seconds; the kernel then closes
+ * further ones without TIME_WAIT). A call's latency is connect() to close(),
+ * and calls are connections.
  *
  * Calls that start during the warm-up are made but not counted. Prints one
  * line:

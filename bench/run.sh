@@ -65,11 +65,18 @@
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
 # scale.py --quick).
 #
-# Issue 13's quiet run (1-byte ping-pong and churn; baseline, depwatch sock and
-# syscalls, bpftrace, and the old binary; about 11 minutes, see RESULTS.md):
-#   make OUT=build-bench bench-before BEFORE_REV=f9826fc
+# Issue 13's run (1-byte ping-pong at 1 and 2 threads, and churn; baseline,
+# depwatch sock, the old binary, depwatch syscalls, bpftrace; 3 configurations
+# x 7 rounds x 5 arms + 12 stats runs + 1 churn warm-up = 118 runs of 3.3 s
+# plus ~2.3 s (quiet) to ~3.7 s (busy) of daemon or bpftrace start and stop
+# each: about 11 minutes quiet, up to 15 busy, plus up to QUIET_BUDGET):
+#   make OUT=build-bench bench-before BEFORE_REV=f9826fc     # ~10 s
 #   SIZES=1 DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 \
 #     BEFORE=build-bench/depwatch-before make OUT=build-bench bench
+# (RESULTS=... to keep bench/RESULTS.md of a full run.) Its one-round smoke
+# form, the same with BENCH_QUICK=1 PAIRS=1 RUN_SECONDS=3 WARMUP_MS=300
+# QUIET_WAIT=5 QUIET_BUDGET=90, took 285 s on a busy machine (90 s of it
+# waiting for other dw_ programs).
 # Nothing here asserts on timing: the numbers are reported, never judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
