@@ -276,9 +276,11 @@ class Test3TLS(RealTrafficCase):
                     wrk_requests=res["requests"], wrk_timeouts=res["timeouts"], in_requests=i["requests"],
                     in_failed=i["failed"],
                     dw_p50_ms=r["p50_ms"], wrk_p50_ms=res["p50_ms"], wrk_mean_ms=res["mean_ms"])
-        # As in the plain case: up to one request per connection outstanding at wrk's stop.
-        self.check(res["requests"] <= r["calls"] <= res["requests"] + conns,
-                   "calls vs wrk's %d requests" % res["requests"], r["calls"], "within [wrk, wrk + %d]" % conns)
+        # Every request wrk counted is a call; the handshake's round trips may be calls of their own
+        # too (README, the call model), so no upper bound on calls here: the contract is the failures.
+        # As in the plain case, up to one request per connection is outstanding at wrk's stop.
+        self.check(r["calls"] >= res["requests"], "calls vs wrk's %d requests" % res["requests"], r["calls"],
+                   ">= wrk's count")
         self.check(r["failed"] <= conns, "failed", r["failed"], "<= %d (abandoned at wrk's stop)" % conns)
         self.check(i["failed"] <= conns, "inbound failed", i["failed"], "<= %d (abandoned at wrk's stop)" % conns)
         self.verdict()
@@ -321,7 +323,8 @@ class Test3TLS(RealTrafficCase):
         self.eq("breaker after", dep["breaker"], "closed")
         self.eq("transitions in the events file", transitions, [])
         self.check(seen["max_inflight"] <= 4, "dependency inflight seen", seen["max_inflight"], "<= 4 (ab -c 4)")
-        self.eq("calls", r["calls"], n)
+        self.check(r["calls"] >= n, "calls", r["calls"], ">= ab's %d requests" % n)
+        self.eq("failed", r["failed"], 0)
         self.verdict()
 
 
