@@ -542,7 +542,7 @@ static bool ref_take(const struct fix *f, uint64_t now, uint64_t n, double limit
 /* The stall as judge.h says it, plainly: slice by slice from the window's start. */
 static void ref_stall(const struct fix *f, uint64_t now, uint64_t lo, struct ref *r)
 {
-	uint64_t oldest = UINT64_MAX;
+	uint64_t oldest = UINT64_MAX, span, asked = 0;
 	unsigned i;
 
 	for (i = 0; i < f->npending; i++) {
@@ -558,6 +558,14 @@ static void ref_stall(const struct fix *f, uint64_t now, uint64_t lo, struct ref
 	for (i = 0; i < f->nslices; i++)
 		if (f->slices[i].slice > oldest && f->slices[i].fast + f->slices[i].slow + f->slices[i].failed)
 			return;
+	/* the slices oldest - span .. oldest - 1, span = oldest .. now's slice */
+	span = now / SLICE_NS - oldest + 1;
+	for (uint64_t n = oldest - span; n < oldest; n++)
+		for (i = 0; i < f->nslices; i++)
+			if (f->slices[i].slice == n)
+				asked += f->slices[i].started;
+	if (asked < f->s.min_calls)
+		return;
 	r->stalled = true;
 	if (r->enough && r->decided > 0 && r->failed / r->decided >= f->s.failure_rate - 1e-9)
 		return;
@@ -786,6 +794,125 @@ static void test_probes_zero_limit(void **state)
 	assert_double_eq(p.decided, 0);
 	assert_double_eq(p.bad, 0);
 	assert_true(p.done);
+}
+
+
+/* ---- the stall, by hand ---- */
+
+/*
+ * A pool of 3 at 20 ms: a slice before the hang holds 10 calls, all fast.
+ * The hang begins in BASE + 10; the callers' last answers lie in that
+ * slice too.
+ */
+static void stall_fix(struct fix *f)
+{
+	fix_init(f);
+	for (uint64_t n = BASE; n < BASE + 10; n++)
+		add_slice(f, n, 10, 10, 0, 0);
+	add_slice(f, BASE + 10, 7, 4, 0, 0); /* 3 of them hang */
+	add_pending(f, at(BASE + 10) + 30 * MS);
+	add_pending(f, at(BASE + 10) + 40 * MS);
+	add_pending(f, at(BASE + 10) + 66 * MS);
+}
+
+static void test_stall(void **state)
+{
+	uint64_t now = at(BASE + 10) + 40 * MS + 500 * MS + 1;
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	stall_fix(&f);
+	/* one hanging: one slow call, whatever else happens */
+	judge(&f, now - 10 * MS, &j);
+	assert_false(j.stalled);
+	assert_int_equal(j.hanging, 1);
+	assert_false(j.slow_rate >= 0.5);
+
+	/* two: the answers in their own slice came before them */
+	judge(&f, now, &j);
+	assert_true(j.stalled);
+	assert_int_equal(j.hanging, 2);
+	assert_double_eq(j.decided, 2);
+	assert_double_eq(j.slow, 2);
+	assert_double_eq(j.slow_rate, 1);
+	assert_double_eq(j.failure_rate, 0);
+	assert_true(j.enough);
+	assert_int_equal(j.undecided_slices, 1); /* the third is young still */
+
+	/* a call started after their slice answered: no stall, the sample decides */
+	for (unsigned k = 0; k < 3; k++) {
+		stall_fix(&f);
+		add_slice(&f, BASE + 12, 1, k == 0, k == 1, k == 2);
+		judge(&f, now, &j);
+		assert_false(j.stalled);
+		assert_int_equal(j.hanging, 2);
+		assert_false(j.slow_rate >= 0.5);
+	}
+
+	/* started after it and outstanding, young: still a stall */
+	stall_fix(&f);
+	add_slice(&f, BASE + 14, 1, 0, 0, 0);
+	add_pending(&f, at(BASE + 14) + MS);
+	judge(&f, now, &j);
+	assert_true(j.stalled);
+
+	/* every call hanging past the sample: decided stays within it */
+	stall_fix(&f);
+	f.s.sample = 2;
+	judge(&f, now + 30 * MS, &j);
+	assert_true(j.stalled);
+	assert_int_equal(j.hanging, 3);
+	assert_double_eq(j.decided, 2);
+}
+
+/*
+ * Two overlapping slow calls of a quiet dependency, nothing else asked:
+ * no more evidence than two slow calls. As many calls asked before as
+ * min_calls are.
+ */
+static void test_stall_needs_callers(void **state)
+{
+	uint64_t now = at(BASE + 10) + 40 * MS + 500 * MS + 1;
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f); /* min_calls 5 */
+	add_slice(&f, BASE + 2, 4, 4, 0, 0);
+	add_slice(&f, BASE + 10, 2, 0, 0, 0);
+	add_pending(&f, at(BASE + 10) + 30 * MS);
+	add_pending(&f, at(BASE + 10) + 40 * MS);
+	/* now is in BASE + 18: the 9 slices BASE + 1 .. BASE + 9 count */
+	judge(&f, now, &j);
+	assert_false(j.stalled);
+	assert_int_equal(j.hanging, 2);
+
+	add_slice(&f, BASE + 1, 1, 1, 0, 0);
+	judge(&f, now, &j);
+	assert_true(j.stalled);
+
+	/* BASE + 1 is too long before for a stall this young */
+	judge(&f, now - 67 * MS, &j);
+	assert_false(j.stalled);
+}
+
+/* Hanging calls from before the window are no stall: long polls left over, not this hang. */
+static void test_stall_window(void **state)
+{
+	uint64_t now;
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	stall_fix(&f);
+	f.s.window_ns = 500 * MS;
+	now = at(BASE + 10) + 40 * MS + 500 * MS + 1;
+	judge(&f, now, &j);
+	assert_true(j.stalled);
+	judge(&f, now + 2 * SEC, &j);
+	assert_false(j.stalled);
+	assert_int_equal(j.hanging, 0);
 }
 
 /* ---- the numbers ---- */
@@ -1177,6 +1304,9 @@ int main(void)
 	    cmocka_unit_test(test_healthy_tail),
 	    cmocka_unit_test(test_no_bias_at_threshold),
 	    cmocka_unit_test(test_total_hang),
+	    cmocka_unit_test(test_stall),
+	    cmocka_unit_test(test_stall_needs_callers),
+	    cmocka_unit_test(test_stall_window),
 	    cmocka_unit_test(test_pool_hang),
 	    cmocka_unit_test(test_pool_of_one),
 	    cmocka_unit_test(test_pool_slow_tail),

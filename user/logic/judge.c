@@ -272,6 +272,24 @@ static bool failing(const struct dw_judge_input *in, const struct dw_judgement *
 	return out->enough && limit > 0 && out->failure_rate >= limit - 1e-9;
 }
 
+/*
+ * Calls started in the slices just before `oldest`, as many slices as now
+ * is past its start: what the callers asked in a span as long as the stall
+ * has lasted.
+ */
+static uint64_t asked_before(const struct dw_judge_input *in, uint64_t oldest)
+{
+	uint64_t span = ((in->now_ns >> DW_SLICE_SHIFT) - oldest) + 1, sum = 0;
+	const struct dw_slice_counts *c;
+
+	for (unsigned i = 0; i < in->nslices; i++) {
+		c = &in->slices[i];
+		if (c->slice < oldest && c->slice + span >= oldest)
+			sum += c->started;
+	}
+	return sum;
+}
+
 /* Stalled: judged by the hanging calls alone (judge.h). */
 static void judge_stall(const struct dw_judge_input *in, struct dw_judgement *out)
 {
@@ -279,6 +297,9 @@ static void judge_stall(const struct dw_judge_input *in, struct dw_judgement *ou
 
 	out->hanging = hanging_calls(in, &oldest);
 	if (out->hanging < DW_STALL_MIN_CALLS || answered_after(in, oldest))
+		return;
+	/* callers that asked little before would have asked little since: no evidence */
+	if (asked_before(in, oldest) < in->s->min_calls)
 		return;
 	out->stalled = true;
 	/* failing and then hanging: the failures say more */
