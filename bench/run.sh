@@ -184,6 +184,7 @@ peer_stop() {
 	return 0
 }
 
+# shellcheck disable=SC2317  # the EXIT trap's (shellcheck 0.9 misses it after main's exit)
 cleanup() {
 	daemon_stop
 	peer_stop
@@ -607,4 +608,6 @@ main() {
 		"waiting for other dw_ programs to go)" >&2
 }
 
-main "$@"
+# On one line: bash reads a script as it runs it, and an edit to this file
+# during a run must not make it read on after main returns.
+main "$@"; exit
