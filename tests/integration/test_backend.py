@@ -51,7 +51,13 @@ class Test01WhichBackend(DaemonTestCase):
             self.assertNotIn("sock_send_length", attached)
             self.assertNotIn("sk_data_ready", kernel["programs"])
         else:
-            self.assertIn("sock_send_length", attached)
+            # calls start at tcp_sendmsg_locked where the kernel has it; sock_send_length stands in otherwise
+            with open("/sys/kernel/btf/vmlinux", "rb") as f:
+                has_sendmsg = b"btf_trace_tcp_sendmsg_locked" in f.read()
+            send_hook = "tcp_sendmsg_locked" if has_sendmsg else "sock_send_length"
+            self.assertIn(send_hook, attached)
+            if has_sendmsg:
+                self.assertNotIn("sock_send_length", kernel["programs"])
             self.assertIn("sock_recv_length", attached)
             self.assertNotIn("syscalls/", kernel["programs"])
         self.assertEqual(kernel["thread_map_full"], 0)

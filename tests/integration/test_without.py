@@ -101,8 +101,9 @@ class WithoutTest(DaemonTestCase):
         self.assertIn("lacks the tracepoint inet_sock_set_state (simulated by --without), which depwatch "
                       "needs: it is how connects and closes are seen", line)
         if BACKEND == "sock":
-            line = self.refused("--backend", "sock", "--without", "sock_send_length")
-            self.assertIn("lacks the tracepoint sock_send_length (simulated by --without), which the sock "
+            # (sock_send_length is needed only where tcp_sendmsg_locked is missing; receives always)
+            line = self.refused("--backend", "sock", "--without", "sock_recv_length")
+            self.assertIn("lacks the tracepoint sock_recv_length (simulated by --without), which the sock "
                           "backend needs", line)
         else:
             line = self.refused("--without", "syscalls/read")
