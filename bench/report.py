@@ -495,7 +495,7 @@ def load_dd(path):
 
 
 def dd_table(dd):
-    modes = [m for m in ("A", "B", "S") if dd[m]]
+    modes = [m for m in ("A", "B", "P", "S") if dd[m]]
     if "A" not in modes:
         return ["(not run)"]
     out = ["| | " + " | ".join(MODES[m] for m in modes) + " |", "|---|" + "---:|" * len(modes)]
@@ -690,7 +690,7 @@ def main():
         "## Both backends on I/O that is not a socket",
         "",
         "`dd if=/dev/zero of=/dev/null bs=64 count=4194304`, wall time, in "
-        f"{env('PAIRS', '?')} interleaved rounds (baseline, depwatch, depwatch syscalls), a "
+        f"{env('PAIRS', '?')} interleaved rounds ({', '.join(MODES[m] for m in 'ABPS' if dd[m])}), a "
         "fresh daemon per run. The sock backend's tracepoints fire only on sockets; the "
         "syscalls backend's entry and exit programs run on every read and write of every "
         "process, and leave at once when the descriptor is not a TCP socket.",

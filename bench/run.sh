@@ -29,7 +29,7 @@
 #      make OUT=build-bench bench-before BEFORE_REV=f9826fc
 #    which writes build-bench/depwatch-before and build-bench/depwatch-before.id
 #    (the revision, quoted in the report); or bench/build-before.sh REV DEST.
-#    Then DD: interleaved A/B/S rounds of `dd bs=64 count=4M` from /dev/zero to
+#    Then DD: interleaved A/B/S rounds (and P with BEFORE) of `dd bs=64 count=4M` from /dev/zero to
 #    /dev/null (no socket at all: what each backend costs every other read
 #    and write on the host), wall seconds.
 # 2. Decision speed: bench/decide.py (DECIDE_TRIALS trials, time to breaker
@@ -527,6 +527,7 @@ dd_phase() {
 	local pair mode modes=(A B) ids t0 t1 f0 f1
 
 	[ "$DD" = 1 ] || return 0
+	[ -n "$BEFORE" ] && modes+=(P)
 	[ "$SYSCALLS" = 1 ] && modes+=(S)
 	echo "bench: dd bs=64 count=$DD_COUNT /dev/zero -> /dev/null, $PAIRS interleaved rounds (${modes[*]})" >&2
 	for ((pair = 1; pair <= PAIRS; pair++)); do
