@@ -24,6 +24,8 @@ MODES = OrderedDict((("A", "baseline"), ("B", "depwatch"), ("P", "depwatch befor
                      ("S", "depwatch syscalls"), ("C", "bpftrace")))
 SLOW_CALL_MS = 500
 CHURN_TARGET = 0.95
+# Programs that do the same job under a new name: before → after table rows pair them.
+SAME_JOB = {"dw_sendmsg": "dw_send"}  # tp_btf/tcp_sendmsg_locked, where sock_send_length was
 
 
 def cfg_label(key):
@@ -209,9 +211,12 @@ def before_after_table(runs, stats):
            "| invocations per call (or in all): before → now |", "|---|---|---:|---:|---:|---|"]
     _bc, bcell, bcalls, bprogs, _bf = stats["P"]
     ncfgs, ncell, ncalls, nprogs, _nf = stats["B"]
+    paired = {n: SAME_JOB[n] for n in nprogs
+              if SAME_JOB.get(n) in bprogs and SAME_JOB[n] not in nprogs and n not in bprogs}
     for key in ncfgs:
-        for name in nprogs + [n for n in bprogs if n not in nprogs]:
-            bt, bn = bcell[(name, key)]
+        for name in nprogs + [n for n in bprogs if n not in nprogs and n not in paired.values()]:
+            bname = paired.get(name, name)
+            bt, bn = bcell[(bname, key)]
             nt, nn = ncell[(name, key)]
             if not bn and not nn:
                 continue
@@ -221,7 +226,8 @@ def before_after_table(runs, stats):
             per = " → ".join("—" if not calls.get(key) else f"{c / calls[key]:.2f}"
                              if c / calls[key] >= 0.05 else f"{c} runs"
                              for c, calls in ((bn, bcalls), (nn, ncalls)))
-            out.append(f"| {cfg_label(key)} | {name} | {f'{b:.0f}' if b else '—'} "
+            label = f"{bname} → {name}" if bname != name else name
+            out.append(f"| {cfg_label(key)} | {label} | {f'{b:.0f}' if b else '—'} "
                        f"| {f'{n:.0f}' if n else '—'} | {diff} | {per} |")
         bt = sum(bcell[(p, key)][0] for p in bprogs)
         nt = sum(ncell[(p, key)][0] for p in nprogs)
