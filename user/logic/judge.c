@@ -290,13 +290,29 @@ static uint64_t asked_before(const struct dw_judge_input *in, uint64_t oldest)
 	return sum;
 }
 
+/*
+ * Whether a call started in the last slow_call / 2 is outstanding: its
+ * caller had an answer not long ago, or is not one of a pool's callers.
+ */
+static bool asked_lately(const struct dw_judge_input *in)
+{
+	uint64_t start;
+
+	for (unsigned i = 0; i < in->npending; i++) {
+		start = in->pending_start_ns[i];
+		if (start >= in->now_ns || in->now_ns - start < in->s->slow_call_ns / 2)
+			return true;
+	}
+	return false;
+}
+
 /* Stalled: judged by the hanging calls alone (judge.h). */
 static void judge_stall(const struct dw_judge_input *in, struct dw_judgement *out)
 {
 	uint64_t oldest = 0;
 
 	out->hanging = hanging_calls(in, &oldest);
-	if (out->hanging < DW_STALL_MIN_CALLS || answered_after(in, oldest))
+	if (out->hanging < DW_STALL_MIN_CALLS || answered_after(in, oldest) || asked_lately(in))
 		return;
 	/* callers that asked little before would have asked little since: no evidence */
 	if (asked_before(in, oldest) < in->s->min_calls)

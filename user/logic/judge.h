@@ -76,11 +76,13 @@ struct dw_judgement {
  * Unless the dependency is stalled: at least DW_STALL_MIN_CALLS calls in
  * the window are outstanding past slow_call, no call started in a slice
  * newer than the oldest of them has completed or failed (nothing asked
- * since the hang began has been answered), and at least s->min_calls calls
- * started in as many slices just before the oldest one's as the stall has
- * lasted (the callers were asking: a healthy dependency would have
- * answered about as many since; two slow calls of a quiet dependency are
- * no stall). A small pool of callers
+ * since the hang began has been answered), no call started in the last
+ * slow_call / 2 is outstanding (the callers stopped asking: a caller that
+ * asks anew had an answer lately, or calls open-loop, and then the sample
+ * sees the slow calls), and at least s->min_calls calls started in as many
+ * slices just before the oldest one's as the stall has lasted (the callers
+ * were asking: a healthy dependency would have answered about as many
+ * since; two slow calls of a quiet dependency are no stall). A small pool of callers
  * hung on it starts no more calls, so the sample above would stay filled
  * with the fast calls from before. Stalled, the judgement is of the hanging
  * calls alone (decided = slow = as many of them as the sample holds,
