@@ -16,7 +16,6 @@ import time
 import unittest
 
 from harness import Daemon, dependency, write_config
-from openloop import OpenLoopClient
 
 SLOW_CALL = 0.5
 DEADLINE = SLOW_CALL + 0.5       # the issue's: from the change to the breaker open
@@ -99,9 +98,10 @@ class StandIn:
 
 
 # The callers, in a process of their own at nice -10 too: a pause of this
-# process (status reads, the open-loop client's threads) must not look like
-# callers that stopped asking. argv: port, callers, slow. Each caller has one
-# keep-alive connection and calls back to back (closed loop). A line on
+# process (status reads, thread switches) must not look like callers that
+# stopped asking. argv: port, callers, slow, this directory. Each caller has
+# one keep-alive connection and calls back to back (closed loop); callers < 0:
+# openloop.py's client at -callers calls a second instead. A line on
 # stdin asks for the counts (answered, of them slower than slow, errors) as a
 # JSON line; EOF ends it.
 CLIENT = r"""
@@ -109,6 +109,18 @@ import json, os, socket, sys, threading, time
 port, n, slow = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 os.nice(-10)
 lock, counts = threading.Lock(), {"answered": 0, "slow": 0, "errors": 0}
+if n < 0:
+    # open loop instead, -n calls a second (openloop.py's client)
+    sys.path.insert(0, sys.argv[4])
+    from openloop import OpenLoopClient
+    c = OpenLoopClient("127.0.0.1", port, -n).start()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        with c.lock:
+            done = [e - s for s, e, ok in c.log if ok]
+            print(json.dumps({"answered": len(done), "slow": sum(d > slow for d in done),
+                              "errors": c.failed}), flush=True)
+    os._exit(0)
 
 def work(sock):
     while True:
@@ -139,10 +151,11 @@ os._exit(0)
 
 
 class Pool:
-    """The CLIENT above: n callers against port."""
+    """The CLIENT above: n callers against port; n < 0: -n calls a second, open loop."""
 
     def __init__(self, port, n, slow=SLOW_CALL):
-        self.proc = subprocess.Popen([sys.executable, "-c", CLIENT, str(port), str(n), str(slow)],
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.proc = subprocess.Popen([sys.executable, "-c", CLIENT, str(port), str(n), str(slow), here],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         if self.proc.stdout.readline() != b"ready\n":
             raise RuntimeError("the pool of %d did not start" % n)
@@ -249,7 +262,7 @@ class PoolTest(unittest.TestCase):
                               "[dependency tail]\nmatch = 127.0.0.1:%d\n"
                               "[dependency pool4]\nmatch = 127.0.0.1:%d\n"
                               % (SLOW_CALL * 1000, tail.port, pool_srv.port))
-        client = OpenLoopClient("127.0.0.1", tail.port, 40).start()
+        client = Pool(tail.port, -40)
         self.cleanups.append(client.stop)
         pool = Pool(pool_srv.port, 4)
         self.cleanups.append(pool.stop)
@@ -270,18 +283,16 @@ class PoolTest(unittest.TestCase):
             self.assertEqual(self.transitions(d, name), [], name)
             self.assertEqual(stalled[name], 0, name)
         a, b = dependency(st, "tail"), dependency(st, "pool4")
-        counts = pool.counts()
-        answered, slow_seen, errors = counts["answered"], counts["slow"], counts["errors"]
-        print("\n  %.0f s: (a) %d calls, %d slow (client: %d started), worst slow_rate %.2f;"
+        ca, cb = client.counts(), pool.counts()
+        print("\n  %.0f s: (a) %d calls, %d slow (client: %d answered, %d slow), worst slow_rate %.2f;"
               " (b) %d calls, %d slow (client: %d answered, %d slow), worst slow_rate %.2f"
-              % (NULL_SECONDS, a["calls"], a["slow"], client.started, worst["tail"],
-                 b["calls"], b["slow"], answered, slow_seen, worst["pool4"]))
+              % (NULL_SECONDS, a["calls"], a["slow"], ca["answered"], ca["slow"], worst["tail"],
+                 b["calls"], b["slow"], cb["answered"], cb["slow"], worst["pool4"]))
         # the tails happened, or the test tested nothing
         self.assertGreater(a["slow"], 0, a)
-        self.assertGreater(slow_seen, 0, "pool of 4: no slow call in %.0f s" % NULL_SECONDS)
+        self.assertGreater(cb["slow"], 0, "pool of 4: no slow call in %.0f s" % NULL_SECONDS)
         self.assertGreater(b["slow"], 0, b)
-        self.assertEqual(errors, 0)
-        self.assertEqual(client.failed, 0)
+        self.assertEqual((ca["errors"], cb["errors"]), (0, 0))
 
 
 if __name__ == "__main__":
