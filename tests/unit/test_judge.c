@@ -1252,11 +1252,13 @@ static void test_pool_of_one(void **state)
  * minutes (DW_POOL_TAIL_SECONDS, at most 4000), judged every 10 ms. A stall
  * needs all 4 callers stuck at once, within about a slice of each other:
  * rare, not impossible (doc/detection.md has the odds; DW_POOL_SEED picks
- * another run).
+ * another run, DW_POOL_CALLERS another pool).
  */
 static void test_pool_slow_tail(void **state)
 {
 	const char *env = getenv("DW_POOL_TAIL_SECONDS"), *env_seed = getenv("DW_POOL_SEED");
+	const char *env_n = getenv("DW_POOL_CALLERS");
+	unsigned callers = env_n ? (unsigned)strtoul(env_n, NULL, 10) : 4;
 	uint64_t seed = env_seed ? strtoull(env_seed, NULL, 10) : 4242;
 	uint64_t secs = env ? strtoull(env, NULL, 10) : 600, t_end, opened;
 	static struct fix f;
@@ -1266,17 +1268,19 @@ static void test_pool_slow_tail(void **state)
 	if (secs > 4000)
 		secs = 4000;
 	t_end = at(BASE) + secs * SEC;
-	ncalls = pool_run(4, at(BASE), t_end, 100, 1000 * MS, 0, &seed);
+	if (callers < 1 || callers > 64)
+		callers = 4;
+	ncalls = pool_run(callers, at(BASE), t_end, 100, 1000 * MS, 0, &seed);
 	fix_init(&f);
 	f.s.min_calls = 10;
 	for (uint64_t from = at(BASE) + SEC; (opened = pool_first_open(&f, ncalls, from, t_end, 10 * MS,
 							       &stalls, &seed)); from = opened + 2 * SEC) {
-		print_message("pool of 4, 1%% at 1 s: open at %.2f s, %u calls\n",
+		print_message("pool of %u, 1%% at 1 s: open at %.2f s, %u calls\n", callers,
 			      (opened - at(BASE)) / 1e9, ncalls);
 		opens++;
 	}
-	print_message("pool of 4, 1%% at 1 s, %llu s: %u calls, %u opens\n", (unsigned long long)secs,
-		      ncalls, opens);
+	print_message("pool of %u, 1%% at 1 s, %llu s: %u calls, %u opens\n", callers,
+		      (unsigned long long)secs, ncalls, opens);
 	assert_int_equal(opens, 0);
 }
 
