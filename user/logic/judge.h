@@ -57,7 +57,7 @@ struct dw_judgement {
 	double slow_rate, failure_rate; /* slow/decided, failed/decided; 0 when decided == 0 */
 	bool enough;			/* decided >= s->min_calls, or stalled */
 	unsigned undecided_slices;	/* in the window, with a young call outstanding */
-	bool stalled;			/* see below; the fields above then judge the stall */
+	bool stalled;			/* see below; the fields above then judge the stall, unless failing */
 	unsigned hanging;		/* outstanding past slow_call, in the window */
 };
 
@@ -74,23 +74,24 @@ struct dw_judgement {
  * never exceeds the sample.
  *
  * Unless the dependency is stalled: at least DW_STALL_MIN_CALLS calls in
- * the window are outstanding past slow_call, no call started in a slice
+ * the window are outstanding past slow_call; no call started in a slice
  * newer than the oldest of them has completed or failed (nothing asked
- * since the hang began has been answered), no call started in the last
- * slow_call / 2 is outstanding (the callers stopped asking: a caller that
- * asks anew had an answer lately, or calls open-loop, and then the sample
- * sees the slow calls), and at least s->min_calls calls started in as many
+ * since the hang began has been answered); no call started in the last
+ * slow_call / 2 is outstanding (the callers stopped asking: one that asks
+ * anew had an answer lately, or calls open-loop, and then the sample sees
+ * the slow calls); and at least s->min_calls calls started in as many
  * slices just before the oldest one's as the stall has lasted (the callers
  * were asking: a healthy dependency would have answered about as many
- * since; two slow calls of a quiet dependency are no stall). A small pool of callers
- * hung on it starts no more calls, so the sample above would stay filled
- * with the fast calls from before. Stalled, the judgement is of the hanging
- * calls alone (decided = slow = as many of them as the sample holds,
- * slow_rate 1, failure_rate 0, enough): they are the newest by start that
- * are decided. A sample whose failure_rate already reaches s->failure_rate
- * is kept as it is: failures say more. Completions in the oldest hanging call's own slice are
- * taken to have started before it (a slice does not order its calls).
- * doc/detection.md has the odds of a stall without a hang.
+ * since; two slow calls of a quiet dependency are no stall). A small pool
+ * of callers hung on a dependency starts no more calls, so the sample
+ * would stay filled with the fast calls from before. Stalled, the
+ * judgement is of the hanging calls alone (decided = slow = as many of
+ * them as the sample holds, slow_rate 1, failure_rate 0, enough): they are
+ * the newest decided calls by start. A sample whose failure_rate already
+ * reaches s->failure_rate is kept as it is: failures say more. Completions
+ * in the oldest hanging call's own slice are taken to have started before
+ * it (a slice does not order its calls). doc/detection.md has the odds of
+ * a stall without a hang.
  */
 void dw_judge(const struct dw_judge_input *in, struct dw_judgement *out);
 
