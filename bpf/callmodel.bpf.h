@@ -486,20 +486,29 @@ static __always_inline int answers_call(const struct sock *sk, const struct dw_c
  */
 static __always_inline void conn_overlap(struct dw_conn *conn)
 {
+	struct dw_pending_entry *e;
 	struct dw_dest_stats *st;
 
 	if (conn->multiplexed || ++conn->overlaps < 2)
 		return;
 	conn->multiplexed = 1;
+	e = pend_of(conn);
+	if (e)
+		e->flags |= DW_PEND_MULTIPLEXED;
 	st = stats_of(conn);
 	if (st)
 		st->conns_multiplexed++;
 }
 
-/* Data reached an outbound connection with a call outstanding: its answer, or an overlap. */
+/*
+ * Data reached an outbound connection with a call outstanding: its answer,
+ * or an overlap. On a connection known to be multiplexed any data ends the
+ * burst: a send there may be a control frame that nothing answers (an
+ * HTTP/2 WINDOW_UPDATE), and it must not stay outstanding for that.
+ */
 static __always_inline int call_answered(const struct sock *sk, struct dw_conn *conn, enum dw_sk via)
 {
-	if (answers_call(sk, conn, via))
+	if (conn->multiplexed || answers_call(sk, conn, via))
 		return 1;
 	conn_overlap(conn);
 	return 0;
@@ -631,6 +640,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 		e->call_start_ns = 0;
 		e->connect_start_ns = 0;
 		e->slot = conn->slot;
+		e->flags = 0;
 	}
 	return conn;
 }
@@ -1041,21 +1051,30 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 }
 
 /*
- * The peer's FIN came while a call was outstanding. Data and FIN can come in
- * one segment, and the kernel processes the FIN before it wakes the reader:
- * bytes not yet read (beyond the FIN's own sequence number) that answer the
- * call are its response. A FIN within DW_GOODBYE_NS of the call's start
- * that brings no answer was sent by a peer closing already (two goodbyes
- * that cross; a keep-alive connection the server closed as the request
- * went out, which clients retry): dropped, not failed.
+ * The peer closed (FIN, or a reset: reset) while a call was outstanding.
+ * Data and FIN can come in one segment, and the kernel processes the FIN
+ * before it wakes the reader: bytes not yet read (beyond the FIN's own
+ * sequence number) that answer the call are its response. A close the peer
+ * sent before it had the request (it does not acknowledge its first byte)
+ * is no failure of the request: the peer was closing already (two TLS
+ * goodbyes that cross, the reset a closed peer answers a goodbye with, a
+ * keep-alive connection the server closed as the request went out, which
+ * clients retry): dropped. So is a FIN within DW_GOODBYE_NS that brings no
+ * answer (a peer closing in reply to a goodbye such as HTTP/2's GOAWAY),
+ * and a close under a multiplexed connection's burst (maybe a control
+ * frame, see call_answered()).
  */
-static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *conn)
+static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *conn, int reset)
 {
 	__u64 now = bpf_ktime_get_ns();
+	int had_request = answers_call(sk, conn, DW_SK_PROBED);
 
-	if (unread_of(sk, DW_SK_PROBED) && answers_call(sk, conn, DW_SK_PROBED))
+	if (!reset && had_request && unread_of(sk, DW_SK_PROBED))
 		call_complete(conn, now);
-	else if (!call_drop_goodbye(conn, now))
+	else if (conn->multiplexed || !had_request ||
+		 (!reset && now - conn->call_start_ns <= DW_GOODBYE_NS))
+		call_end(conn, OUTCOME_DROPPED, now);
+	else
 		call_fail(conn);
 }
 
@@ -1112,6 +1131,10 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
 		call_complete(conn, now);
 		return;
 	}
+	if (conn->multiplexed) {
+		call_end(conn, OUTCOME_DROPPED, now);	/* maybe a control frame: see call_answered() */
+		return;
+	}
 	if (call_drop_goodbye(conn, now))
 		return;
 	call_abandon(conn);
@@ -1120,9 +1143,11 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
 
 /*
  * An inbound connection's state moved with a request outstanding. The
- * client's FIN right behind its request marks a goodbye (TLS close_notify
- * then close()): if it is never answered it is dropped, not failed. A
- * client that only shut down its sending side still waits for the answer.
+ * client's FIN or reset right behind its request marks a goodbye (TLS
+ * close_notify then close()), and so does the server's own close within
+ * DW_GOODBYE_NS of the request with its bytes unread (two goodbyes that
+ * cross): if it is never answered it is dropped, not failed. A client that
+ * only shut down its sending side still waits for the answer.
  */
 static __always_inline void inbound_state(const struct sock *sk, struct dw_conn *conn, int oldstate,
 					  int newstate)
@@ -1132,6 +1157,9 @@ static __always_inline void inbound_state(const struct sock *sk, struct dw_conn 
 	__u64 now = bpf_ktime_get_ns();
 
 	if (client_left && now - conn->call_start_ns <= DW_GOODBYE_NS)
+		conn->goodbye = 1;
+	/* the server closing as it came, without having read it: it never saw the request */
+	if (!client_left && now - conn->call_start_ns <= DW_GOODBYE_NS && unread_of(sk, DW_SK_PROBED))
 		conn->goodbye = 1;
 	if (newstate == TCP_CLOSE_WAIT)
 		return;
@@ -1177,7 +1205,11 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 		return;
 	}
 	if (newstate == TCP_CLOSE_WAIT) {
-		peer_closed(sk, conn);
+		peer_closed(sk, conn, 0);
+		return;
+	}
+	if (newstate == TCP_CLOSE && BPF_CORE_READ(sk, sk_err) == ECONNRESET) {
+		peer_closed(sk, conn, 1);
 		return;
 	}
 	if (caller_closed(sk, oldstate, newstate)) {

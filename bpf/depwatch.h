@@ -257,8 +257,16 @@ struct dw_pending_entry {
 	__u32 slot;		/* its destination's slot */
 	__u32 caller_netns;	/* outbound: the inbound row whose request the sending thread held, 0: none */
 	__u16 caller_port;
-	__u16 pad[3];
+	__u16 flags;		/* DW_PEND_MULTIPLEXED */
+	__u16 pad[2];
 };
+
+/*
+ * The connection is multiplexed: its outstanding "call" may be a control
+ * frame nobody answers (an HTTP/2 WINDOW_UPDATE), so its age is shown
+ * (oldest_inflight_ms) but does not make the dependency slow now.
+ */
+#define DW_PEND_MULTIPLEXED 1
 
 /*
  * Per thread (the threads map): the inbound request it last received and

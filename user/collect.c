@@ -325,7 +325,9 @@ static void on_pending(const struct dw_pending_entry *rec, const struct dw_dest_
 		/* waits are counted once per poll (a refresh re-reads only some destinations) */
 		if (rec->caller_port && !c->refreshing)
 			wait_add(c, rec, d);
-		pending_push(d, rec->call_start_ns);
+		/* a multiplexed connection's may be a control frame nothing answers: shown, not judged */
+		if (!(rec->flags & DW_PEND_MULTIPLEXED))
+			pending_push(d, rec->call_start_ns);
 		if (!d->oldest_call_ns || rec->call_start_ns < d->oldest_call_ns)
 			d->oldest_call_ns = rec->call_start_ns;
 	}

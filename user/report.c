@@ -120,9 +120,9 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 	dw_json_str(out, v->dest);
 	dw_buf_printf(out, ",\"dependency\":");
 	dw_json_str(out, dep_name(deps, d));
-	dw_buf_printf(out, ",\"netns\":%u,\"calls\":%llu,\"failed\":%llu,\"inflight\":%llu",
+	dw_buf_printf(out, ",\"netns\":%u,\"calls\":%llu,\"failed\":%llu,\"dropped\":%llu,\"inflight\":%llu",
 		      d->key.netns, (unsigned long long)d->sum.calls_completed,
-		      (unsigned long long)d->sum.calls_failed,
+		      (unsigned long long)d->sum.calls_failed, (unsigned long long)d->sum.calls_dropped,
 		      (unsigned long long)dw_dest_inflight(d));
 	dw_json_field_opt(out, "oldest_inflight_ms", v->oldest_ms, 3);
 	dw_buf_printf(out, ",\"window_calls\":%llu", (unsigned long long)v->window_calls);
@@ -316,9 +316,9 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c, const
 			dw_json_str(out, svc->name);
 		else
 			dw_buf_printf(out, "null");
-		dw_buf_printf(out, ",\"requests\":%llu,\"failed\":%llu,\"inflight\":%llu,\"connections\":%llu",
+		dw_buf_printf(out, ",\"requests\":%llu,\"failed\":%llu,\"dropped\":%llu,\"inflight\":%llu,\"connections\":%llu",
 			      (unsigned long long)d->sum.calls_completed,
-			      (unsigned long long)d->sum.calls_failed,
+			      (unsigned long long)d->sum.calls_failed, (unsigned long long)d->sum.calls_dropped,
 			      (unsigned long long)dw_dest_inflight(d),
 			      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
 						   d->sum.conns_opened - d->sum.conns_closed : 0));
