@@ -214,18 +214,14 @@ static __always_inline __u32 unread_of(const struct sock *sk, enum dw_sk via)
 }
 
 /*
- * Whether a call may start on sk now: only where its answer can still come.
- * An outbound call needs ESTABLISHED (after the peer's FIN nothing more
- * comes back: a send in CLOSE_WAIT is a goodbye such as TLS close_notify);
- * an inbound request may come with the client's FIN (CLOSE_WAIT).
+ * Whether an outbound call may start on sk now: only where its answer can
+ * still come, ESTABLISHED (after the peer's FIN nothing more comes back: a
+ * send in CLOSE_WAIT is a goodbye such as TLS close_notify). Inbound, see
+ * request_begin().
  */
-static __always_inline int can_be_answered(const struct sock *sk, __u8 role, enum dw_sk via)
+static __always_inline int can_be_answered(const struct sock *sk, enum dw_sk via)
 {
-	int state = state_of(sk, via);
-
-	if (role == DW_ROLE_OUTBOUND)
-		return state == TCP_ESTABLISHED;
-	return state == TCP_ESTABLISHED || state == TCP_CLOSE_WAIT;
+	return state_of(sk, via) == TCP_ESTABLISHED;
 }
 
 /*
@@ -741,6 +737,22 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 	return st;
 }
 
+/*
+ * An inbound request starts now, where the connection can still answer
+ * it. One that comes with (or after) its client's FIN is marked a goodbye:
+ * dropped, not failed, if it is never answered.
+ */
+static __always_inline void request_begin(const struct sock *sk, struct dw_conn *conn, __u64 now,
+					  enum dw_sk via)
+{
+	int state = state_of(sk, via);
+
+	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT)
+		return;
+	if (call_begin(conn, now, 0, 0) && state == TCP_CLOSE_WAIT)
+		conn->goodbye = 1;
+}
+
 /* The sending thread's inbound request, if it holds one: the call waits on its behalf. */
 static __always_inline const struct dw_thread_req *caller_of(void)
 {
@@ -925,16 +937,19 @@ static __always_inline void dw_on_send_begin(const struct sock *sk)
 		return;
 	}
 	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns ||
-	    !can_be_answered(sk, DW_ROLE_OUTBOUND, DW_SK_BTF))
+	    !can_be_answered(sk, DW_SK_BTF))
 		return;
 	outbound_start(conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq);
 }
 
 /*
- * A send returned ret, begun at began_ns (0: unknown, now): the syscalls
- * backend's exit, and the sock backend's sock_send_length where the kernel
- * lacks tcp_sendmsg_locked (then an answer processed inside the send
- * itself comes before the call's start: see the README's kernel table).
+ * A send returned ret. The syscalls backend's exit gives began_ns, when it
+ * began, 0 where its socket could not be answered then (the socket's state
+ * at the exit may already show the answer's FIN). The sock backend's
+ * sock_send_length, where the kernel lacks tcp_sendmsg_locked, gives 0: the
+ * call starts now, if the socket can still be answered (an answer
+ * processed inside the send itself then comes first: see the README's
+ * kernel table).
  */
 static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 began_ns, enum dw_sk via)
 {
@@ -949,8 +964,9 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 		inbound_answer(sk, conn, began_ns);
 		return;
 	}
-	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns ||
-	    !can_be_answered(sk, DW_ROLE_OUTBOUND, via))
+	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
+		return;
+	if (via == DW_SK_PROBED ? !began_ns : !can_be_answered(sk, via))
 		return;
 	outbound_start(conn, began_ns ? began_ns : bpf_ktime_get_ns(),
 		       TCP_FIELD(sk, via, write_seq) - (__u32)ret);
@@ -965,9 +981,8 @@ static __always_inline void dw_on_data(const struct sock *sk)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		/* a bare FIN wakes the reader too: no request without request bytes */
-		if (!conn->call_start_ns && can_be_answered(sk, DW_ROLE_INBOUND, DW_SK_BTF) &&
-		    unread_of(sk, DW_SK_BTF))
-			call_begin(conn, rx_time(sk, conn->last_ns), 0, 0);
+		if (!conn->call_start_ns && unread_of(sk, DW_SK_BTF))
+			request_begin(sk, conn, rx_time(sk, conn->last_ns), DW_SK_BTF);
 		return;
 	}
 	if (conn->call_start_ns && call_answered(sk, conn, DW_SK_BTF))
@@ -991,8 +1006,8 @@ static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *
 	__u64 id;
 
 	if (ret > 0) {
-		if (!conn->call_start_ns && can_be_answered(sk, DW_ROLE_INBOUND, via))
-			call_begin(conn, bpf_ktime_get_ns(), 0, 0);
+		if (!conn->call_start_ns)
+			request_begin(sk, conn, bpf_ktime_get_ns(), via);
 		id = bpf_get_current_pid_tgid();
 		if (is_service_conn(conn))
 			thread_hold(sk, conn, (__u32)id);
@@ -1059,10 +1074,10 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
  * is no failure of the request: the peer was closing already (two TLS
  * goodbyes that cross, the reset a closed peer answers a goodbye with, a
  * keep-alive connection the server closed as the request went out, which
- * clients retry): dropped. So is a FIN within DW_GOODBYE_NS that brings no
- * answer (a peer closing in reply to a goodbye such as HTTP/2's GOAWAY),
- * and a close under a multiplexed connection's burst (maybe a control
- * frame, see call_answered()).
+ * clients retry): dropped. So is a close under a multiplexed connection's
+ * burst (maybe a control frame, see call_answered()). A FIN that had the
+ * request and brings no answer is a failure, even one that answers a
+ * goodbye (HTTP/2's GOAWAY): on the wire the two are the same.
  */
 static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *conn, int reset)
 {
@@ -1071,8 +1086,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 
 	if (!reset && had_request && unread_of(sk, DW_SK_PROBED))
 		call_complete(conn, now);
-	else if (conn->multiplexed || !had_request ||
-		 (!reset && now - conn->call_start_ns <= DW_GOODBYE_NS))
+	else if (conn->multiplexed || !had_request)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail(conn);

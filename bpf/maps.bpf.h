@@ -36,7 +36,7 @@ struct {
 /* syscalls backend: the socket a thread's send or receive system call is on, from entry to exit. */
 struct dw_sys_call {
 	__u64 sk;	/* struct sock address */
-	__u64 enter_ns;	/* a send: when it began (CLOCK_MONOTONIC) */
+	__u64 enter_ns;	/* a send: when it began (CLOCK_MONOTONIC), 0 if its socket could not be answered then */
 	__s32 flags;	/* the receive's MSG_* flags */
 	__u32 op;	/* DW_SYS_SEND, DW_SYS_RECV */
 };

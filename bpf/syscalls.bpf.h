@@ -104,9 +104,17 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 	if (!sk || !sys_wanted(sk, op))
 		return 0;
 	call.sk = (__u64)(unsigned long)sk;
-	/* a call starts when its send began: an answer may be processed before the send returns */
-	if (op == DW_SYS_SEND)
-		call.enter_ns = bpf_ktime_get_ns();
+	/*
+	 * A call starts when its send began, if its socket could be answered
+	 * then (or is not connected yet: TCP Fast Open connects in this send):
+	 * the answer, and the peer's FIN, may come before the send returns.
+	 */
+	if (op == DW_SYS_SEND) {
+		int state = BPF_CORE_READ(sk, __sk_common.skc_state);
+
+		if (state == TCP_ESTABLISHED || state == TCP_CLOSE)
+			call.enter_ns = bpf_ktime_get_ns();
+	}
 	id = bpf_get_current_pid_tgid();
 	if (!bpf_map_update_elem(&sys_calls, &id, &call, BPF_ANY))
 		return 0;
