@@ -203,6 +203,8 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	dw_json_num(out, rate_or_zero(dep->j.failure_rate), 4);
 	dw_buf_printf(out, ",\"decided\":");
 	dw_json_num(out, dep->j.decided, 1);
+	dw_buf_printf(out, ",\"stalled\":%s,\"hanging\":%u", dep->j.stalled ? "true" : "false",
+		      dep->j.hanging);
 	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu,"
 		      "\"max_inflight\":%u,\"destinations\":%u,\"rejected\":%llu,\"connections\":%llu,"
 		      "\"enforce\":%s,\"forced\":%s",
