@@ -886,11 +886,17 @@ static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn
 		thread_release(sk);
 }
 
-/* An outbound call starts at began_ns, its first byte at req_seq. */
-static __always_inline void outbound_start(struct dw_conn *conn, __u64 began_ns, __u32 req_seq)
+/*
+ * An outbound call starts at began_ns, its first byte at req_seq, with
+ * rcv_seq received so far.
+ */
+static __always_inline void outbound_start(struct dw_conn *conn, __u64 began_ns, __u32 req_seq,
+					   __u32 rcv_seq)
 {
-	struct dw_dest_stats *st = call_begin(conn, began_ns, req_seq, caller_of());
+	struct dw_dest_stats *st;
 
+	conn->rcv_seq = rcv_seq;
+	st = call_begin(conn, began_ns, req_seq, caller_of());
 	if (!st)
 		return;
 	retry_check(conn, st, began_ns);
@@ -898,10 +904,13 @@ static __always_inline void outbound_start(struct dw_conn *conn, __u64 began_ns,
 	 * Hooks outside the socket lock (the syscalls backend) can race a
 	 * close on another CPU. Both sides write (the claim, conn->closed) with
 	 * a full barrier before they read the other's: one of them sees the
-	 * call and ends it.
+	 * call and ends it. Seen here, the socket closed as the send returned:
+	 * nothing could answer it (the reset a closed peer answers a TLS
+	 * close_notify with, processed on another CPU): dropped, as in
+	 * peer_closed().
 	 */
 	if (*(volatile __u32 *)&conn->closed)
-		call_fail(conn);
+		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
 }
 
 /*
@@ -918,8 +927,10 @@ static __always_inline void syn_data_call(const struct sock *sk)
 		return;
 	conn = conn_of(sk);
 	/* the SYN-ACK may be processed in softirq: no current thread to attribute it to */
-	if (conn && conn->role == DW_ROLE_OUTBOUND && !conn->call_start_ns)
+	if (conn && conn->role == DW_ROLE_OUTBOUND && !conn->call_start_ns) {
+		conn->rcv_seq = BPF_CORE_READ(tp, rcv_nxt);
 		call_begin(conn, conn->last_ns, BPF_CORE_READ(tp, snd_una) - 1, 0);
+	}
 }
 
 /*
@@ -939,19 +950,21 @@ static __always_inline void dw_on_send_begin(const struct sock *sk)
 	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns ||
 	    !can_be_answered(sk, DW_SK_BTF))
 		return;
-	outbound_start(conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq);
+	outbound_start(conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, tcp_of(sk)->rcv_nxt);
 }
 
 /*
  * A send returned ret. The syscalls backend's exit gives began_ns, when it
  * began, 0 where its socket could not be answered then (the socket's state
- * at the exit may already show the answer's FIN). The sock backend's
- * sock_send_length, where the kernel lacks tcp_sendmsg_locked, gives 0: the
- * call starts now, if the socket can still be answered (an answer
- * processed inside the send itself then comes first: see the README's
- * kernel table).
+ * at the exit may already show the answer's FIN), and rcv_seq, what the
+ * socket had received then (the answer may have come since). The sock
+ * backend's sock_send_length, where the kernel lacks tcp_sendmsg_locked,
+ * gives 0: the call starts now, if the socket can still be answered (an
+ * answer processed inside the send itself then comes first: see the
+ * README's kernel table).
  */
-static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 began_ns, enum dw_sk via)
+static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 began_ns, __u32 rcv_seq,
+				       enum dw_sk via)
 {
 	struct dw_conn *conn;
 
@@ -968,8 +981,11 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 		return;
 	if (via == DW_SK_PROBED ? !began_ns : !can_be_answered(sk, via))
 		return;
-	outbound_start(conn, began_ns ? began_ns : bpf_ktime_get_ns(),
-		       TCP_FIELD(sk, via, write_seq) - (__u32)ret);
+	if (!began_ns) {
+		began_ns = bpf_ktime_get_ns();
+		rcv_seq = TCP_FIELD(sk, via, rcv_nxt);
+	}
+	outbound_start(conn, began_ns, TCP_FIELD(sk, via, write_seq) - (__u32)ret, rcv_seq);
 }
 
 /* Bytes reached the socket: an outbound call's response, or an inbound request. */
@@ -1066,6 +1082,21 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 }
 
 /*
+ * Whether answer bytes came before the peer's FIN: bytes not read yet, or,
+ * where a call completes at the receive's return (the syscalls backend),
+ * any bytes received since the call started: a receive may have taken them
+ * and not returned yet when the FIN is processed on another CPU.
+ */
+static __always_inline int answer_came(const struct sock *sk, const struct dw_conn *conn)
+{
+	__u32 fin = (BPF_CORE_READ(sk, sk_shutdown) & RCV_SHUTDOWN) ? 1 : 0;
+
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		return BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt) - fin != conn->rcv_seq;
+	return unread_of(sk, DW_SK_PROBED) > 0;
+}
+
+/*
  * The peer closed (FIN, or a reset: reset) while a call was outstanding.
  * Data and FIN can come in one segment, and the kernel processes the FIN
  * before it wakes the reader: bytes not yet read (beyond the FIN's own
@@ -1084,7 +1115,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 	__u64 now = bpf_ktime_get_ns();
 	int had_request = answers_call(sk, conn, DW_SK_PROBED);
 
-	if (!reset && had_request && unread_of(sk, DW_SK_PROBED))
+	if (!reset && had_request && answer_came(sk, conn))
 		call_complete(conn, now);
 	else if (conn->multiplexed || !had_request)
 		call_end(conn, OUTCOME_DROPPED, now);

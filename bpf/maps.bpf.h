@@ -37,6 +37,8 @@ struct {
 struct dw_sys_call {
 	__u64 sk;	/* struct sock address */
 	__u64 enter_ns;	/* a send: when it began (CLOCK_MONOTONIC), 0 if its socket could not be answered then */
+	__u32 rcv_seq;	/* a send: its socket's rcv_nxt when it began */
+	__u32 pad;
 	__s32 flags;	/* the receive's MSG_* flags */
 	__u32 op;	/* DW_SYS_SEND, DW_SYS_RECV */
 };

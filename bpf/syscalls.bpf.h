@@ -112,8 +112,10 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 	if (op == DW_SYS_SEND) {
 		int state = BPF_CORE_READ(sk, __sk_common.skc_state);
 
-		if (state == TCP_ESTABLISHED || state == TCP_CLOSE)
+		if (state == TCP_ESTABLISHED || state == TCP_CLOSE) {
 			call.enter_ns = bpf_ktime_get_ns();
+			call.rcv_seq = BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt);
+		}
 	}
 	id = bpf_get_current_pid_tgid();
 	if (!bpf_map_update_elem(&sys_calls, &id, &call, BPF_ANY))
@@ -183,7 +185,8 @@ int dw_sys_exit(struct dw_sys_exit_args *ctx)
 	bpf_map_delete_elem(&sys_calls, &id);
 	r = ret > 0x7fffffff ? 0x7fffffff : (int)ret;	/* sendfile, splice: maybe more than 2 GiB */
 	if (call.op == DW_SYS_SEND)
-		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, DW_SK_PROBED);
+		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, call.rcv_seq,
+			   DW_SK_PROBED);
 	else
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
 	return 0;
