@@ -294,6 +294,20 @@ def write_config(text, prefix="dwtest-"):
     return path
 
 
+def start_configured(add_cleanup, conf_text):
+    """A started daemon on a config file holding conf_text, with --events to conf + ".events"
+    (d.events); add_cleanup(fn) takes what undoes each step, to be run last first."""
+    conf = write_config(conf_text)
+    add_cleanup(lambda: os.unlink(conf))
+    events = conf + ".events"
+    add_cleanup(lambda: os.path.exists(events) and os.unlink(events))
+    d = Daemon(extra_args=["-c", conf, "--events", events])
+    add_cleanup(d.cleanup)
+    d.start()
+    d.events = events
+    return d
+
+
 def dependency(status, name):
     """The row of the dependency called name in a status, or None."""
     rows = [d for d in status["dependencies"] if d["name"] == name]

@@ -12,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from harness import DEPWATCH, Daemon, dependency, write_config
+from harness import DEPWATCH, dependency, start_configured
 from openloop import SlowServer
 
 
@@ -45,16 +45,9 @@ class EnforceTest(unittest.TestCase):
             fn()
 
     def daemon(self, conf_text):
-        conf = write_config(conf_text)
-        self.cleanups.append(lambda: os.unlink(conf))
-        events = conf + ".events"
-        self.cleanups.append(lambda: os.path.exists(events) and os.unlink(events))
-        d = Daemon(extra_args=["-c", conf, "--events", events])
-        self.cleanups.append(d.cleanup)
-        d.start()
+        d = start_configured(self.cleanups.append, conf_text)
         self.assertIn("cgroup/connect4 cgroup/connect6", d.stderr_text().split("not attached")[0],
                       "enforcement not attached: " + d.stderr_text())
-        d.events = events
         return d
 
     def breaker(self, d, verb, name):

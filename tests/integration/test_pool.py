@@ -15,7 +15,7 @@ import sys
 import time
 import unittest
 
-from harness import Daemon, dependency, write_config
+from harness import dependency, start_configured
 
 SLOW_CALL = 0.5
 DEADLINE = SLOW_CALL + 0.5       # the issue's: from the change to the breaker open
@@ -183,15 +183,7 @@ class PoolTest(unittest.TestCase):
             fn()
 
     def start_daemon(self, conf_text):
-        conf = write_config(conf_text)
-        self.cleanups.append(lambda: os.unlink(conf))
-        events = conf + ".events"
-        self.cleanups.append(lambda: os.path.exists(events) and os.unlink(events))
-        d = Daemon(extra_args=["-c", conf, "--events", events])
-        self.cleanups.append(d.cleanup)
-        d.start()
-        d.events = events
-        return d
+        return start_configured(self.cleanups.append, conf_text)
 
     def server(self, delay, share=0.0, slow=0.0, seed=13):
         s = StandIn(delay, share, slow, seed)
