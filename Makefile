@@ -22,6 +22,22 @@ BPF_SRCS := bpf/depwatch.bpf.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 
+# One object per source, with its header dependencies (-MMD -MP, the .d files are
+# included below): touching a .c rebuilds its object, touching a header only its
+# includers. The unit tests link the logic built again under ASan/UBSan, in obj-san/.
+DEPFLAGS = -MMD -MP
+APP_OBJS := $(patsubst %.c,$(OUT)/obj/%.o,$(APP_SRCS))
+LOGIC_OBJS := $(patsubst %.c,$(OUT)/obj/%.o,$(LOGIC_SRCS))
+SAN_LOGIC_OBJS := $(patsubst %.c,$(OUT)/obj-san/%.o,$(LOGIC_SRCS))
+UNIT_OBJS := $(patsubst %.c,$(OUT)/obj-san/%.o,$(UNIT_SRCS))
+
+# Building needs no root: a plain `make` only checks the tools are there. The targets
+# that run things as root install what is missing first (scripts/deps.sh): for them,
+# every step that uses a tool waits for `deps`.
+DEPS_GOALS := deps run test demo integration bench install
+DEPS_FIRST := $(if $(filter $(DEPS_GOALS),$(MAKECMDGOALS)),deps)
+need = command -v $(1) >/dev/null 2>&1 || { echo "missing $(2): run \`make deps\` as root" >&2; exit 1; }
+
 ifeq ($(V),1)
 Q :=
 msg :=
@@ -37,30 +53,52 @@ all: $(OUT)/depwatch
 deps:
 	$(Q)bash scripts/deps.sh
 
+# These run (or install) as root: they install what is missing first, as `run` and `test`.
+demo integration bench install: | deps
+
 $(OUT):
 	$(Q)mkdir -p $(OUT) $(OUT)/tests
 
-$(OUT)/vmlinux.h: | deps $(OUT)
+$(OUT)/vmlinux.h: | $(DEPS_FIRST) $(OUT)
 	$(call msg,VMLINUX,$@)
+	$(Q)$(call need,$(BPFTOOL),bpftool)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
 
 $(OUT)/depwatch.bpf.o: $(BPF_SRCS) $(wildcard bpf/*.h) $(OUT)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)
+	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter -I$(OUT) -Ibpf -c $< -o $@
 	$(Q)llvm-strip -g $@ 2>/dev/null || true
 
 $(OUT)/depwatch.skel.h: $(OUT)/depwatch.bpf.o
 	$(call msg,GEN-SKEL,$@)
+	$(Q)$(call need,$(BPFTOOL),bpftool)
 	$(Q)$(BPFTOOL) gen skeleton $< name depwatch_bpf > $@
 
-$(OUT)/depwatch: $(APP_SRCS) $(LOGIC_SRCS) $(wildcard user/*.h user/logic/*.h) bpf/depwatch.h $(OUT)/depwatch.skel.h | deps
-	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) $(APP_SRCS) $(LOGIC_SRCS) $(LDLIBS) -o $@
+$(OUT)/obj/%.o: %.c | $(DEPS_FIRST)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# Unit tests: cmocka, under ASan and UBSan.
-$(OUT)/tests/%: tests/unit/%.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) bpf/depwatch.h | deps $(OUT)
+# The skeleton is generated before any daemon object (the .d files then name it
+# for those that include it); the logic does not include it.
+$(APP_OBJS): | $(OUT)/depwatch.skel.h
+
+$(OUT)/depwatch: $(APP_OBJS) $(LOGIC_OBJS)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Unit tests: cmocka, under ASan and UBSan (test and logic objects in obj-san/).
+$(OUT)/obj-san/%.o: %.c | $(DEPS_FIRST)
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(DEPFLAGS) -c $< -o $@
+
+$(UNIT_BINS): $(OUT)/tests/%: $(OUT)/obj-san/tests/unit/%.o $(SAN_LOGIC_OBJS) | $(OUT)
 	$(call msg,UNIT,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LOGIC_SRCS) -lcmocka -lm -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lm -o $@
+
+-include $(wildcard $(patsubst %.o,%.d,$(APP_OBJS) $(LOGIC_OBJS) $(SAN_LOGIC_OBJS) $(UNIT_OBJS)))
 
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
@@ -70,8 +108,10 @@ integration: $(OUT)/depwatch
 
 # libFuzzer (clang) over the config parser; `make fuzz FUZZ_SECONDS=600` for a long run.
 FUZZ_SECONDS ?= 60
-$(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) | deps $(OUT)
+# Compiled from the sources in one call (its own flags: -O1, libFuzzer).
+$(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
 	$(call msg,FUZZ,$@)
+	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
 		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lm -o $@
 
@@ -86,11 +126,11 @@ $(OUT)/loadgen: tests/load/loadgen.c | $(OUT)
 integration: $(OUT)/loadgen
 
 # Everything, as CI runs it (root, real kernel).
-test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen
+test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen | deps
 	$(Q)OUT=$(OUT) bash tests/run-all.sh $(UNIT_BINS)
 
 # Build, install what is missing, start the daemon on its embedded default config.
-run: $(OUT)/depwatch
+run: $(OUT)/depwatch | deps
 	$(OUT)/depwatch run
 
 # The slow-dependency story on loopback, about 40 s (root).
