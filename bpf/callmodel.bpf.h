@@ -950,7 +950,8 @@ static __always_inline void dw_on_send_begin(const struct sock *sk)
 	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns ||
 	    !can_be_answered(sk, DW_SK_BTF))
 		return;
-	outbound_start(conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, tcp_of(sk)->rcv_nxt);
+	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
+	outbound_start(conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0);
 }
 
 /*
