@@ -67,23 +67,30 @@
 
 static const struct dw_dest_key overflow_key;
 
-enum dw_global { G_DEST_MAP_FULL, G_HIST_MAP_FULL, G_CONN_STORAGE_FAIL, G_PENDING_TABLE_FULL };
+/* A global counter (DW_GLOBAL_COUNTERS): its index in struct dw_global_stats. */
+enum dw_global {
+#define DW_GLOBAL_INDEX(field, metric, help) G_##field,
+	DW_GLOBAL_COUNTERS(DW_GLOBAL_INDEX)
+#undef DW_GLOBAL_INDEX
+	G_COUNT,
+	/* the callers' spellings */
+	G_DEST_MAP_FULL = G_dest_map_full,
+	G_HIST_MAP_FULL = G_hist_map_full,
+	G_CONN_STORAGE_FAIL = G_conn_storage_fail,
+	G_PENDING_TABLE_FULL = G_pending_table_full,
+};
 
+_Static_assert(sizeof(struct dw_global_stats) == G_COUNT * sizeof(__u64),
+	       "struct dw_global_stats is DW_GLOBAL_COUNTERS's __u64s and nothing else");
+
+/* field is a constant at every call: one load and one store at a fixed offset */
 static __always_inline void global_count(enum dw_global field)
 {
 	__u32 zero = 0;
-	struct dw_global_stats *g = bpf_map_lookup_elem(&globals, &zero);
+	__u64 *g = bpf_map_lookup_elem(&globals, &zero);
 
-	if (!g)
-		return;
-	if (field == G_DEST_MAP_FULL)
-		g->dest_map_full++;
-	else if (field == G_HIST_MAP_FULL)
-		g->hist_map_full++;
-	else if (field == G_CONN_STORAGE_FAIL)
-		g->conn_storage_fail++;
-	else
-		g->pending_table_full++;
+	if (g && field < G_COUNT)
+		g[field]++;
 }
 
 static __always_inline struct dw_conn *conn_of(const struct sock *sk)

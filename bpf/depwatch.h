@@ -288,13 +288,30 @@ struct dw_abandon_key {
 	struct dw_dest_key dest;	/* zero for a configured dependency (any of its destinations) */
 };
 
-/* Global per-CPU counters of things that went wrong in the kernel side. */
+/*
+ * The global counters of things that went wrong in the kernel side, the one
+ * list of them: X(field, metric, help), in struct dw_global_stats's order
+ * (an ABI: append only). field names the counter in status --json's
+ * "kernel" object; the /metrics family is depwatch_kernel_<metric>_total,
+ * a counter with HELP help.
+ */
+#define DW_GLOBAL_COUNTERS(X)							\
+	X(dest_map_full, dest_map_full,						\
+	  "Events whose destination found the kernel's map full; counted in the overflow row.") \
+	X(hist_map_full, hist_map_full,						\
+	  "Completions the kernel could not add to any histogram.")		\
+	X(conn_storage_fail, conn_storage_failures,				\
+	  "Sockets that could not get socket-local storage and are not tracked.") \
+	X(thread_map_full, thread_map_full,					\
+	  "Socket system calls not traced because the per-thread map was full (syscalls backend).") \
+	X(pending_table_full, pending_table_full,				\
+	  "Connections tracked without a pending-table entry: their outstanding calls have no age.")
+
+/* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {
-	__u64 dest_map_full;	/* events whose destination had no row: counted in the overflow row */
-	__u64 hist_map_full;	/* completions not added to a histogram */
-	__u64 conn_storage_fail;	/* sockets that could not get socket-local storage */
-	__u64 thread_map_full;	/* syscalls backend: socket calls untraced, per-thread map full */
-	__u64 pending_table_full;	/* connections tracked without a pending-table entry */
+#define DW_GLOBAL_FIELD(field, metric, help) __u64 field;
+	DW_GLOBAL_COUNTERS(DW_GLOBAL_FIELD)
+#undef DW_GLOBAL_FIELD
 };
 
 /*

@@ -97,9 +97,7 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op)
 static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flags)
 {
 	struct dw_sys_call call = { .op = op, .flags = (__s32)flags };
-	struct dw_global_stats *g;
 	__u64 id;
-	__u32 zero = 0;
 
 	if (!sk || !sys_wanted(sk, op))
 		return 0;
@@ -120,9 +118,7 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 	id = bpf_get_current_pid_tgid();
 	if (!bpf_map_update_elem(&sys_calls, &id, &call, BPF_ANY))
 		return 0;
-	g = bpf_map_lookup_elem(&globals, &zero);
-	if (g)
-		g->thread_map_full++;
+	global_count(G_thread_map_full);
 	return 0;
 }
 

@@ -909,11 +909,9 @@ int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out)
 	if (bpf_map_lookup_elem(b->globals_fd, &zero, per_cpu))
 		return -errno;
 	for (int i = 0; i < b->ncpus; i++) {
-		out->dest_map_full += per_cpu[i].dest_map_full;
-		out->hist_map_full += per_cpu[i].hist_map_full;
-		out->conn_storage_fail += per_cpu[i].conn_storage_fail;
-		out->thread_map_full += per_cpu[i].thread_map_full;
-		out->pending_table_full += per_cpu[i].pending_table_full;
+#define SUM_GLOBAL(field, metric, help) out->field += per_cpu[i].field;
+		DW_GLOBAL_COUNTERS(SUM_GLOBAL)
+#undef SUM_GLOBAL
 	}
 	return 0;
 }

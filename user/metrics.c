@@ -736,22 +736,12 @@ static void process_families(struct dw_buf *o, const struct dw_collector *c)
 	family(o, "depwatch_destinations", "gauge",
 	       "Destinations (netns, address, port) with a row in the kernel's map.");
 	dw_buf_printf(o, "depwatch_destinations %zu\n", c->count);
-	family(o, "depwatch_kernel_dest_map_full_total", "counter",
-	       "Events whose destination found the kernel's map full; counted in the overflow row.");
-	dw_buf_printf(o, "depwatch_kernel_dest_map_full_total %llu\n",
-		      (unsigned long long)c->globals.dest_map_full);
-	family(o, "depwatch_kernel_hist_map_full_total", "counter",
-	       "Completions the kernel could not add to any histogram.");
-	dw_buf_printf(o, "depwatch_kernel_hist_map_full_total %llu\n",
-		      (unsigned long long)c->globals.hist_map_full);
-	family(o, "depwatch_kernel_conn_storage_failures_total", "counter",
-	       "Sockets that could not get socket-local storage and are not tracked.");
-	dw_buf_printf(o, "depwatch_kernel_conn_storage_failures_total %llu\n",
-		      (unsigned long long)c->globals.conn_storage_fail);
-	family(o, "depwatch_kernel_pending_table_full_total", "counter",
-	       "Connections tracked without a pending-table entry: their outstanding calls have no age.");
-	dw_buf_printf(o, "depwatch_kernel_pending_table_full_total %llu\n",
-		      (unsigned long long)c->globals.pending_table_full);
+#define KERNEL_FAMILY(field, metric, help)					\
+	family(o, "depwatch_kernel_" #metric "_total", "counter", help);	\
+	dw_buf_printf(o, "depwatch_kernel_" #metric "_total %llu\n",		\
+		      (unsigned long long)c->globals.field);
+	DW_GLOBAL_COUNTERS(KERNEL_FAMILY)
+#undef KERNEL_FAMILY
 }
 
 /* {service="NAME" (names are checked by the config parser: no quote, backslash or newline) */

@@ -162,15 +162,12 @@ static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const 
 	dw_buf_printf(out,
 		      "\"kernel\":{\"backend\":\"%s\",\"programs\":", info->backend);
 	dw_json_str(out, info->programs);
-	dw_buf_printf(out,
-		      ",\"dests_used\":%zu,\"dests_max\":%u,\"dest_map_full\":%llu,"
-		      "\"hist_map_full\":%llu,\"conn_storage_fail\":%llu,\"thread_map_full\":%llu,"
-		      "\"pending_table_full\":%llu,\"conns_max\":%u,\"poll_ms\":",
-		      c->count, info->max_dests, (unsigned long long)c->globals.dest_map_full,
-		      (unsigned long long)c->globals.hist_map_full,
-		      (unsigned long long)c->globals.conn_storage_fail,
-		      (unsigned long long)c->globals.thread_map_full,
-		      (unsigned long long)c->globals.pending_table_full, info->max_conns);
+	dw_buf_printf(out, ",\"dests_used\":%zu,\"dests_max\":%u", c->count, info->max_dests);
+#define JSON_GLOBAL(field, metric, help) \
+	dw_buf_printf(out, ",\"" #field "\":%llu", (unsigned long long)c->globals.field);
+	DW_GLOBAL_COUNTERS(JSON_GLOBAL)
+#undef JSON_GLOBAL
+	dw_buf_printf(out, ",\"conns_max\":%u,\"poll_ms\":", info->max_conns);
 	dw_json_num(out, c->last_poll_ns / 1e6, 3);
 	dw_buf_printf(out, "}");
 }

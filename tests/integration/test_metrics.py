@@ -72,6 +72,7 @@ FAMILIES = {
     "depwatch_kernel_dest_map_full_total": "counter",
     "depwatch_kernel_hist_map_full_total": "counter",
     "depwatch_kernel_conn_storage_failures_total": "counter",
+    "depwatch_kernel_thread_map_full_total": "counter",
     "depwatch_kernel_pending_table_full_total": "counter",
 }
 
