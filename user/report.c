@@ -6,6 +6,7 @@
 #include "collect.h"
 #include "deps.h"
 #include "logic/hist.h"
+#include "logic/topview.h"
 #include "report.h"
 
 /* A destination seen for the first time in this very poll has no dependency yet. */
@@ -526,15 +527,29 @@ static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const stru
 	bool burst;
 	uint64_t mux = dep_mux(c, dep, &burst);
 
-	dw_escape_text(out, dep->name, sizeof(dep->name));
-	dw_buf_printf(out, "\t%u\t%llu\t%llu\t%.3f\t%.3f\t%.4f\t%.4f\t%llu\t%u\t%.1f\t%s\t%s\t%llu\t%llu\t%d\t%llu\t%d\n",
-		      dep->ndests, (unsigned long long)dep->calls, (unsigned long long)dep->failed,
-		      dw_dep_percentile_ms(dep, 0.50), dw_dep_percentile_ms(dep, 0.99),
-		      rate_or_zero(dep->j.slow_rate), rate_or_zero(dep->j.failure_rate),
-		      (unsigned long long)dep->inflight, dep->s->max_inflight,
-		      age_ms(now, dep->oldest_call_ns), dw_breaker_state_name(dep->br.state),
-		      dw_breaker_reason_name(dep->br.reason), (unsigned long long)dep->rejected,
-		      (unsigned long long)dep->conns, dep->forced >= 0, (unsigned long long)mux, burst);
+	/* the fields, their order and their formats: DW_TOP_FIELDS in logic/topview.h */
+	struct dw_top_wire w = {
+		.name = dep->name,
+		.dests = dep->ndests,
+		.calls = dep->calls,
+		.failed = dep->failed,
+		.p50_ms = dw_dep_percentile_ms(dep, 0.50),
+		.p99_ms = dw_dep_percentile_ms(dep, 0.99),
+		.slow_rate = rate_or_zero(dep->j.slow_rate),
+		.failure_rate = rate_or_zero(dep->j.failure_rate),
+		.inflight = dep->inflight,
+		.max_inflight = dep->s->max_inflight,
+		.oldest_ms = age_ms(now, dep->oldest_call_ns),
+		.breaker = dw_breaker_state_name(dep->br.state),
+		.reason = dw_breaker_reason_name(dep->br.reason),
+		.rejected = dep->rejected,
+		.conns = dep->conns,
+		.forced = dep->forced >= 0,
+		.multiplexed_conns = mux,
+		.burst_timings = burst,
+	};
+
+	dw_top_tsv_row(out, &w);
 }
 
 /* "@service<TAB>summary<TAB>level<TAB>inflight<TAB>pool<TAB>exhausted_in_s": top shows it above the table. */
@@ -551,9 +566,7 @@ static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const stru
 
 void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps)
 {
-	dw_buf_printf(out, "name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"
-		      "max_inflight\toldest_ms\tbreaker\treason\trejected\tconns\tforced\t"
-		      "multiplexed_conns\tburst_timings\n");
+	dw_top_tsv_header(out);
 	for (unsigned i = 0; i < deps->n; i++)
 		if (dep_shown(&deps->deps[i]))
 			tsv_dep(out, c, &deps->deps[i], c->now_ns);

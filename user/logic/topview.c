@@ -1,0 +1,769 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * depwatch top, the pure part (see topview.h): the "top tsv" answer, written
+ * and read from one field list, and what top draws of it. user/top.c asks the
+ * daemon and puts these lines on the terminal.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "logic/dwtypes.h"
+#include "logic/topview.h"
+
+/* ---- the answer's fields ---- */
+
+const char *const dw_top_field_names[DW_TOP_NFIELDS_MUX] = {
+#define FIELD_NAME(f, kind) [DW_TOP_F_##f] = #f,
+	DW_TOP_FIELDS(FIELD_NAME)
+#undef FIELD_NAME
+};
+
+void dw_top_tsv_header(struct dw_buf *out)
+{
+	for (int i = 0; i < DW_TOP_NFIELDS_MUX; i++)
+		dw_buf_printf(out, "%s%s", i ? "\t" : "", dw_top_field_names[i]);
+	dw_buf_putc(out, '\n');
+}
+
+static void put_TEXT(struct dw_buf *out, const char *s)
+{
+	dw_escape_text(out, s, DW_DEP_NAME_LEN);
+}
+
+static void put_COUNT(struct dw_buf *out, unsigned long long v)
+{
+	dw_buf_printf(out, "%llu", v);
+}
+
+static void put_MS(struct dw_buf *out, double v)
+{
+	dw_buf_printf(out, "%.3f", v);
+}
+
+static void put_RATE(struct dw_buf *out, double v)
+{
+	dw_buf_printf(out, "%.4f", v);
+}
+
+static void put_AGE(struct dw_buf *out, double v)
+{
+	dw_buf_printf(out, "%.1f", v);
+}
+
+static void put_WORD(struct dw_buf *out, const char *s)
+{
+	dw_buf_printf(out, "%s", s);
+}
+
+static void put_FLAG(struct dw_buf *out, bool v)
+{
+	dw_buf_putc(out, v ? '1' : '0');
+}
+
+void dw_top_tsv_row(struct dw_buf *out, const struct dw_top_wire *w)
+{
+#define PUT_FIELD(f, kind)                                                                         \
+	if (DW_TOP_F_##f)                                                                          \
+		dw_buf_putc(out, '\t');                                                            \
+	put_##kind(out, w->f);
+	DW_TOP_FIELDS(PUT_FIELD)
+#undef PUT_FIELD
+	dw_buf_putc(out, '\n');
+}
+
+/* ---- parsing ---- */
+
+/* Splits line at tabs in place; returns how many fields there are, at most max are stored. */
+static size_t split_tabs(char *line, char **field, size_t max)
+{
+	size_t n = 0;
+
+	for (;;) {
+		char *tab = strchr(line, '\t');
+
+		if (n < max)
+			field[n] = line;
+		n++;
+		if (!tab)
+			return n;
+		*tab = 0;
+		line = tab + 1;
+	}
+}
+
+/*
+ * At most n bytes of src into dst (dstlen > 0), cut to fit: printable ASCII
+ * is kept and every other byte becomes \xhh, so nothing the daemon sends can
+ * move the cursor or recolour the terminal. The daemon has escaped names
+ * already, so a backslash is not doubled a second time.
+ */
+void dw_top_clean(char *dst, size_t dstlen, const char *src, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && s[i]; i++) {
+		if (s[i] >= 0x20 && s[i] < 0x7f) {
+			if (o + 1 >= dstlen)
+				break;
+			dst[o++] = s[i];
+			continue;
+		}
+		if (o + 4 >= dstlen)
+			break;
+		dst[o++] = '\\';
+		dst[o++] = 'x';
+		dst[o++] = hex[s[i] >> 4];
+		dst[o++] = hex[s[i] & 15];
+	}
+	dst[o] = 0;
+}
+
+static int parse_count(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return *end || errno ? -EINVAL : 0;
+}
+
+/* Plain decimals only ("-1.000", "0.2500"): strtod alone would take "nan", "0x1p3", " 1". */
+static int parse_real(const char *s, double min, double max, double *v)
+{
+	char *end;
+
+	if (!*s || s[strspn(s, "-0123456789.")])
+		return -EINVAL;
+	errno = 0;
+	*v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(*v) || *v < min || *v > max)
+		return -EINVAL;
+	return 0;
+}
+
+/* A breaker state or reason: a short lowercase word. */
+static int parse_word(const char *s, char *out)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= DW_TOP_WORD_LEN || s[strspn(s, "abcdefghijklmnopqrstuvwxyz_")])
+		return -EINVAL;
+	memcpy(out, s, n + 1);
+	return 0;
+}
+
+static enum dw_top_state state_of(const char *word)
+{
+	if (!strcmp(word, "open"))
+		return DW_TOP_OPEN;
+	if (!strcmp(word, "half_open"))
+		return DW_TOP_HALF_OPEN;
+	if (!strcmp(word, "closed"))
+		return DW_TOP_CLOSED;
+	return DW_TOP_OTHER;
+}
+
+/* A row's field by its name in DW_TOP_FIELDS. */
+#define F(name) f[DW_TOP_F_##name]
+
+static int parse_counts(char **f, struct dw_top_row *r)
+{
+	if (parse_count(F(dests), &r->dests) || parse_count(F(calls), &r->calls) ||
+	    parse_count(F(failed), &r->failed) || parse_count(F(inflight), &r->inflight) ||
+	    parse_count(F(max_inflight), &r->max_inflight) || parse_count(F(rejected), &r->rejected) ||
+	    parse_count(F(conns), &r->conns))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_reals(char **f, struct dw_top_row *r)
+{
+	if (parse_real(F(p50_ms), -1, HUGE_VAL, &r->p50_ms) ||
+	    parse_real(F(p99_ms), -1, HUGE_VAL, &r->p99_ms) ||
+	    parse_real(F(slow_rate), 0, 1, &r->slow_rate) ||
+	    parse_real(F(failure_rate), 0, 1, &r->failure_rate) ||
+	    parse_real(F(oldest_ms), 0, HUGE_VAL, &r->oldest_ms))
+		return -EINVAL;
+	/* any negative percentile means "none"; one meaning is enough for the cells */
+	if (r->p50_ms < 0)
+		r->p50_ms = -1;
+	if (r->p99_ms < 0)
+		r->p99_ms = -1;
+	return 0;
+}
+
+int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *row)
+{
+	char *f[DW_TOP_NFIELDS_MUX];
+	size_t want = mux ? DW_TOP_NFIELDS_MUX : DW_TOP_NFIELDS;
+
+	if (nfields < want || split_tabs(line, f, want) != nfields)
+		return -EINVAL;
+	for (size_t i = 0; i < want; i++)
+		if (strlen(f[i]) > DW_TOP_FIELD_MAX)
+			return -EINVAL;
+	row->mux_conns = 0;
+	row->burst = false;
+	if (mux && (parse_count(F(multiplexed_conns), &row->mux_conns) ||
+		    (strcmp(F(burst_timings), "0") && strcmp(F(burst_timings), "1"))))
+		return -EINVAL;
+	row->burst = mux && F(burst_timings)[0] == '1';
+	if (!*F(name) || parse_counts(f, row) || parse_reals(f, row) ||
+	    parse_word(F(breaker), row->breaker) || parse_word(F(reason), row->reason))
+		return -EINVAL;
+	if (strcmp(F(forced), "0") && strcmp(F(forced), "1"))
+		return -EINVAL;
+	dw_top_clean(row->name, sizeof(row->name), F(name), DW_TOP_FIELD_MAX);
+	row->forced = F(forced)[0] == '1';
+	row->state = state_of(row->breaker);
+	row->calls_per_s = -1;
+	return 0;
+}
+
+#undef F
+
+/*
+ * The number of header fields, or 0 when the header does not start with
+ * top's fields; *mux: the two multiplexed-connection fields follow them.
+ */
+static size_t parse_header(char *line, bool *mux)
+{
+	char *f[DW_TOP_NFIELDS_MUX];
+	size_t n = split_tabs(line, f, DW_TOP_NFIELDS_MUX);
+
+	*mux = false;
+	if (n < DW_TOP_NFIELDS)
+		return 0;
+	for (size_t i = 0; i < DW_TOP_NFIELDS; i++)
+		if (strcmp(f[i], dw_top_field_names[i]))
+			return 0;
+	*mux = n >= DW_TOP_NFIELDS_MUX;
+	for (size_t i = DW_TOP_NFIELDS; *mux && i < DW_TOP_NFIELDS_MUX; i++)
+		*mux = !strcmp(f[i], dw_top_field_names[i]);
+	return n;
+}
+
+static struct dw_top_row *new_row(struct dw_top_frame *f)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 16;
+		struct dw_top_row *rows = realloc(f->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return NULL;
+		f->rows = rows;
+		f->cap = cap;
+	}
+	return &f->rows[f->n];
+}
+
+static int add_line(struct dw_top_frame *f, char *line, size_t nfields, bool mux)
+{
+	struct dw_top_row *row = new_row(f);
+
+	if (!row)
+		return -ENOMEM;
+	if (dw_top_parse_row(line, nfields, mux, row)) {
+		f->skipped++;
+		return 0;
+	}
+	f->n++;
+	f->burst += row->burst;
+	f->open += row->state == DW_TOP_OPEN;
+	f->half_open += row->state == DW_TOP_HALF_OPEN;
+	return 0;
+}
+
+/*
+ * "@service<TAB>summary<TAB>level<TAB>inflight<TAB>pool<TAB>exhausted_in_s":
+ * one line of text above the table. Malformed ones are skipped like rows.
+ */
+static void add_note(struct dw_top_frame *f, char *line)
+{
+	char *fld[6], what[DW_TOP_NOTE_LEN - 48], level[16], note[DW_TOP_NOTE_LEN + 64];
+	double exhausted_in;
+	size_t len;
+
+	if (split_tabs(line, fld, 6) != 6 || parse_real(fld[5], -1, HUGE_VAL, &exhausted_in) ||
+	    strlen(fld[2]) >= sizeof(level)) {
+		f->skipped++;
+		return;
+	}
+	if (f->nnotes == DW_TOP_NOTES)
+		return;
+	dw_top_clean(what, sizeof(what), fld[1], strlen(fld[1]));
+	dw_top_clean(level, sizeof(level), fld[2], strlen(fld[2]));
+	if (!strcmp(level, "ok"))
+		snprintf(note, sizeof(note), "%s", what);
+	else if (exhausted_in >= 0)
+		snprintf(note, sizeof(note), "%s  [%s: pool exhausted in %.1fs]", what, level,
+			 exhausted_in < 1e6 ? exhausted_in : 1e6);
+	else
+		snprintf(note, sizeof(note), "%s  [pool %s]", what, level);
+	len = strnlen(note, DW_TOP_NOTE_LEN - 1);
+	memcpy(f->notes[f->nnotes], note, len);
+	f->notes[f->nnotes++][len] = 0;
+}
+
+/* The next line of text[*off, len), NUL-terminated in place; its length in *n. */
+static char *next_line(char *text, size_t len, size_t *off, size_t *n)
+{
+	char *line = text + *off, *nl = memchr(line, '\n', len - *off);
+
+	*n = nl ? (size_t)(nl - line) : len - *off;
+	line[*n] = 0;
+	*off += *n + 1;
+	return line;
+}
+
+int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
+{
+	char *copy = malloc(len + 1), *line;
+	size_t off = 0, n, nfields = 0;
+	bool mux = false;
+	int err = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!copy)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, text, len);
+	copy[len] = 0;
+	line = next_line(copy, len, &off, &n);
+	if (strlen(line) == n)
+		nfields = parse_header(line, &mux);
+	if (!nfields)
+		err = -EPROTO;
+	while (!err && off < len) {
+		line = next_line(copy, len, &off, &n);
+		/* a NUL inside would hide the rest of the line from the string functions */
+		if (strlen(line) != n)
+			f->skipped++;
+		else if (!strncmp(line, "@service\t", 9))
+			add_note(f, line);
+		else
+			err = add_line(f, line, nfields, mux);
+	}
+	free(copy);
+	if (err)
+		dw_top_frame_free(f);
+	return err;
+}
+
+void dw_top_frame_free(struct dw_top_frame *f)
+{
+	free(f->rows);
+	memset(f, 0, sizeof(*f));
+}
+
+/* ---- calls per second, order ---- */
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct dw_top_row *)a)->name, ((const struct dw_top_row *)b)->name);
+}
+
+void dw_top_rates(struct dw_top_frame *cur, struct dw_top_frame *prev, double elapsed_s)
+{
+	bool known = prev && prev->n && elapsed_s > 0;
+
+	if (known)
+		qsort(prev->rows, prev->n, sizeof(*prev->rows), by_name);
+	for (size_t i = 0; i < cur->n; i++) {
+		struct dw_top_row *r = &cur->rows[i];
+		const struct dw_top_row *was;
+
+		r->calls_per_s = -1;
+		if (!known)
+			continue;
+		was = bsearch(r, prev->rows, prev->n, sizeof(*prev->rows), by_name);
+		/* fewer calls than before: a restarted daemon, not a negative rate */
+		if (was && r->calls >= was->calls)
+			r->calls_per_s = (r->calls - was->calls) / elapsed_s;
+	}
+}
+
+int dw_top_compare(const struct dw_top_row *a, const struct dw_top_row *b)
+{
+	int sa = a->state == DW_TOP_OTHER ? DW_TOP_CLOSED : a->state;
+	int sb = b->state == DW_TOP_OTHER ? DW_TOP_CLOSED : b->state;
+
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	if (a->slow_rate != b->slow_rate)
+		return a->slow_rate > b->slow_rate ? -1 : 1;
+	if (a->inflight != b->inflight)
+		return a->inflight > b->inflight ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static int compare_rows(const void *a, const void *b)
+{
+	return dw_top_compare(a, b);
+}
+
+void dw_top_sort(struct dw_top_frame *f)
+{
+	if (f->n)
+		qsort(f->rows, f->n, sizeof(*f->rows), compare_rows);
+}
+
+/* ---- cells ---- */
+
+/* A duration in at most 6 characters: "850us", "12.3ms", "450ms", "1.25s", "98.1s", "4125s". */
+const char *dw_top_cell_ms(double ms, char *buf)
+{
+	double s = ms / 1000;
+
+	if (ms < 0)
+		snprintf(buf, DW_TOP_CELL_LEN, "-");
+	else if (ms * 1000 < 999.5)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.0fus", ms * 1000);
+	else if (ms < 99.95)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.1fms", ms);
+	else if (ms < 999.5)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.0fms", ms);
+	else if (s < 9.995)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.2fs", s);
+	else if (s < 99.95)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.1fs", s);
+	else if (s < 99999.5)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.0fs", s);
+	else
+		snprintf(buf, DW_TOP_CELL_LEN, "%.0fh", s / 3600);
+	return buf;
+}
+
+/* A count, shortened with k, M, G once it has more than 7 digits. */
+static const char *cell_count(unsigned long long v, char *buf)
+{
+	static const char units[] = "kMGTPE";
+	double x = v;
+	int u = -1;
+
+	if (v < 10000000ULL) {
+		snprintf(buf, DW_TOP_CELL_LEN, "%llu", v);
+		return buf;
+	}
+	while (x >= 999.5 && u < 5) {
+		x /= 1000;
+		u++;
+	}
+	snprintf(buf, DW_TOP_CELL_LEN, "%.0f%c", x, units[u]);
+	return buf;
+}
+
+static const char *cell_percent(double rate, char *buf)
+{
+	snprintf(buf, DW_TOP_CELL_LEN, "%.1f", 100 * rate);
+	return buf;
+}
+
+static const char *cell_name(const struct dw_top_row *r, char *buf)
+{
+	(void)buf;
+	return r->name;
+}
+
+static const char *cell_dests(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->dests, buf);
+}
+
+/* Blank until there are two answers to compare. */
+static const char *cell_rate(const struct dw_top_row *r, char *buf)
+{
+	double v = r->calls_per_s;
+
+	if (v < 0)
+		snprintf(buf, DW_TOP_CELL_LEN, "%s", "");
+	else if (v < 99.95)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.1f", v);
+	else if (v < 999999.5)
+		snprintf(buf, DW_TOP_CELL_LEN, "%.0f", v);
+	else
+		snprintf(buf, DW_TOP_CELL_LEN, "%.0fk", v / 1000);
+	return buf;
+}
+
+/* "12.3ms*" when the row's percentiles are burst timings (see DW_TOP_BURST_LEGEND). */
+static const char *cell_p50(const struct dw_top_row *r, char *buf)
+{
+	dw_top_cell_ms(r->p50_ms, buf);
+	if (r->burst && r->p50_ms >= 0)
+		strcat(buf, "*");
+	return buf;
+}
+
+/* The marked cell in 6 characters: "12.3ms*" becomes "12ms*"; the other forms fit already. */
+static const char *cell_p50_brief(const struct dw_top_row *r, char *buf)
+{
+	if (r->burst && r->p50_ms >= 9.95 && r->p50_ms < 99.95) {
+		snprintf(buf, DW_TOP_CELL_LEN, "%.0fms*", r->p50_ms);
+		return buf;
+	}
+	return cell_p50(r, buf);
+}
+
+static const char *cell_p99(const struct dw_top_row *r, char *buf)
+{
+	return dw_top_cell_ms(r->p99_ms, buf);
+}
+
+static const char *cell_slow(const struct dw_top_row *r, char *buf)
+{
+	return cell_percent(r->slow_rate, buf);
+}
+
+static const char *cell_fail(const struct dw_top_row *r, char *buf)
+{
+	return cell_percent(r->failure_rate, buf);
+}
+
+static const char *cell_inflight(const struct dw_top_row *r, char *buf)
+{
+	if (r->max_inflight)
+		snprintf(buf, DW_TOP_CELL_LEN, "%llu/%llu", r->inflight, r->max_inflight);
+	else
+		snprintf(buf, DW_TOP_CELL_LEN, "%llu", r->inflight);
+	return buf;
+}
+
+/* The daemon says 0 when nothing is in flight; "-" tells that from a fresh call. */
+static const char *cell_oldest(const struct dw_top_row *r, char *buf)
+{
+	return dw_top_cell_ms(r->inflight ? r->oldest_ms : -1, buf);
+}
+
+/* What a narrow breaker column says instead of a long reason. */
+static const char *brief_reason(const char *reason)
+{
+	if (!strcmp(reason, "slow_rate"))
+		return "slow";
+	if (!strcmp(reason, "failure_rate"))
+		return "fail";
+	if (!strcmp(reason, "concurrency"))
+		return "conc";
+	return reason;
+}
+
+/* "closed", "open slow_rate", "half_open forced", "closed forced" (an operator's close). */
+static const char *breaker_text(const struct dw_top_row *r, bool brief, char *buf)
+{
+	bool say_reason = r->state != DW_TOP_CLOSED && strcmp(r->reason, "none");
+	bool say_forced = r->forced && (!say_reason || strcmp(r->reason, "forced"));
+	const char *reason = brief ? brief_reason(r->reason) : r->reason;
+
+	snprintf(buf, DW_TOP_CELL_LEN, "%s%s%s%s", r->breaker, say_reason ? " " : "",
+		 say_reason ? reason : "", say_forced ? " forced" : "");
+	return buf;
+}
+
+static const char *cell_breaker(const struct dw_top_row *r, char *buf)
+{
+	return breaker_text(r, false, buf);
+}
+
+static const char *cell_breaker_brief(const struct dw_top_row *r, char *buf)
+{
+	return breaker_text(r, true, buf);
+}
+
+static const char *cell_rejected(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->rejected, buf);
+}
+
+static const char *cell_conns(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->conns, buf);
+}
+
+static const char *cell_calls(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->calls, buf);
+}
+
+static const char *cell_failed(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->failed, buf);
+}
+
+static const char *cell_mux(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->mux_conns, buf);
+}
+
+/* ---- columns and lines ---- */
+
+struct column {
+	const char *title;
+	int width;	/* the narrowest it is drawn */
+	int rank;	/* as the width allows, columns are added in this order */
+	bool left;
+	const char *(*cell)(const struct dw_top_row *r, char *buf);
+	/* when the cell is wider than the column: a shorter text, rather than a cut one */
+	const char *(*brief)(const struct dw_top_row *r, char *buf);
+};
+
+/* At 80 columns the first eight ranks fit; at 120 all but FAILED and MUX. */
+static const struct column columns[DW_TOP_NCOLS] = {
+	[DW_TOP_COL_NAME] = { "DEPENDENCY", 16, 0, true, cell_name },
+	[DW_TOP_COL_DESTS] = { "DESTS", 5, 9, false, cell_dests },
+	[DW_TOP_COL_RATE] = { "CALLS/S", 7, 5, false, cell_rate },
+	[DW_TOP_COL_P50] = { "P50", 6, 6, false, cell_p50, cell_p50_brief },
+	[DW_TOP_COL_P99] = { "P99", 6, 3, false, cell_p99 },
+	[DW_TOP_COL_SLOW] = { "SLOW%", 5, 2, false, cell_slow },
+	[DW_TOP_COL_FAIL] = { "FAIL%", 5, 8, false, cell_fail },
+	[DW_TOP_COL_INFLIGHT] = { "INFLIGHT", 8, 4, false, cell_inflight },
+	[DW_TOP_COL_OLDEST] = { "OLDEST", 6, 7, false, cell_oldest },
+	[DW_TOP_COL_BREAKER] = { "BREAKER", 16, 1, true, cell_breaker, cell_breaker_brief },
+	[DW_TOP_COL_REJECTED] = { "REJECTED", 8, 10, false, cell_rejected },
+	[DW_TOP_COL_CONNS] = { "CONNS", 5, 11, false, cell_conns },
+	[DW_TOP_COL_CALLS] = { "CALLS", 9, 12, false, cell_calls },
+	[DW_TOP_COL_FAILED] = { "FAILED", 8, 13, false, cell_failed },
+	[DW_TOP_COL_MUX] = { "MUX", 5, 14, false, cell_mux },
+};
+
+const char *dw_top_cell(const struct dw_top_row *r, enum dw_top_col col, bool brief, char *buf)
+{
+	const struct column *c = &columns[col];
+
+	return brief && c->brief ? c->brief(r, buf) : c->cell(r, buf);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	return columns[*(const int *)a].rank - columns[*(const int *)b].rank;
+}
+
+/* The widest cell of a column among the rows. */
+static int widest(const struct dw_top_frame *f, enum dw_top_col col)
+{
+	char buf[DW_TOP_CELL_LEN];
+	int w = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		int n = strlen(columns[col].cell(&f->rows[i], buf));
+
+		if (n > w)
+			w = n;
+	}
+	return w;
+}
+
+static int grow(struct dw_top_layout *lay, const struct dw_top_frame *f, enum dw_top_col col,
+		int spare)
+{
+	for (int i = 0; i < lay->n; i++) {
+		int more;
+
+		if (lay->col[i] != col)
+			continue;
+		more = widest(f, col) - lay->width[i];
+		if (more <= 0)
+			return spare;
+		more = more < spare ? more : spare;
+		lay->width[i] += more;
+		return spare - more;
+	}
+	return spare;
+}
+
+void dw_top_layout(const struct dw_top_frame *f, int width, struct dw_top_layout *lay)
+{
+	int order[DW_TOP_NCOLS], used = 0, n = 0, spare;
+	bool keep[DW_TOP_NCOLS] = {};
+
+	for (int i = 0; i < DW_TOP_NCOLS; i++)
+		order[i] = i;
+	qsort(order, DW_TOP_NCOLS, sizeof(order[0]), by_rank);
+	/* the first column that does not fit ends the choice, so narrower never shows more */
+	for (; n < DW_TOP_NCOLS; n++) {
+		int need = columns[order[n]].width + (n ? 1 : 0);
+
+		if (used + need > width)
+			break;
+		used += need;
+		keep[order[n]] = true;
+	}
+	memset(lay, 0, sizeof(*lay));
+	for (int i = 0; i < DW_TOP_NCOLS; i++) {
+		if (!keep[i])
+			continue;
+		lay->col[lay->n] = i;
+		lay->width[lay->n++] = columns[i].width;
+	}
+	if (!n && width > 0) {	/* not even the name fits whole: a cut name is still a name */
+		lay->n = 1;
+		lay->col[0] = DW_TOP_COL_NAME;
+		lay->width[0] = width;
+		return;
+	}
+	spare = grow(lay, f, DW_TOP_COL_NAME, width - used);
+	grow(lay, f, DW_TOP_COL_BREAKER, spare);
+}
+
+/* Too long for its column: cut, and the last character shown is '~' to say so. */
+static void put_cell(struct dw_buf *out, const char *s, int width, bool left)
+{
+	int n = strlen(s);
+
+	if (n > width) {
+		if (width <= 0)
+			return;
+		dw_buf_write(out, s, width - 1);
+		dw_buf_putc(out, '~');
+		return;
+	}
+	if (left)
+		dw_buf_printf(out, "%s%*s", s, width - n, "");
+	else
+		dw_buf_printf(out, "%*s%s", width - n, "", s);
+}
+
+void dw_top_titles(const struct dw_top_layout *lay, struct dw_buf *out)
+{
+	for (int i = 0; i < lay->n; i++) {
+		const struct column *c = &columns[lay->col[i]];
+
+		if (i)
+			dw_buf_putc(out, ' ');
+		put_cell(out, c->title, lay->width[i], c->left);
+	}
+}
+
+void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r,
+		     struct dw_buf *out)
+{
+	char buf[DW_TOP_CELL_LEN];
+
+	for (int i = 0; i < lay->n; i++) {
+		const struct column *c = &columns[lay->col[i]];
+		const char *s = c->cell(r, buf);
+
+		if (c->brief && (int)strlen(s) > lay->width[i])
+			s = c->brief(r, buf);
+		if (i)
+			dw_buf_putc(out, ' ');
+		put_cell(out, s, lay->width[i], c->left);
+	}
+}
+
+void dw_top_header(const struct dw_top_frame *f, const struct tm *when, struct dw_buf *out)
+{
+	dw_buf_printf(out, "depwatch top  %02d:%02d:%02d  %zu %s, %zu open", when->tm_hour,
+		      when->tm_min, when->tm_sec, f->n, f->n == 1 ? "dependency" : "dependencies",
+		      f->open);
+	if (f->half_open)
+		dw_buf_printf(out, ", %zu half_open", f->half_open);
+	if (f->skipped)
+		dw_buf_printf(out, "; %zu malformed %s skipped", f->skipped,
+			      f->skipped == 1 ? "line" : "lines");
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * depwatch top, the pure part: the daemon's "top tsv" answer (its fields,
+ * written by report.c and read here, from one list), the calls per second
+ * between two answers, the order of the rows, which columns fit a width,
+ * and the text of each line. No I/O, no curses: user/top.c asks the daemon
+ * and draws these lines.
+ */
+#ifndef DW_TOPVIEW_H
+#define DW_TOPVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+#include "logic/jsonw.h"
+
+/*
+ * The fields of a "top tsv" row, in order, as X(name, kind); the header
+ * line names them. kind is how the daemon writes the value:
+ * TEXT an escaped name, COUNT "%llu", MS "%.3f" (negative: none),
+ * RATE "%.4f" (0..1), AGE "%.1f", WORD a lowercase word, FLAG 0 or 1.
+ * The last two (from multiplexed_conns on) are the ones a daemon with
+ * multiplexed-connection counters appends: an older one stops at forced.
+ * A newer daemon may append more: top reads the ones it knows.
+ */
+#define DW_TOP_FIELDS(X)                                                                          \
+	X(name, TEXT)                                                                              \
+	X(dests, COUNT)                                                                            \
+	X(calls, COUNT)                                                                            \
+	X(failed, COUNT)                                                                           \
+	X(p50_ms, MS)                                                                              \
+	X(p99_ms, MS)                                                                              \
+	X(slow_rate, RATE)                                                                         \
+	X(failure_rate, RATE)                                                                      \
+	X(inflight, COUNT)                                                                         \
+	X(max_inflight, COUNT)                                                                     \
+	X(oldest_ms, AGE)                                                                          \
+	X(breaker, WORD)                                                                           \
+	X(reason, WORD)                                                                            \
+	X(rejected, COUNT)                                                                         \
+	X(conns, COUNT)                                                                            \
+	X(forced, FLAG)                                                                            \
+	X(multiplexed_conns, COUNT)                                                                \
+	X(burst_timings, FLAG)
+
+/* DW_TOP_F_name, DW_TOP_F_dests, ...: a field's place in a row. */
+enum dw_top_field {
+#define DW_TOP_F_ENUM_(f, kind) DW_TOP_F_##f,
+	DW_TOP_FIELDS(DW_TOP_F_ENUM_)
+#undef DW_TOP_F_ENUM_
+	/* all of them: a daemon with multiplexed-connection counters */
+	DW_TOP_NFIELDS_MUX
+};
+/* The fields every daemon sends; the rest are read when the header names them. */
+#define DW_TOP_NFIELDS DW_TOP_F_multiplexed_conns
+
+/* "name", "dests", ...: the header line's words, by enum dw_top_field. */
+extern const char *const dw_top_field_names[DW_TOP_NFIELDS_MUX];
+
+/* One row as the daemon writes it; the C type of each kind. */
+#define DW_TOP_T_TEXT const char *	/* at most DW_DEP_NAME_LEN bytes are written */
+#define DW_TOP_T_COUNT unsigned long long
+#define DW_TOP_T_MS double
+#define DW_TOP_T_RATE double
+#define DW_TOP_T_AGE double
+#define DW_TOP_T_WORD const char *
+#define DW_TOP_T_FLAG bool
+struct dw_top_wire {
+#define DW_TOP_WIRE_MEMBER_(f, kind) DW_TOP_T_##kind f;
+	DW_TOP_FIELDS(DW_TOP_WIRE_MEMBER_)
+#undef DW_TOP_WIRE_MEMBER_
+};
+
+/* The header line and one row line of the daemon's answer, each with its newline. */
+void dw_top_tsv_header(struct dw_buf *out);
+void dw_top_tsv_row(struct dw_buf *out, const struct dw_top_wire *w);
+
+/* A longer field is not something the daemon sends: the line is rejected. */
+#define DW_TOP_FIELD_MAX 255
+/* A cleaned field: each byte may have become "\xhh". */
+#define DW_TOP_TEXT_LEN (4 * DW_TOP_FIELD_MAX + 1)
+#define DW_TOP_WORD_LEN 16
+
+enum dw_top_state { DW_TOP_OPEN, DW_TOP_HALF_OPEN, DW_TOP_CLOSED, DW_TOP_OTHER };
+
+struct dw_top_row {
+	char name[DW_TOP_TEXT_LEN];	/* safe to print: printable ASCII only */
+	char breaker[DW_TOP_WORD_LEN];	/* closed, open, half_open */
+	/* none, slow_rate, failure_rate, concurrency, forced */
+	char reason[DW_TOP_WORD_LEN];
+	enum dw_top_state state;
+	unsigned long long dests, calls, failed, inflight, max_inflight, rejected, conns;
+	double p50_ms, p99_ms;		/* -1: no call in the window */
+	double slow_rate, failure_rate;	/* 0..1 */
+	double oldest_ms;
+	double calls_per_s;		/* -1: unknown (first frame, or the count went back) */
+	bool forced;
+	unsigned long long mux_conns;	/* connections seen multiplexed (0 from an older daemon) */
+	bool burst;			/* its percentiles are burst timings: P50 gets a '*' */
+};
+
+/* Services shown above the table, one line each ("@service" lines of the daemon's answer). */
+#define DW_TOP_NOTES 8
+#define DW_TOP_NOTE_LEN 160
+
+struct dw_top_frame {
+	struct dw_top_row *rows;
+	size_t n, cap;
+	char notes[DW_TOP_NOTES][DW_TOP_NOTE_LEN];	/* "frontend: 40/40 waiting on payments  [exhausted]" */
+	size_t nnotes;
+	size_t skipped;			/* malformed lines left out */
+	size_t open, half_open;
+	size_t burst;			/* rows whose percentiles are burst timings */
+};
+
+/* Below the table when a row's P50 is marked. */
+#define DW_TOP_BURST_LEGEND "* P50/P99 of multiplexed or pipelined connections: burst timings, not one request's"
+
+/* The columns, in the order they are drawn. */
+enum dw_top_col {
+	DW_TOP_COL_NAME,
+	DW_TOP_COL_DESTS,
+	DW_TOP_COL_RATE,
+	DW_TOP_COL_P50,
+	DW_TOP_COL_P99,
+	DW_TOP_COL_SLOW,
+	DW_TOP_COL_FAIL,
+	DW_TOP_COL_INFLIGHT,
+	DW_TOP_COL_OLDEST,
+	DW_TOP_COL_BREAKER,
+	DW_TOP_COL_REJECTED,
+	DW_TOP_COL_CONNS,
+	DW_TOP_COL_CALLS,
+	DW_TOP_COL_FAILED,
+	DW_TOP_COL_MUX,
+	DW_TOP_NCOLS
+};
+
+/* The columns that fit a width, in drawing order, and the width of each. */
+struct dw_top_layout {
+	int n;
+	enum dw_top_col col[DW_TOP_NCOLS];
+	int width[DW_TOP_NCOLS];
+};
+
+/*
+ * At most n bytes of src into dst (dstlen > 0), cut to fit: printable ASCII
+ * is kept and every other byte becomes \xhh, so nothing the daemon sends can
+ * move the cursor or recolour the terminal.
+ */
+void dw_top_clean(char *dst, size_t dstlen, const char *src, size_t n);
+
+/*
+ * One row line (no newline; split in place at tabs) with nfields fields,
+ * of which the first DW_TOP_NFIELDS are read, and DW_TOP_NFIELDS_MUX when
+ * mux (the header names the two). 0, or -EINVAL for a line that is not a
+ * well-formed row, with row then undefined.
+ */
+int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *row);
+
+/*
+ * The whole answer: the header, then rows; malformed rows are counted in
+ * skipped and left out. 0, -EPROTO when the header is not top's, or -ENOMEM.
+ */
+int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f);
+void dw_top_frame_free(struct dw_top_frame *f);
+
+/*
+ * Each row's calls per second since prev (the same name's calls, elapsed_s
+ * earlier); -1 without prev or without that name in it. Reorders prev.
+ */
+void dw_top_rates(struct dw_top_frame *cur, struct dw_top_frame *prev, double elapsed_s);
+
+/* Worst first: open, half_open, then slow rate and in-flight descending, then name. */
+int dw_top_compare(const struct dw_top_row *a, const struct dw_top_row *b);
+void dw_top_sort(struct dw_top_frame *f);
+
+/* A cell's text, in a buffer of DW_TOP_CELL_LEN (or a string of r's). */
+#define DW_TOP_CELL_LEN 64
+/*
+ * A duration in at most 6 characters: "850us", "12.3ms", "450ms", "1.25s",
+ * "98.1s", "4125s"; "-" when negative.
+ */
+const char *dw_top_cell_ms(double ms, char *buf);
+/* brief: the shorter text drawn when the cell is wider than its column (if the column has one). */
+const char *dw_top_cell(const struct dw_top_row *r, enum dw_top_col col, bool brief, char *buf);
+
+/* The most important columns that fit in width; spare width goes to the name, then the breaker. */
+void dw_top_layout(const struct dw_top_frame *f, int width, struct dw_top_layout *lay);
+
+/* Lines without a newline, padded to the layout's full width. */
+void dw_top_titles(const struct dw_top_layout *lay, struct dw_buf *out);
+void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r,
+		     struct dw_buf *out);
+/* "depwatch top  14:03:27  3 dependencies, 1 open" and what else there is to say. */
+void dw_top_header(const struct dw_top_frame *f, const struct tm *when, struct dw_buf *out);
+
+#endif /* DW_TOPVIEW_H */
