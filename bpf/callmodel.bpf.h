@@ -73,11 +73,6 @@ enum dw_global {
 	DW_GLOBAL_COUNTERS(DW_GLOBAL_INDEX)
 #undef DW_GLOBAL_INDEX
 	G_COUNT,
-	/* the callers' spellings */
-	G_DEST_MAP_FULL = G_dest_map_full,
-	G_HIST_MAP_FULL = G_hist_map_full,
-	G_CONN_STORAGE_FAIL = G_conn_storage_fail,
-	G_PENDING_TABLE_FULL = G_pending_table_full,
 };
 
 _Static_assert(sizeof(struct dw_global_stats) == G_COUNT * sizeof(__u64),
@@ -140,7 +135,7 @@ static __always_inline __u32 pend_take(void)
 	if (idx < dw_max_pend)
 		idx = __sync_fetch_and_add(&dw_pend_taken, 1);
 	if (idx >= dw_max_pend) {
-		global_count(G_PENDING_TABLE_FULL);
+		global_count(G_pending_table_full);
 		return 0;
 	}
 	return idx + 1;
@@ -290,7 +285,7 @@ static __always_inline struct dw_dest_detail *detail_of(struct dw_conn *conn)
 	struct dw_dest_detail *detail = bpf_map_lookup_elem(&dest_details, &slot);
 
 	if (!detail)
-		global_count(G_HIST_MAP_FULL);
+		global_count(G_hist_map_full);
 	return detail;
 }
 
@@ -594,7 +589,7 @@ static __always_inline __u32 dest_claim(struct dw_dest_key *dest)
 		have = bpf_map_lookup_elem(&dest_slots, dest);
 		if (have)
 			return *have;
-		global_count(G_DEST_MAP_FULL);
+		global_count(G_dest_map_full);
 		__builtin_memcpy(dest, (const void *)&overflow_key, sizeof(*dest));
 		return DW_SLOT_OVERFLOW;
 	}
@@ -617,7 +612,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 
 	conn = conn_create(sk);
 	if (!conn) {
-		global_count(G_CONN_STORAGE_FAIL);
+		global_count(G_conn_storage_fail);
 		return 0;
 	}
 	if (role == DW_ROLE_INBOUND)
