@@ -76,7 +76,24 @@ os._exit(0)
 """
 
 
-class StandIn:
+class Child:
+    """A script above in a process of its own, driven line by line on its standard input."""
+
+    def command(self, line):
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+
+    def close(self):
+        """End of input: the script exits; killed if it has not within 5 s."""
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class StandIn(Child):
     """The SERVER above: `delay` s per request, `share` of them `slow` s instead."""
 
     def __init__(self, delay, share=0.0, slow=0.0, seed=13):
@@ -85,16 +102,7 @@ class StandIn:
         self.port = int(self.proc.stdout.readline())
 
     def hang(self):
-        self.proc.stdin.write(b"hang\n")
-        self.proc.stdin.flush()
-
-    def close(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.command(b"hang\n")
 
 
 # The callers, in a process of their own at nice -10 too: a pause of this
@@ -150,7 +158,7 @@ os._exit(0)
 """
 
 
-class Pool:
+class Pool(Child):
     """The CLIENT above: n callers against port; n < 0: -n calls a second, open loop."""
 
     def __init__(self, port, n, slow=SLOW_CALL):
@@ -161,17 +169,8 @@ class Pool:
             raise RuntimeError("the pool of %d did not start" % n)
 
     def counts(self):
-        self.proc.stdin.write(b"?\n")
-        self.proc.stdin.flush()
+        self.command(b"?\n")
         return json.loads(self.proc.stdout.readline())
-
-    def stop(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 class PoolTest(unittest.TestCase):
@@ -201,7 +200,7 @@ class PoolTest(unittest.TestCase):
         breaker open (status read every POLL s), and the daemon's own figure:
         that read's time less its since_s. None, None: never within 3 s."""
         pool = Pool(srv.port, n)
-        self.cleanups.append(pool.stop)
+        self.cleanups.append(pool.close)
         time.sleep(1.5)     # a full sample of fast calls, from every caller
         self.assertGreater(pool.counts()["answered"], 2 * n, "the pool of %d barely called" % n)
         dep = dependency(d.status(), name)
@@ -255,9 +254,9 @@ class PoolTest(unittest.TestCase):
                               "[dependency pool4]\nmatch = 127.0.0.1:%d\n"
                               % (SLOW_CALL * 1000, tail.port, pool_srv.port))
         client = Pool(tail.port, -40)
-        self.cleanups.append(client.stop)
+        self.cleanups.append(client.close)
         pool = Pool(pool_srv.port, 4)
-        self.cleanups.append(pool.stop)
+        self.cleanups.append(pool.close)
         worst = {"tail": 0.0, "pool4": 0.0}
         stalled = {"tail": 0, "pool4": 0}
         t0 = time.monotonic()

@@ -614,21 +614,21 @@ struct column {
 
 /* At 80 columns the first eight ranks fit; at 120 all but FAILED and MUX. */
 static const struct column columns[DW_TOP_NCOLS] = {
-	[DW_TOP_COL_NAME] = { "DEPENDENCY", 16, 0, true, cell_name },
-	[DW_TOP_COL_DESTS] = { "DESTS", 5, 9, false, cell_dests },
-	[DW_TOP_COL_RATE] = { "CALLS/S", 7, 5, false, cell_rate },
+	[DW_TOP_COL_NAME] = { "DEPENDENCY", 16, 0, true, cell_name, NULL },
+	[DW_TOP_COL_DESTS] = { "DESTS", 5, 9, false, cell_dests, NULL },
+	[DW_TOP_COL_RATE] = { "CALLS/S", 7, 5, false, cell_rate, NULL },
 	[DW_TOP_COL_P50] = { "P50", 6, 6, false, cell_p50, cell_p50_brief },
-	[DW_TOP_COL_P99] = { "P99", 6, 3, false, cell_p99 },
-	[DW_TOP_COL_SLOW] = { "SLOW%", 5, 2, false, cell_slow },
-	[DW_TOP_COL_FAIL] = { "FAIL%", 5, 8, false, cell_fail },
-	[DW_TOP_COL_INFLIGHT] = { "INFLIGHT", 8, 4, false, cell_inflight },
-	[DW_TOP_COL_OLDEST] = { "OLDEST", 6, 7, false, cell_oldest },
+	[DW_TOP_COL_P99] = { "P99", 6, 3, false, cell_p99, NULL },
+	[DW_TOP_COL_SLOW] = { "SLOW%", 5, 2, false, cell_slow, NULL },
+	[DW_TOP_COL_FAIL] = { "FAIL%", 5, 8, false, cell_fail, NULL },
+	[DW_TOP_COL_INFLIGHT] = { "INFLIGHT", 8, 4, false, cell_inflight, NULL },
+	[DW_TOP_COL_OLDEST] = { "OLDEST", 6, 7, false, cell_oldest, NULL },
 	[DW_TOP_COL_BREAKER] = { "BREAKER", 16, 1, true, cell_breaker, cell_breaker_brief },
-	[DW_TOP_COL_REJECTED] = { "REJECTED", 8, 10, false, cell_rejected },
-	[DW_TOP_COL_CONNS] = { "CONNS", 5, 11, false, cell_conns },
-	[DW_TOP_COL_CALLS] = { "CALLS", 9, 12, false, cell_calls },
-	[DW_TOP_COL_FAILED] = { "FAILED", 8, 13, false, cell_failed },
-	[DW_TOP_COL_MUX] = { "MUX", 5, 14, false, cell_mux },
+	[DW_TOP_COL_REJECTED] = { "REJECTED", 8, 10, false, cell_rejected, NULL },
+	[DW_TOP_COL_CONNS] = { "CONNS", 5, 11, false, cell_conns, NULL },
+	[DW_TOP_COL_CALLS] = { "CALLS", 9, 12, false, cell_calls, NULL },
+	[DW_TOP_COL_FAILED] = { "FAILED", 8, 13, false, cell_failed, NULL },
+	[DW_TOP_COL_MUX] = { "MUX", 5, 14, false, cell_mux, NULL },
 };
 
 const char *dw_top_cell(const struct dw_top_row *r, enum dw_top_col col, bool brief, char *buf)
