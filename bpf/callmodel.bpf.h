@@ -964,7 +964,7 @@ static __always_inline void dw_on_send_begin(const struct sock *sk)
  * backend's sock_send_length, where the kernel lacks tcp_sendmsg_locked,
  * gives 0: the call starts now, if the socket can still be answered (an
  * answer processed inside the send itself then comes first: see the
- * README's kernel table).
+ * kernel table in doc/callmodel.md).
  */
 static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 began_ns, __u32 rcv_seq,
 				       enum dw_sk via)

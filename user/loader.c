@@ -52,7 +52,7 @@ static const struct prog_spec prog_specs[] = {
  * The syscalls backend: classic tracepoints syscalls/sys_enter_<name> and
  * sys_exit_<name>. One entry program per argument layout (bpf/syscalls.bpf.h),
  * dw_sys_exit for every exit. What a socket can be driven by without these
- * (io_uring, 32-bit processes) is in the README's support matrix.
+ * (io_uring, 32-bit processes) is in doc/callmodel.md's support matrix.
  */
 struct syscall_spec {
 	const char *name;

@@ -228,7 +228,7 @@ class BreakerTest(unittest.TestCase):
         self.assertEqual((dep["breaker"], dep["reason"], dep["inflight"]), ("open", "concurrency", 10))
 
     def test_restart_rebuilds_breaker_state(self):
-        """README, Restarts: a stop and start starts every breaker closed, and the new daemon
+        """doc/status.md, restarts: a stop and start starts every breaker closed, and the new daemon
         learns an open again from new traffic only."""
         srv = self.server(30.0)  # answers nothing while the test runs
         conf_text = "[dependency pool]\nmatch = 127.0.0.1:%d\nmax_inflight = 4\n" % srv.port

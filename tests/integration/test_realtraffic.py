@@ -141,7 +141,7 @@ class RealTrafficCase(unittest.TestCase):
         self.eq(prefix + "outbound inflight after close", r["inflight"], 0)
         self.eq(prefix + "outbound oldest_inflight_ms after close", r["oldest_inflight_ms"], 0)
         self.eq(prefix + "inbound inflight after close", i["inflight"], 0)
-        # Goodbyes (README, the call model) are counted apart: shown with the figures, not asserted.
+        # Goodbyes (doc/callmodel.md) are counted apart: shown with the figures, not asserted.
         self.figures[prefix.replace(" ", "_") + "dropped"] = (r.get("dropped"), i.get("dropped"))
         return r, i
 
@@ -290,7 +290,7 @@ class Test3TLS(RealTrafficCase):
                     in_failed=i["failed"],
                     dw_p50_ms=r["p50_ms"], wrk_p50_ms=res["p50_ms"], wrk_mean_ms=res["mean_ms"])
         # Every request wrk counted is a call; the handshake's round trips may be calls of their own
-        # too (README, the call model), so no upper bound on calls here: the contract is the failures.
+        # too (doc/callmodel.md), so no upper bound on calls here: the contract is the failures.
         # As in the plain case, up to one request per connection is outstanding at wrk's stop.
         self.check(r["calls"] >= res["requests"], "calls vs wrk's %d requests" % res["requests"], r["calls"],
                    ">= wrk's count")
@@ -435,8 +435,9 @@ class Test5Redis(RealTrafficCase):
                     bench_p50_ms={k: v.get("p50_latency_ms") for k, v in res.items()},
                     multiplexed=r.get("multiplexed_conns"), burst=r.get("burst_timings"))
         # redis-benchmark writes each batch of 16 in one send and waits for all 16 answers: on the
-        # wire that is one request with a long answer, which depwatch cannot tell from one (README,
-        # "Limits": missed). What holds: one call per batch, never more calls than commands.
+        # wire that is one request with a long answer, which depwatch cannot tell from one
+        # (doc/callmodel.md, "Limits": missed). What holds: one call per batch, never more calls
+        # than commands.
         batches = (n + 15) // 16
         self.check(batches <= r["calls"] <= batches + 16, "calls (one per batch of 16)", r["calls"],
                    "in [%d, %d]" % (batches, batches + 16))
@@ -457,7 +458,7 @@ class Test6HTTP2(RealTrafficCase):
             self.check(isinstance(mc, int) and 1 <= mc <= conns, "multiplexed_conns", mc, "in [1, %d]" % conns)
             self.eq("burst_timings", r.get("burst_timings"), True)
         # h2load ends each session with GOAWAY; a server that closes in reply before h2load does
-        # looks like a close under a request (README, goodbyes): at most one per connection.
+        # looks like a close under a request (doc/callmodel.md, goodbyes): at most one per connection.
         self.check(r["failed"] <= conns, "failed (GOAWAY at session end)", r["failed"], "<= %d" % conns)
         self.check(i["failed"] <= conns, "inbound failed (GOAWAY at session end)", i["failed"], "<= %d" % conns)
         # Bursts, not requests: never more calls than requests.
@@ -471,7 +472,7 @@ class Test6HTTP2(RealTrafficCase):
         res, out = h2load(["-n", "20000", "-c", "2", "-m", "10"], "http://127.0.0.1:%d/" % port)
         self.assertEqual((res["succeeded"], res["failed"]), (20000, 0), "h2load's own result:\n" + out)
         # The syscalls backend looks at the data only when it is read, by which time nginx may have
-        # acknowledged the newer request: there detection is best effort (README), not asserted.
+        # acknowledged the newer request: there detection is best effort (doc/callmodel.md), not asserted.
         self.h2_checks("h2load nginx", port, res, 2, flagged=BACKEND != "syscalls")
 
     def test_nghttpd(self):
@@ -485,7 +486,7 @@ class Test6HTTP2(RealTrafficCase):
         res, out = h2load(["-n", "20000", "-c", "2", "-m", "10"], "http://127.0.0.1:%d/index.html" % port)
         self.assertEqual((res["succeeded"], res["failed"]), (20000, 0), "h2load's own result:\n" + out)
         # nghttpd answers each batch of 10 streams at once and h2load sends the next batch after it:
-        # never an overlap on the wire, so not flagged (README, "Limits": missed); bursts all the same.
+        # never an overlap on the wire, so not flagged (doc/callmodel.md, "Limits": missed); bursts all the same.
         self.h2_checks("h2load nghttpd", port, res, 2, flagged=False)
 
 
