@@ -12,7 +12,8 @@
  * every path:
  * - a call starts only where its answer can still come (outbound:
  *   ESTABLISHED; inbound: ESTABLISHED or CLOSE_WAIT), and none is left
- *   outstanding once the socket reached TCP_CLOSE (conn->closed, below);
+ *   outstanding once nothing can answer it: the socket reached TCP_CLOSE,
+ *   or, outbound, the peer's FIN came (conn->closed, see outbound_start());
  * - a call starts before any of its request bytes leave (tcp_sendmsg_locked
  *   runs with the socket locked, before the copy; the syscalls backend takes
  *   the send's entry time), so its answer, even one processed inside the
@@ -889,11 +890,26 @@ static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn
 }
 
 /*
+ * Whether answer bytes came before the peer's FIN: bytes not read yet, or,
+ * where a call completes at the receive's return (the syscalls backend),
+ * any bytes received since the call started: a receive may have taken them
+ * and not returned yet when the FIN is processed on another CPU.
+ */
+static __always_inline int answer_came(const struct sock *sk, const struct dw_conn *conn)
+{
+	__u32 fin = (BPF_CORE_READ(sk, sk_shutdown) & RCV_SHUTDOWN) ? 1 : 0;
+
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		return BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt) - fin != conn->rcv_seq;
+	return unread_of(sk, DW_SK_PROBED) > 0;
+}
+
+/*
  * An outbound call starts at began_ns, its first byte at req_seq, with
  * rcv_seq received so far.
  */
-static __always_inline void outbound_start(struct dw_conn *conn, __u64 began_ns, __u32 req_seq,
-					   __u32 rcv_seq)
+static __always_inline void outbound_start(const struct sock *sk, struct dw_conn *conn, __u64 began_ns,
+					   __u32 req_seq, __u32 rcv_seq)
 {
 	struct dw_dest_stats *st;
 
@@ -903,15 +919,22 @@ static __always_inline void outbound_start(struct dw_conn *conn, __u64 began_ns,
 		return;
 	retry_check(conn, st, began_ns);
 	/*
-	 * Hooks outside the socket lock (the syscalls backend) can race a
-	 * close on another CPU. Both sides write (the claim, conn->closed) with
-	 * a full barrier before they read the other's: one of them sees the
-	 * call and ends it. Seen here, the socket closed as the send returned:
-	 * nothing could answer it (the reset a closed peer answers a TLS
-	 * close_notify with, processed on another CPU): dropped, as in
-	 * peer_closed().
+	 * Hooks outside the socket lock (the syscalls backend) can race the
+	 * peer's FIN or a close on another CPU. Both sides write (the claim,
+	 * conn->closed) with a full barrier before they read the other's: one
+	 * of them sees the call and ends it. Seen here, the peer closed while
+	 * the send was under way, before the call could be claimed: an answer
+	 * that came with it completes the call (see answer_came()); otherwise
+	 * nothing can answer it any more (a FIN that crossed the request, the
+	 * reset a closed peer answers a TLS close_notify with): dropped, as in
+	 * peer_closed(), since the peer's close cannot be told to have
+	 * followed the request.
 	 */
-	if (*(volatile __u32 *)&conn->closed)
+	if (!*(volatile __u32 *)&conn->closed)
+		return;
+	if (answer_came(sk, conn))
+		call_complete(conn, bpf_ktime_get_ns());
+	else
 		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
 }
 
@@ -953,7 +976,7 @@ static __always_inline void dw_on_send_begin(const struct sock *sk)
 	    !can_be_answered(sk, DW_SK_BTF))
 		return;
 	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
-	outbound_start(conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0);
+	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0);
 }
 
 /*
@@ -988,7 +1011,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 		began_ns = bpf_ktime_get_ns();
 		rcv_seq = TCP_FIELD(sk, via, rcv_nxt);
 	}
-	outbound_start(conn, began_ns, TCP_FIELD(sk, via, write_seq) - (__u32)ret, rcv_seq);
+	outbound_start(sk, conn, began_ns, TCP_FIELD(sk, via, write_seq) - (__u32)ret, rcv_seq);
 }
 
 /* Bytes reached the socket: an outbound call's response, or an inbound request. */
@@ -1082,21 +1105,6 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 		call_fail(conn);
 	else if (ret < 0 && is_peer_error(-ret))
 		call_fail(conn);
-}
-
-/*
- * Whether answer bytes came before the peer's FIN: bytes not read yet, or,
- * where a call completes at the receive's return (the syscalls backend),
- * any bytes received since the call started: a receive may have taken them
- * and not returned yet when the FIN is processed on another CPU.
- */
-static __always_inline int answer_came(const struct sock *sk, const struct dw_conn *conn)
-{
-	__u32 fin = (BPF_CORE_READ(sk, sk_shutdown) & RCV_SHUTDOWN) ? 1 : 0;
-
-	if (dw_backend == DW_BACKEND_SYSCALLS)
-		return BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt) - fin != conn->rcv_seq;
-	return unread_of(sk, DW_SK_PROBED) > 0;
 }
 
 /*
@@ -1241,11 +1249,11 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	conn = conn_of(sk);
 	if (!conn)
 		return;
-	if (newstate == TCP_CLOSE) {
-		/* before looking for a call: see outbound_start() */
+	/* before looking for a call: see outbound_start() */
+	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
+	if (newstate == TCP_CLOSE)
 		conn_closed(conn);
-	}
 	if (!conn->call_start_ns)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {

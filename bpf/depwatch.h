@@ -221,7 +221,7 @@ struct dw_conn {
 	__u64 last_ns;			/* its newest event: adoption or a call's end (CLOCK_MONOTONIC) */
 	__u32 req_seq;			/* outbound: TCP sequence number of the outstanding call's first byte */
 	__u32 rcv_seq;			/* outbound, syscalls backend: rcv_nxt when the outstanding call's send began */
-	__u32 closed;			/* 1 once the socket reached TCP_CLOSE: no call starts any more */
+	__u32 closed;			/* 1 once nothing can answer: TCP_CLOSE, or outbound the peer's FIN */
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
 	__u8 process_noted;		/* inbound: its first request's process went to the row */
