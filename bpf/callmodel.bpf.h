@@ -28,8 +28,8 @@
  * - a request is not a request until request bytes arrive: a bare FIN or
  *   RST on an idle connection starts and fails nothing;
  * - a message its sender closes the connection behind at once (TLS
- *   close_notify, then close()) is no call: dropped, not failed
- *   (DW_GOODBYE_NS).
+ *   close_notify, then close()), or without having blocked since, is no
+ *   call: dropped, not failed (DW_GOODBYE_NS, call_drop_goodbye()).
  *
  * An inbound connection is one a listener accepted; the same model mirrored:
  * a request starts at its first bytes (reaching the socket, or received) and
@@ -452,15 +452,41 @@ static __always_inline void call_fail(struct dw_conn *conn)
 }
 
 /*
+ * The sending thread, noted before a call is claimed (process context;
+ * 0 where there is none): a thread that waits for an answer blocks (in
+ * recv(), poll(), epoll_wait() or a futex), which counts a voluntary
+ * context switch; being preempted does not.
+ */
+static __always_inline void note_sender(struct dw_conn *conn, int in_task)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	conn->sender_tid = in_task ? task->pid : 0;
+	conn->sender_nvcsw = (__u32)task->nvcsw;
+}
+
+/* Whether the current thread sent the outstanding call and has not blocked since. */
+static __always_inline int sender_never_waited(const struct dw_conn *conn)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return conn->sender_tid && (__u32)task->pid == conn->sender_tid &&
+	       (__u32)task->nvcsw == conn->sender_nvcsw;
+}
+
+/*
  * The caller closed the connection under its outstanding call: within
- * DW_GOODBYE_NS of its start it was a goodbye nobody waited for, dropped.
- * Returns 1 if it was.
+ * DW_GOODBYE_NS of its start, or from the thread that sent it without
+ * having blocked since (a goodbye whose close was preempted on a loaded
+ * host), it was a goodbye nobody waited for, dropped. Returns 1 if it was.
  */
 static __always_inline int call_drop_goodbye(struct dw_conn *conn, __u64 now)
 {
 	__u64 start = conn->call_start_ns;
 
-	if (!start || now - start > DW_GOODBYE_NS)
+	if (!start)
+		return 0;
+	if (now - start > DW_GOODBYE_NS && !sender_never_waited(conn))
 		return 0;
 	call_end(conn, OUTCOME_DROPPED, now);
 	return 1;
@@ -914,6 +940,7 @@ static __always_inline void outbound_start(const struct sock *sk, struct dw_conn
 	struct dw_dest_stats *st;
 
 	conn->rcv_seq = rcv_seq;
+	note_sender(conn, 1);
 	st = call_begin(conn, began_ns, req_seq, caller_of());
 	if (!st)
 		return;
@@ -954,6 +981,7 @@ static __always_inline void syn_data_call(const struct sock *sk)
 	/* the SYN-ACK may be processed in softirq: no current thread to attribute it to */
 	if (conn && conn->role == DW_ROLE_OUTBOUND && !conn->call_start_ns) {
 		conn->rcv_seq = BPF_CORE_READ(tp, rcv_nxt);
+		note_sender(conn, 0);
 		call_begin(conn, conn->last_ns, BPF_CORE_READ(tp, snd_una) - 1, 0);
 	}
 }

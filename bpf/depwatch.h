@@ -53,8 +53,11 @@
 /*
  * A message its sender closes the connection behind within this time (TLS
  * close_notify, then close()) was never waited for: no call, counted in
- * calls_dropped instead of failed. Mirrored for inbound: a request whose
- * client closed this soon after it and that was never answered.
+ * calls_dropped instead of failed. So is one whose sending thread closes
+ * the connection without having blocked since the send, however late (it
+ * was preempted): nobody waited for an answer. Mirrored for inbound: a
+ * request whose client closed this soon after it and that was never
+ * answered.
  */
 #define DW_GOODBYE_NS 1000000ULL
 
@@ -222,6 +225,8 @@ struct dw_conn {
 	__u32 req_seq;			/* outbound: TCP sequence number of the outstanding call's first byte */
 	__u32 rcv_seq;			/* outbound, syscalls backend: rcv_nxt when the outstanding call's send began */
 	__u32 closed;			/* 1 once nothing can answer: TCP_CLOSE, or outbound the peer's FIN */
+	__u32 sender_tid;		/* outbound: the thread that sent the outstanding call (0: unknown) */
+	__u32 sender_nvcsw;		/* its voluntary context switches then (low 32 bits): did it wait since */
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
 	__u8 process_noted;		/* inbound: its first request's process went to the row */

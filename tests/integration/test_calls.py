@@ -249,6 +249,45 @@ class Test07FailedCalls(DaemonTestCase):
         self._failed_call("fin", ConnectionError)
 
 
+# A client process of its own (no other thread: nothing to wait for but the server): connects, sends
+# one request line, then lets 20 ms pass, then closes, without reading. "spin" burns the 20 ms on the
+# CPU, as a goodbye whose close() was preempted on a loaded host; "sleep" waits them out, as a caller
+# giving up on its call.
+GOODBYE_CLIENT = r"""
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"request\n")
+end = time.perf_counter() + 0.02
+if sys.argv[2] == "spin":
+    while time.perf_counter() < end:
+        pass
+else:
+    time.sleep(0.02)
+s.close()
+"""
+
+
+class Test15Goodbyes(DaemonTestCase):
+    """A message its sender closes behind without waiting is no call (doc/callmodel.md, goodbyes),
+    however late the close comes; a caller that waited and gave up failed its call."""
+
+    def _close_after(self, how):
+        d = self.start_daemon()
+        srv = LoopbackServer("127.0.0.1", mode="hold")
+        self.addCleanup(srv.close)
+        subprocess.run(["python3", "-c", GOODBYE_CLIENT, str(srv.port), how], check=True, timeout=30)
+        row, _ = d.wait_dest(srv.dest, lambda r: r["failed"] + r["dropped"] >= 1 and r["inflight"] == 0)
+        return row
+
+    def test_sender_that_never_blocked_says_goodbye(self):
+        row = self._close_after("spin")
+        self.assertRow(row, {"calls": 0, "failed": 0, "dropped": 1, "inflight": 0}, "spin 20 ms, close")
+
+    def test_sender_that_waited_abandons(self):
+        row = self._close_after("sleep")
+        self.assertRow(row, {"calls": 0, "failed": 1, "dropped": 0, "inflight": 0}, "sleep 20 ms, close")
+
+
 class Test08IPv6(DaemonTestCase):
     def test_ipv6_loopback(self):
         d = self.start_daemon()
