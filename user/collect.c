@@ -124,7 +124,12 @@ static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_d
  * not. Most buckets did not move: blocks of them equal to the last read are
  * skipped with one compare each.
  */
-static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now)
+/*
+ * The kernel's u32 buckets wrap: each delta is taken modulo 2^32 against
+ * what was last read, and goes to the window and to the cumulative
+ * coarse buckets, u64s that do not wrap.
+ */
+static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now, uint64_t *cum)
 {
 	for (unsigned blk = 0; blk < DW_HIST_BUCKETS; blk += DW_HIST_SUB) {
 		if (!memcmp(&seen[blk], &now[blk], DW_HIST_SUB * sizeof(*now)))
@@ -132,8 +137,10 @@ static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now)
 		for (unsigned i = blk; i < blk + DW_HIST_SUB; i++) {
 			__u32 delta = now[i] - seen[i];
 
-			if (delta)
-				dw_window_add(win, i, delta);
+			if (!delta)
+				continue;
+			dw_window_add(win, i, delta);
+			cum[dw_hist_coarse_of(i)] += delta;
 			seen[i] = now[i];
 		}
 	}
@@ -178,11 +185,11 @@ static void read_detail(struct dw_bpf *b, unsigned slot, struct dw_dest *d, cons
 
 	if (was->calls_completed != now->calls_completed) {
 		memcpy(detail->call, row->call, sizeof(detail->call));
-		add_deltas(&d->call_win, d->seen_call, detail->call);
+		add_deltas(&d->call_win, d->seen_call, detail->call, d->cum_call);
 	}
 	if (was->connects_ok != now->connects_ok) {
 		memcpy(detail->connect, row->connect, sizeof(detail->connect));
-		add_deltas(&d->connect_win, d->seen_connect, detail->connect);
+		add_deltas(&d->connect_win, d->seen_connect, detail->connect, d->cum_connect);
 	}
 	if (was->calls_started != now->calls_started || was->calls_completed != now->calls_completed ||
 	    was->calls_failed != now->calls_failed) {

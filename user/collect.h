@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "logic/hist.h"
 #include "logic/judge.h"
 #include "logic/window.h"
 
@@ -21,6 +22,9 @@ struct dw_dest {
 	struct dw_dest_stats sum;	/* kernel counters summed over CPUs; last_* of the newest CPU */
 	__u32 seen_call[DW_HIST_BUCKETS];	/* kernel histogram at the last read */
 	__u32 seen_connect[DW_HIST_BUCKETS];
+	/* the same since the collector first read it, by coarse bucket (logic/hist.h): never wraps */
+	uint64_t cum_call[DW_HIST_COARSE];
+	uint64_t cum_connect[DW_HIST_COARSE];
 	struct dw_window call_win;
 	struct dw_window connect_win;
 	uint64_t oldest_call_ns;	/* start of the oldest outstanding call, 0 if none */

@@ -8,6 +8,10 @@
  * reload that moves a destination from one dependency to another moves its
  * counts along, which Prometheus sees as a counter reset of the one it left.
  *
+ * The histograms are the collector's cumulative coarse buckets
+ * (dw_dest.cum_call, cum_connect; bounds in logic/hist.h): this file only
+ * renders what the collector and the dependencies hold.
+ *
  * A few counters are per destination as well (labels dependency, dest and
  * netns): those that say which destinations' latencies are burst timings
  * of multiplexed or pipelined connections, something a sum would hide.
@@ -33,45 +37,7 @@
 #include "logic/jsonw.h"
 #include "metrics.h"
 
-/*
- * The `le` bounds of the duration histograms. The kernel's fine buckets
- * (logic/hist.h) do not line up with them: each fine bucket goes to the
- * smallest `le` at or above its (exclusive) upper bound, so a count at a
- * bound never holds a call slower than the bound, and misses at most the
- * calls of the one fine bucket that straddles it: counts are exact up to
- * that fine bucket's width, at most 6.25% of its lower bound.
- */
-static const struct {
-	uint64_t ns;
-	const char *le;
-} bounds[] = {
-	{ 1000000ULL, "0.001" },	{ 2500000ULL, "0.0025" },	{ 5000000ULL, "0.005" },
-	{ 10000000ULL, "0.01" },	{ 25000000ULL, "0.025" },	{ 50000000ULL, "0.05" },
-	{ 100000000ULL, "0.1" },	{ 250000000ULL, "0.25" },	{ 500000000ULL, "0.5" },
-	{ 1000000000ULL, "1" },		{ 2500000000ULL, "2.5" },	{ 5000000000ULL, "5" },
-	{ 10000000000ULL, "10" },	{ 30000000000ULL, "30" },	{ 60000000000ULL, "60" },
-	{ UINT64_MAX, "+Inf" },
-};
-
-#define NB (sizeof(bounds) / sizeof(bounds[0]))
-
 enum { H_CALL, H_CONNECT, H_KINDS };
-
-/*
- * Per destination, histograms cumulative since the daemon started. The
- * collector keeps the kernel's u32 buckets as last read (seen_call,
- * seen_connect), which wrap; here each coarse bucket keeps the u32 sum of
- * its fine buckets as last seen, and the difference, taken modulo 2^32
- * like the kernel's own counters, is added to a u64 that never wraps.
- */
-struct mdest {
-	struct dw_dest_key key;
-	bool used;
-	bool present;			/* still in the collector at the last publish */
-	uint64_t mark[4];		/* counters that move whenever the histograms do */
-	uint32_t seen[H_KINDS][NB];
-	uint64_t cum[H_KINDS][NB];
-};
 
 /* What one dependency exports, summed over its destinations. */
 struct fig {
@@ -79,7 +45,7 @@ struct fig {
 	uint64_t calls, failures, slow, rejected, connects, connect_failures;
 	uint64_t inflight, conns, retries, abandoned;
 	uint64_t sum_ns[H_KINDS];
-	uint64_t hist[H_KINDS][NB];	/* per coarse bucket, not yet cumulative */
+	uint64_t hist[H_KINDS][DW_HIST_COARSE];	/* per coarse bucket, not yet cumulative */
 	double oldest_s, slow_rate, failure_rate, slow_call_s;
 	double retry_ratio, call_rate, call_rate_baseline;
 	char label[2 * DW_DEP_NAME_LEN + 16];	/* {dependency="NAME", escaped */
@@ -93,11 +59,6 @@ static struct {
 	struct MHD_Daemon *mhd;
 	int listen_fd;			/* bound by start, MHD's from serve on */
 	bool started, oom_logged;
-	uint8_t coarse_of[DW_HIST_BUCKETS];
-	struct mdest *tab;		/* open addressing, cap a power of two */
-	size_t cap, count;
-	struct mdest **of_slot;		/* by index in the collector's table, per publish */
-	size_t of_cap;
 	struct fig *figs;
 	size_t figs_cap;
 	char addr[128];			/* as given, for messages */
@@ -250,18 +211,6 @@ static int listen_on(const char *addr_port)
 	return fd;
 }
 
-static void map_buckets(void)
-{
-	for (unsigned b = 0; b < DW_HIST_BUCKETS; b++) {
-		uint64_t upper = dw_hist_upper_ns(b);
-		unsigned i = 0;
-
-		while (i < NB - 1 && upper > bounds[i].ns)
-			i++;
-		m.coarse_of[b] = i;
-	}
-}
-
 int dw_metrics_start(const char *addr_port)
 {
 	int fd;
@@ -271,7 +220,6 @@ int dw_metrics_start(const char *addr_port)
 	fd = listen_on(addr_port);
 	if (fd < 0)
 		return fd;
-	map_buckets();
 	m.listen_fd = fd;
 	m.started = true;
 	snprintf(m.addr, sizeof(m.addr), "%s", addr_port);
@@ -312,142 +260,9 @@ void dw_metrics_stop(void)
 	m.started = false;
 	dw_buf_free(&m.cur);
 	dw_buf_free(&m.next);
-	free(m.tab);
-	free(m.of_slot);
 	free(m.figs);
-	m.tab = NULL;
-	m.of_slot = NULL;
 	m.figs = NULL;
-	m.cap = m.count = m.of_cap = m.figs_cap = 0;
-}
-
-/* ---- cumulative histograms per destination */
-
-static struct mdest *slot_for(struct mdest *tab, size_t cap, const struct dw_dest_key *key)
-{
-	size_t i = dw_dest_key_hash(key) & (cap - 1);
-
-	while (tab[i].used && memcmp(&tab[i].key, key, sizeof(*key)))
-		i = (i + 1) & (cap - 1);
-	return &tab[i];
-}
-
-/* Rebuilt at twice the size, or at the same size without the rows the collector no longer has. */
-static int rebuild(size_t cap, bool drop_absent)
-{
-	struct mdest *tab = calloc(cap, sizeof(*tab));
-	size_t count = 0;
-
-	if (!tab)
-		return -ENOMEM;
-	for (size_t i = 0; i < m.cap; i++) {
-		if (!m.tab[i].used || (drop_absent && !m.tab[i].present))
-			continue;
-		*slot_for(tab, cap, &m.tab[i].key) = m.tab[i];
-		count++;
-	}
-	free(m.tab);
-	m.tab = tab;
-	m.cap = cap;
-	m.count = count;
-	return 0;
-}
-
-static struct mdest *mdest_get(const struct dw_dest_key *key)
-{
-	struct mdest *md;
-
-	if ((m.count + 1) * 4 > m.cap * 3 && rebuild(m.cap ? m.cap * 2 : 64, false))
-		return NULL;
-	md = slot_for(m.tab, m.cap, key);
-	if (!md->used) {
-		/* from zero, like the collector's seen_*: the kernel's counts since the maps were made */
-		memset(md, 0, sizeof(*md));
-		md->key = *key;
-		md->used = true;
-		m.count++;
-	}
-	return md;
-}
-
-static void add_kind(struct mdest *md, int kind, const __u32 *fine)
-{
-	uint32_t now[NB] = { 0 };
-
-	for (unsigned b = 0; b < DW_HIST_BUCKETS; b++)
-		now[m.coarse_of[b]] += fine[b];
-	for (unsigned i = 0; i < NB; i++) {
-		md->cum[kind][i] += (uint32_t)(now[i] - md->seen[kind][i]);
-		md->seen[kind][i] = now[i];
-	}
-}
-
-/*
- * The collector rereads a destination's histograms only when one of these
- * counters moved, and they only grow: while they stand still, seen_* has
- * not changed and the 2 x 448 buckets need no second look. (Were seen_*
- * to change without them, the difference would still be taken later, not
- * lost: it is always against what was last added here.)
- */
-static void mark_of(const struct dw_dest *d, uint64_t mark[4])
-{
-	mark[0] = d->sum.calls_started;
-	mark[1] = d->sum.calls_completed;
-	mark[2] = d->sum.calls_failed;
-	mark[3] = d->sum.connects_ok;
-}
-
-/* Rows whose histograms feed a dependency's; inbound rows (services) have no histogram family. */
-static bool counted(const struct dw_dest *d)
-{
-	return d->used && d->key.family != DW_FAMILY_INBOUND;
-}
-
-static int track(const struct dw_collector *c)
-{
-	bool absent = false;
-
-	if (m.of_cap < c->cap) {
-		struct mdest **p = realloc(m.of_slot, c->cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		m.of_slot = p;
-		m.of_cap = c->cap;
-	}
-	for (size_t i = 0; i < m.cap; i++)
-		m.tab[i].present = false;
-	/* first every row gets its place, so no pointer below moves with a rebuild */
-	for (size_t i = 0; i < c->cap; i++)
-		if (counted(&c->dests[i]) && !mdest_get(&c->dests[i].key))
-			return -ENOMEM;
-	for (size_t i = 0; i < c->cap; i++) {
-		const struct dw_dest *d = &c->dests[i];
-		struct mdest *md;
-		uint64_t mark[4];
-
-		m.of_slot[i] = NULL;
-		if (!counted(d))
-			continue;
-		md = slot_for(m.tab, m.cap, &d->key);
-		md->present = true;
-		m.of_slot[i] = md;
-		mark_of(d, mark);
-		if (!memcmp(mark, md->mark, sizeof(mark)))
-			continue;
-		memcpy(md->mark, mark, sizeof(mark));
-		add_kind(md, H_CALL, d->seen_call);
-		add_kind(md, H_CONNECT, d->seen_connect);
-	}
-	for (size_t i = 0; i < m.cap && !absent; i++)
-		absent = m.tab[i].used && !m.tab[i].present;
-	/* The collector forgot a destination: should it come back, it starts from zero here too. */
-	if (absent && !rebuild(m.cap, true)) {
-		for (size_t i = 0; i < c->cap; i++)
-			if (counted(&c->dests[i]))
-				m.of_slot[i] = slot_for(m.tab, m.cap, &c->dests[i].key);
-	}
-	return 0;
+	m.figs_cap = 0;
 }
 
 /* ---- figures per dependency */
@@ -483,8 +298,6 @@ static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_coll
 	if (dep->oldest_call_ns && c->now_ns > dep->oldest_call_ns)
 		f->oldest_s = (c->now_ns - dep->oldest_call_ns) / 1e9;
 	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
-		const struct mdest *md;
-
 		/* lists are rebuilt every poll; one that was not is not followed into freed rows */
 		if (d < c->dests || d >= c->dests + c->cap)
 			break;
@@ -492,10 +305,10 @@ static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_coll
 		f->connect_failures += dw_dest_connect_failures(d);
 		f->sum_ns[H_CALL] += d->sum.call_ns_sum;
 		f->sum_ns[H_CONNECT] += d->sum.connect_ns_sum;
-		md = m.of_slot ? m.of_slot[d - c->dests] : NULL;
-		for (unsigned k = 0; md && k < H_KINDS; k++)
-			for (unsigned i = 0; i < NB; i++)
-				f->hist[k][i] += md->cum[k][i];
+		for (unsigned i = 0; i < DW_HIST_COARSE; i++) {
+			f->hist[H_CALL][i] += d->cum_call[i];
+			f->hist[H_CONNECT][i] += d->cum_connect[i];
+		}
 	}
 }
 
@@ -698,18 +511,18 @@ static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)
 static void histogram(struct dw_buf *o, const char *name, const char *help, int kind,
 		      const struct fig *figs, size_t n)
 {
-	char bucket[96], sum[96], count[96], le[NB][24];
+	char bucket[96], sum[96], count[96], le[DW_HIST_COARSE][24];
 	size_t lb = snprintf(bucket, sizeof(bucket), "%s_bucket", name);
 	size_t ls = snprintf(sum, sizeof(sum), "%s_sum", name);
 	size_t lc = snprintf(count, sizeof(count), "%s_count", name);
 
-	for (unsigned b = 0; b < NB; b++)
-		snprintf(le[b], sizeof(le[b]), ",le=\"%s\"", bounds[b].le);
+	for (unsigned b = 0; b < DW_HIST_COARSE; b++)
+		snprintf(le[b], sizeof(le[b]), ",le=\"%s\"", dw_hist_coarse_le(b));
 	family(o, name, "histogram", help);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t acc = 0;
 
-		for (unsigned b = 0; b < NB; b++) {
+		for (unsigned b = 0; b < DW_HIST_COARSE; b++) {
 			acc += figs[i].hist[kind][b];
 			series(o, bucket, lb, &figs[i], le[b]);
 			put_u64(o, acc);
@@ -881,10 +694,6 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 
 	if (!m.started)
 		return;
-	if (track(c)) {
-		dw_err("out of memory for the metrics' histograms");
-		return;
-	}
 	if (m.figs_cap < deps->n) {
 		struct fig *p = realloc(m.figs, deps->n * sizeof(*p));
 

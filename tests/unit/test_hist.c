@@ -165,6 +165,35 @@ static void test_contiguous(void **state)
 	}
 }
 
+/*
+ * Each fine bucket counts in the smallest coarse bucket whose bound holds
+ * its whole range; a coarse count never holds a call above its bound, and
+ * the only fine buckets that straddle a bound are at most 6.25% wide.
+ */
+static void test_coarse_buckets(void **state)
+{
+	unsigned b, c, prev = 0;
+
+	(void)state;
+	assert_int_equal(dw_hist_coarse_ns(DW_HIST_COARSE - 1), UINT64_MAX);
+	assert_string_equal(dw_hist_coarse_le(DW_HIST_COARSE - 1), "+Inf");
+	assert_string_equal(dw_hist_coarse_le(0), "0.001");
+	for (c = 1; c < DW_HIST_COARSE; c++)
+		assert_true(dw_hist_coarse_ns(c) > dw_hist_coarse_ns(c - 1));
+	for (b = 0; b < DW_HIST_BUCKETS; b++) {
+		c = dw_hist_coarse_of(b);
+		assert_true(c < DW_HIST_COARSE);
+		assert_true(c >= prev);
+		prev = c;
+		assert_true(dw_hist_upper_ns(b) <= dw_hist_coarse_ns(c));
+		if (c > 0 && dw_hist_lower_ns(b) < dw_hist_coarse_ns(c - 1))
+			assert_true((dw_hist_upper_ns(b) - dw_hist_lower_ns(b)) * 16 <= dw_hist_lower_ns(b));
+	}
+	assert_int_equal(dw_hist_coarse_of(dw_hist_bucket(900000)), 0);
+	assert_int_equal(dw_hist_coarse_of(dw_hist_bucket(9000000000ULL)), 12);
+	assert_int_equal(dw_hist_coarse_of(DW_HIST_BUCKETS - 1), DW_HIST_COARSE - 1);
+}
+
 static void test_monotonic(void **state)
 {
 	uint64_t seed = 7, a, c;
@@ -291,6 +320,7 @@ int main(void)
 	    cmocka_unit_test(test_percentile_rank_rounding),
 	    cmocka_unit_test(test_percentile_uniform),
 	    cmocka_unit_test(test_percentile_last_bucket),
+	    cmocka_unit_test(test_coarse_buckets),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -88,3 +88,35 @@ double dw_hist_percentile_ns(const uint64_t *counts, double q)
 	}
 	return dw_hist_value_ns(DW_HIST_BUCKETS - 1); /* not reached */
 }
+
+static const struct {
+	uint64_t ns;
+	const char *le;
+} coarse[DW_HIST_COARSE] = {
+	{ 1000000ULL, "0.001" },	{ 2500000ULL, "0.0025" },	{ 5000000ULL, "0.005" },
+	{ 10000000ULL, "0.01" },	{ 25000000ULL, "0.025" },	{ 50000000ULL, "0.05" },
+	{ 100000000ULL, "0.1" },	{ 250000000ULL, "0.25" },	{ 500000000ULL, "0.5" },
+	{ 1000000000ULL, "1" },		{ 2500000000ULL, "2.5" },	{ 5000000000ULL, "5" },
+	{ 10000000000ULL, "10" },	{ 30000000000ULL, "30" },	{ 60000000000ULL, "60" },
+	{ UINT64_MAX, "+Inf" },
+};
+
+uint64_t dw_hist_coarse_ns(unsigned i)
+{
+	return i < DW_HIST_COARSE ? coarse[i].ns : UINT64_MAX;
+}
+
+const char *dw_hist_coarse_le(unsigned i)
+{
+	return i < DW_HIST_COARSE ? coarse[i].le : "+Inf";
+}
+
+unsigned dw_hist_coarse_of(unsigned b)
+{
+	uint64_t upper = dw_hist_upper_ns(b);
+	unsigned i = 0;
+
+	while (i < DW_HIST_COARSE - 1 && upper > coarse[i].ns)
+		i++;
+	return i;
+}

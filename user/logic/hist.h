@@ -29,4 +29,24 @@ uint64_t dw_hist_total(const uint64_t *counts);
  */
 double dw_hist_percentile_ns(const uint64_t *counts, double q);
 
+/*
+ * The coarse buckets a latency histogram is exported with (Prometheus
+ * `le` bounds): DW_HIST_COARSE of them, the last one +Inf. A fine bucket
+ * counts in the smallest coarse bucket whose bound is at or above its
+ * (exclusive) upper bound, so a count at a bound never holds a call slower
+ * than the bound, and misses at most the calls of the one fine bucket that
+ * straddles it: exact up to that bucket's width, at most 6.25% of its
+ * lower bound.
+ */
+#define DW_HIST_COARSE 16
+
+/* Upper bound of coarse bucket i in ns (UINT64_MAX: +Inf, also for i out of range). */
+uint64_t dw_hist_coarse_ns(unsigned i);
+
+/* Its `le` text: "0.001" ... "60", "+Inf". */
+const char *dw_hist_coarse_le(unsigned i);
+
+/* The coarse bucket fine bucket b counts in. */
+unsigned dw_hist_coarse_of(unsigned b);
+
 #endif /* DW_HIST_H */
