@@ -144,28 +144,6 @@ struct parser {
 };
 
 /*
- * Echoed user text is cut to CLIP_MAX bytes: a 4 KiB value would otherwise
- * push the useful part of the message out of err.
- */
-#define CLIP_MAX 80
-#define CLIP_BUF (CLIP_MAX + 4)
-
-static const char *clip(const char *s, char *buf)
-{
-	size_t n = strlen(s);
-
-	if (n <= CLIP_MAX)
-		return s;
-	n = CLIP_MAX;
-	/* back up to the start of a UTF-8 sequence rather than split one */
-	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	memcpy(buf, s, n);
-	memcpy(buf + n, "...", 4);
-	return buf;
-}
-
-/*
  * Records "SRC:LINE: message" unless an earlier error is already there.
  * While reading lines the first error stops the parse anyway; the checks
  * that need the whole file report everything and the earliest (by line,
@@ -385,22 +363,22 @@ static const char *home_of(const char *key, enum section sec)
 static int fail_unknown_key(struct parser *p, const char *key)
 {
 	const char *hint = suggest_key(key, p->sec), *home = home_of(key, p->sec);
-	char sec[DW_DEP_NAME_MAX + 16], c[CLIP_BUF];
+	char sec[DW_DEP_NAME_MAX + 16], c[DW_CLIP_BUF];
 
 	section_name(p, sec, sizeof(sec));
 	if (home)
 		return fail(p, "%s belongs in %s, not in %s", key, home, sec);
 	if (hint)
-		return fail(p, "unknown key '%s' in %s (did you mean '%s'?)", clip(key, c), sec,
+		return fail(p, "unknown key '%s' in %s (did you mean '%s'?)", dw_clip(key, c), sec,
 			    hint);
-	return fail(p, "unknown key '%s' in %s", clip(key, c), sec);
+	return fail(p, "unknown key '%s' in %s", dw_clip(key, c), sec);
 }
 
 static int fail_value(struct parser *p, const struct key_def *k, const char *val)
 {
-	char lo[DW_DURATION_STRLEN], hi[DW_DURATION_STRLEN], c[CLIP_BUF];
+	char lo[DW_DURATION_STRLEN], hi[DW_DURATION_STRLEN], c[DW_CLIP_BUF];
 
-	val = clip(val, c);
+	val = dw_clip(val, c);
 	switch (k->kind) {
 	case KIND_DURATION:
 		dw_format_duration(k->min, lo, sizeof(lo));
@@ -489,186 +467,6 @@ static void copy_key(const struct key_def *k, struct dw_dep_settings *dst,
 	memcpy((char *)dst + k->off, (const char *)src + k->off, kind_size(k->kind));
 }
 
-/* ---- matches ---- */
-
-static unsigned max_bits(int family)
-{
-	return family == AF_INET ? 32 : 128;
-}
-
-/* Zeroes the bits of a after the first len. */
-static void mask_prefix(uint8_t *a, unsigned len)
-{
-	unsigned i;
-
-	for (i = 0; i < 16; i++) {
-		if (len >= 8 * (i + 1))
-			continue;
-		a[i] &= len > 8 * i ? (uint8_t)(0xff << (8 - (len - 8 * i))) : 0;
-	}
-}
-
-/* Whether the first prefix_len bits of a are m's. */
-static bool prefix_covers(const struct dw_match *m, const uint8_t *a)
-{
-	unsigned full = m->prefix_len / 8, rest = m->prefix_len % 8;
-	uint8_t mask;
-
-	if (memcmp(m->addr, a, full))
-		return false;
-	if (rest == 0)
-		return true;
-	mask = 0xff << (8 - rest);
-	return ((m->addr[full] ^ a[full]) & mask) == 0;
-}
-
-static bool is_v4_mapped(const uint8_t *a)
-{
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	return memcmp(a, pfx, sizeof(pfx)) == 0;
-}
-
-/* The kernel side counts ::ffff:a.b.c.d as IPv4, so matches have to as well. */
-static void normalise_mapped(struct dw_match *m)
-{
-	if (m->family != AF_INET6 || m->prefix_len < 96 || !is_v4_mapped(m->addr))
-		return;
-	m->family = AF_INET;
-	m->prefix_len -= 96;
-	memmove(m->addr, m->addr + 12, 4);
-	memset(m->addr + 4, 0, 12);
-}
-
-void dw_match_format(const struct dw_match *m, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN], ports[16] = "";
-
-	if (len == 0)
-		return;
-	if ((m->family != AF_INET && m->family != AF_INET6) ||
-	    !inet_ntop(m->family, m->addr, a, sizeof(a))) {
-		snprintf(buf, len, "?");
-		return;
-	}
-	if (m->port_lo == m->port_hi)
-		snprintf(ports, sizeof(ports), ":%u", m->port_lo);
-	else if (m->port_lo != 0 || m->port_hi != 65535)
-		snprintf(ports, sizeof(ports), ":%u-%u", m->port_lo, m->port_hi);
-	if (m->family == AF_INET)
-		snprintf(buf, len, "%s/%u%s", a, m->prefix_len, ports);
-	else
-		snprintf(buf, len, "[%s/%u]%s", a, m->prefix_len, ports);
-}
-
-/* "PORT" or "LOW-HIGH" into m; s NULL: all ports. */
-static int parse_ports(struct parser *p, const char *text, char *s, struct dw_match *m)
-{
-	char c[CLIP_BUF], *dash;
-	uint64_t lo, hi;
-
-	m->port_lo = 0;
-	m->port_hi = 65535;
-	if (!s)
-		return 0;
-	dash = strchr(s, '-');
-	if (dash)
-		*dash = '\0';
-	if (dw_parse_uint(s, 1, 65535, &lo) || (dash && dw_parse_uint(dash + 1, 1, 65535, &hi)))
-		return fail(p, "match '%s': bad port range: ports are 1 to 65535, as PORT or LOW-HIGH",
-			    clip(text, c));
-	if (!dash)
-		hi = lo;
-	if (lo > hi)
-		return fail(p, "match '%s': bad port range: %llu is above %llu", clip(text, c),
-			    (unsigned long long)lo, (unsigned long long)hi);
-	m->port_lo = lo;
-	m->port_hi = hi;
-	return 0;
-}
-
-/* "ADDR[/LEN]" of family into m. */
-static int parse_prefix(struct parser *p, const char *text, char *s, int family,
-			struct dw_match *m)
-{
-	char c[CLIP_BUF], c2[CLIP_BUF], *slash = strchr(s, '/');
-	uint64_t len = max_bits(family);
-
-	if (slash) {
-		*slash = '\0';
-		if (dw_parse_uint(slash + 1, 0, max_bits(family), &len))
-			return fail(p, "match '%s': prefix length '/%s' is not 0 to %u",
-				    clip(text, c), clip(slash + 1, c2), max_bits(family));
-	}
-	memset(m->addr, 0, sizeof(m->addr));
-	if (inet_pton(family, s, m->addr) != 1) {
-		if (family == AF_INET)
-			return fail(p, "match '%s': '%s' is not an IPv4 address (IPv6 goes in brackets: [2001:db8::/32]:443)",
-				    clip(text, c), clip(s, c2));
-		return fail(p, "match '%s': '%s' is not an IPv6 address", clip(text, c),
-			    clip(s, c2));
-	}
-	m->family = family;
-	m->prefix_len = len;
-	return 0;
-}
-
-/* Bits past the prefix mean a typo more often than not: refuse them. */
-static int check_host_bits(struct parser *p, const char *text, const struct dw_match *m)
-{
-	char c[CLIP_BUF], net[DW_MATCH_STRLEN];
-	struct dw_match masked = *m;
-
-	mask_prefix(masked.addr, m->prefix_len);
-	if (memcmp(masked.addr, m->addr, sizeof(m->addr)) == 0)
-		return 0;
-	dw_match_format(&masked, net, sizeof(net));
-	return fail(p, "match '%s': host bits set (did you mean '%s'?)", clip(text, c), net);
-}
-
-/* CIDR[:PORT[-PORT]], IPv6 as [CIDR][:PORT[-PORT]]. */
-static int parse_match(struct parser *p, const char *text, struct dw_match *m)
-{
-	char buf[DW_CONFIG_MAX_LINE + 1], c[CLIP_BUF], c2[CLIP_BUF];
-	char *addr = buf, *ports, *close;
-	int family = AF_INET, err;
-
-	memset(m, 0, sizeof(*m));
-	snprintf(buf, sizeof(buf), "%s", text);
-	if (buf[0] == '[') {
-		family = AF_INET6;
-		addr = buf + 1;
-		close = strchr(addr, ']');
-		if (!close)
-			return fail(p, "match '%s': missing ']' after the IPv6 address",
-				    clip(text, c));
-		*close = '\0';
-		ports = close + 1;
-		if (*ports && *ports != ':')
-			return fail(p, "match '%s': unexpected '%s' after ']'", clip(text, c),
-				    clip(ports, c2));
-	} else {
-		ports = strchr(buf, ':');
-		if (ports && strchr(ports + 1, ':'))
-			return fail(p, "match '%s': IPv6 addresses go in brackets, as in [2001:db8::/32]:443",
-				    clip(text, c));
-	}
-	if (ports && *ports == ':')
-		*ports++ = '\0';
-	else
-		ports = NULL;
-	err = parse_prefix(p, text, addr, family, m);
-	if (!err)
-		err = parse_ports(p, text, ports, m);
-	if (!err)
-		err = check_host_bits(p, text, m);
-	if (err)
-		return err;
-	normalise_mapped(m);
-	m->line = p->line;
-	return 0;
-}
-
 /* ---- sections and settings ---- */
 
 static bool valid_name(const char *s)
@@ -698,14 +496,14 @@ static int begin_defaults(struct parser *p)
 static int begin_dep(struct parser *p, const char *name)
 {
 	struct pdep *d;
-	char c[CLIP_BUF];
+	char c[DW_CLIP_BUF];
 	unsigned cap;
 
 	if (!*name)
 		return fail(p, "missing dependency name: [dependency NAME]");
 	if (!valid_name(name))
 		return fail(p, "invalid dependency name '%s': use 1 to %d of A-Z a-z 0-9 _ . -",
-			    clip(name, c), DW_DEP_NAME_MAX);
+			    dw_clip(name, c), DW_DEP_NAME_MAX);
 	if (p->ndeps == p->cap) {
 		cap = p->cap ? 2 * p->cap : 8;
 		d = realloc(p->deps, cap * sizeof(*d));
@@ -726,14 +524,14 @@ static int begin_dep(struct parser *p, const char *name)
 static int begin_service(struct parser *p, const char *name)
 {
 	struct psvc *s;
-	char c[CLIP_BUF];
+	char c[DW_CLIP_BUF];
 	unsigned cap;
 
 	if (!*name)
 		return fail(p, "missing service name: [service NAME]");
 	if (!valid_name(name))
 		return fail(p, "invalid service name '%s': use 1 to %d of A-Z a-z 0-9 _ . -",
-			    clip(name, c), DW_DEP_NAME_MAX);
+			    dw_clip(name, c), DW_DEP_NAME_MAX);
 	if (p->nsvcs == p->svc_cap) {
 		cap = p->svc_cap ? 2 * p->svc_cap : 4;
 		s = realloc(p->svcs, cap * sizeof(*s));
@@ -761,13 +559,13 @@ static bool starts_word(const char *s, const char *word)
 /* s: a trimmed line starting with '['. */
 static int parse_section(struct parser *p, char *s)
 {
-	char c[CLIP_BUF], *close = strchr(s, ']'), *inner;
+	char c[DW_CLIP_BUF], *close = strchr(s, ']'), *inner;
 
 	if (!close)
-		return fail(p, "unterminated section header '%s': missing ']'", clip(s, c));
+		return fail(p, "unterminated section header '%s': missing ']'", dw_clip(s, c));
 	if (close[1])
 		return fail(p, "unexpected '%s' after the section header",
-			    clip(trim(close + 1), c));
+			    dw_clip(trim(close + 1), c));
 	*close = '\0';
 	inner = trim(s + 1);
 	if (strcmp(inner, "defaults") == 0)
@@ -777,7 +575,7 @@ static int parse_section(struct parser *p, char *s)
 	if (starts_word(inner, "service"))
 		return begin_service(p, trim(inner + 7));
 	return fail(p, "unknown section '[%s]': expected [defaults], [dependency NAME] or [service NAME]",
-		    clip(inner, c));
+		    dw_clip(inner, c));
 }
 
 static int add_match(struct parser *p, const char *val)
@@ -785,11 +583,15 @@ static int add_match(struct parser *p, const char *val)
 	struct pdep *d = &p->deps[p->ndeps - 1];
 	struct dw_match m, *ms;
 	unsigned cap;
+	char why[DW_CONFIG_MAX_LINE];
 	int err;
 
-	err = parse_match(p, val, &m);
+	err = dw_match_parse(val, &m, why, sizeof(why));
+	if (err == -EINVAL)
+		return fail(p, "%s", why);
 	if (err)
 		return err;
+	m.line = p->line;
 	if (d->dep.nmatches == d->mcap) {
 		cap = d->mcap ? 2 * d->mcap : 4;
 		ms = realloc(d->dep.matches, cap * sizeof(*ms));
@@ -804,7 +606,7 @@ static int add_match(struct parser *p, const char *val)
 
 static int set_facility(struct parser *p, const char *val)
 {
-	char c[CLIP_BUF];
+	char c[DW_CLIP_BUF];
 	size_t i;
 
 	if (p->sec != SEC_DEFAULTS)
@@ -821,7 +623,7 @@ static int set_facility(struct parser *p, const char *val)
 		}
 	}
 	return fail(p, "syslog_facility: '%s' is not daemon, user or local0 to local7",
-		    clip(val, c));
+		    dw_clip(val, c));
 }
 
 /*
@@ -857,7 +659,7 @@ static int set_cgroup(struct parser *p, const char *val)
 {
 	size_t n = strlen(val), at;
 	const char *why;
-	char c[CLIP_BUF];
+	char c[DW_CLIP_BUF];
 
 	if (p->sec != SEC_DEFAULTS)
 		return fail(p, "enforce_cgroup belongs in [defaults], not in [dependency %s]",
@@ -870,7 +672,7 @@ static int set_cgroup(struct parser *p, const char *val)
 		return fail(p, "enforce_cgroup: the path %s (0x%02x at byte %zu)", why,
 			    (unsigned char)val[at - 1], at);
 	if (why)
-		return fail(p, "enforce_cgroup: '%s' %s", clip(val, c), why);
+		return fail(p, "enforce_cgroup: '%s' %s", dw_clip(val, c), why);
 	memcpy(p->cgroup, val, n + 1);
 	p->cgroup_line = p->line;
 	return 0;
@@ -917,7 +719,7 @@ static int set_timeout(struct parser *p, const char *val)
 /* PORT, LOW-HIGH or cgroup:/PATH. */
 static int set_listen(struct parser *p, struct psvc *s, char *val)
 {
-	char c[CLIP_BUF], *dash, *path;
+	char c[DW_CLIP_BUF], *dash, *path;
 	uint64_t lo, hi;
 	const char *why;
 	size_t n, at;
@@ -934,7 +736,7 @@ static int set_listen(struct parser *p, struct psvc *s, char *val)
 			return fail(p, "listen: the cgroup path %s (0x%02x at byte %zu)", why,
 				    (unsigned char)path[at - 1], at);
 		if (why)
-			return fail(p, "listen: cgroup '%s' %s", clip(path, c), why);
+			return fail(p, "listen: cgroup '%s' %s", dw_clip(path, c), why);
 		memcpy(s->svc.cgroup, path, n + 1);
 		s->listen_line = p->line;
 		return 0;
@@ -946,7 +748,7 @@ static int set_listen(struct parser *p, struct psvc *s, char *val)
 		if (dash)
 			*dash = '-';
 		return fail(p, "listen: '%s' is not a port (1 to 65535), a range LOW-HIGH or cgroup:/PATH",
-			    clip(val, c));
+			    dw_clip(val, c));
 	}
 	if (!dash)
 		hi = lo;
@@ -965,7 +767,7 @@ static int set_listen(struct parser *p, struct psvc *s, char *val)
  */
 static int set_path(struct parser *p, struct psvc *s, char *val)
 {
-	char c[CLIP_BUF], *names, *out, *tok, *next;
+	char c[DW_CLIP_BUF], *names, *out, *tok, *next;
 	unsigned n = 0;
 	size_t len;
 	int err;
@@ -991,7 +793,7 @@ static int set_path(struct parser *p, struct psvc *s, char *val)
 		if (!valid_name(tok)) {
 			free(names);
 			return fail(p, "path: '%s' is not a dependency name (1 to %d of A-Z a-z 0-9 _ . -)",
-				    clip(tok, c), DW_DEP_NAME_MAX);
+				    dw_clip(tok, c), DW_DEP_NAME_MAX);
 		}
 		len = strlen(tok) + 1;
 		memcpy(out, tok, len);
@@ -1058,21 +860,21 @@ static int set_key(struct parser *p, int k, const char *val)
 /* s: a trimmed, non-empty line that is not a section header. */
 static int parse_setting(struct parser *p, char *s)
 {
-	char c[CLIP_BUF], *eq = strchr(s, '='), *key, *val;
+	char c[DW_CLIP_BUF], *eq = strchr(s, '='), *key, *val;
 	int k;
 
 	if (!eq)
-		return fail(p, "expected 'key = value' or '[section]', not '%s'", clip(s, c));
+		return fail(p, "expected 'key = value' or '[section]', not '%s'", dw_clip(s, c));
 	*eq = '\0';
 	key = trim(s);
 	val = trim(eq + 1);
 	if (!*key)
 		return fail(p, "empty key before '='");
 	if (!*val)
-		return fail(p, "empty value for '%s'", clip(key, c));
+		return fail(p, "empty value for '%s'", dw_clip(key, c));
 	if (p->sec == SEC_NONE)
 		return fail(p, "'%s' is outside any section: start with [defaults], [dependency NAME] or [service NAME]",
-			    clip(key, c));
+			    dw_clip(key, c));
 	if (p->sec == SEC_SERVICE)
 		return set_service_key(p, key, val);
 	if (strcmp(key, "match") == 0) {
@@ -1212,149 +1014,16 @@ static struct pdep *find_dep(struct parser *p, struct pdep *const *sorted, const
 	return d ? *d : NULL;
 }
 
-struct mref {
-	const struct dw_match *m;
-	const char *dep;
-	unsigned group_end;	/* index after the last mref with the same prefix */
-};
-
-static int cmp_mref(const void *a, const void *b)
+/* A problem dw_match_check found, as parse errors are: the earliest is kept. */
+static void report_match(void *ctx, int line, int sub, const char *msg)
 {
-	const struct dw_match *x = ((const struct mref *)a)->m, *y = ((const struct mref *)b)->m;
-	int c;
-
-	if (x->family != y->family)
-		return x->family - y->family;
-	c = memcmp(x->addr, y->addr, sizeof(x->addr));
-	if (c)
-		return c;
-	if (x->prefix_len != y->prefix_len)
-		return x->prefix_len - y->prefix_len;
-	if (x->port_lo != y->port_lo)
-		return x->port_lo - y->port_lo;
-	return y->port_hi - x->port_hi;	/* wider first */
-}
-
-static bool same_prefix(const struct dw_match *x, const struct dw_match *y)
-{
-	return x->family == y->family && x->prefix_len == y->prefix_len &&
-	       memcmp(x->addr, y->addr, sizeof(x->addr)) == 0;
-}
-
-/* Whether x's ports are all y's. */
-static bool ports_within(const struct dw_match *x, const struct dw_match *y)
-{
-	return x->port_lo >= y->port_lo && x->port_hi <= y->port_hi;
-}
-
-static bool ports_meet(const struct dw_match *x, const struct dw_match *y)
-{
-	return x->port_lo <= y->port_hi && y->port_lo <= x->port_hi;
-}
-
-/*
- * a's prefix covers b's and their ports intersect: fine if b is strictly
- * more specific (or a is, for equal prefixes), since that one wins lookups.
- */
-static bool has_winner(const struct dw_match *a, const struct dw_match *b)
-{
-	if (b->prefix_len > a->prefix_len)
-		return ports_within(b, a);
-	if (a->port_lo == b->port_lo && a->port_hi == b->port_hi)
-		return false;
-	return ports_within(b, a) || ports_within(a, b);
-}
-
-static void report_overlap(struct parser *p, const struct mref *x, const struct mref *y)
-{
-	char later[DW_MATCH_STRLEN], earlier[DW_MATCH_STRLEN];
-
-	if (x->m->line < y->m->line) {
-		const struct mref *t = x;
-
-		x = y;
-		y = t;
-	}
-	dw_match_format(x->m, later, sizeof(later));
-	dw_match_format(y->m, earlier, sizeof(earlier));
-	fail_at(p, x->m->line, y->m->line,
-		"match '%s' overlaps '%s:%d' with no more specific winner ('%s' of [dependency %s])",
-		later, p->src, y->m->line, earlier, y->dep);
-}
-
-/*
- * In (family, address, prefix length) order, the matches a prefix covers
- * follow it as one run, so each match is only compared with what it
- * covers. Equal prefixes are further sorted by port, and a run of them
- * is left as soon as the ports have passed.
- */
-static void scan_overlaps(struct parser *p, const struct mref *r, unsigned n)
-{
-	const struct dw_match *a, *b;
-	unsigned i, j;
-
-	for (i = 0; i < n; i++) {
-		a = r[i].m;
-		for (j = i + 1; j < n; j++) {
-			b = r[j].m;
-			if (b->family != a->family || !prefix_covers(a, b->addr))
-				break;
-			if (b->prefix_len == a->prefix_len && b->port_lo > a->port_hi) {
-				j = r[i].group_end - 1;
-				continue;
-			}
-			if (ports_meet(a, b) && !has_winner(a, b))
-				report_overlap(p, &r[i], &r[j]);
-		}
-	}
-}
-
-/*
- * The kernel's match trie keeps, for each configured prefix, every rule
- * covering it (the same family and a shorter or equal prefix holding it,
- * whatever the ports), in at most DW_MATCH_RULES slots.
- *
- * In the sorted order a prefix comes after every prefix covering it, and
- * a prefix that does not cover the current one covers nothing later
- * either. So a stack of the distinct prefixes covering the current one,
- * each with the number of matches at or above it, is all it takes:
- * O(n * depth), the depth being at most 129 distinct prefix lengths.
- */
-static void scan_rule_limits(struct parser *p, const struct mref *r, unsigned n)
-{
-	struct {
-		const struct dw_match *m;
-		unsigned total;		/* matches with this prefix or one covering it */
-	} stack[129];
-	char text[DW_MATCH_STRLEN];
-	const struct dw_match *a;
-	unsigned i, j, depth = 0, total;
-
-	for (i = 0; i < n; i = r[i].group_end) {
-		a = r[i].m;
-		while (depth && (stack[depth - 1].m->family != a->family ||
-				 stack[depth - 1].m->prefix_len >= a->prefix_len ||
-				 !prefix_covers(stack[depth - 1].m, a->addr)))
-			depth--;
-		total = (depth ? stack[depth - 1].total : 0) + (r[i].group_end - i);
-		stack[depth].m = a;
-		stack[depth++].total = total;
-		if (total <= DW_MATCH_RULES)
-			continue;
-		/* every match of the prefix is over; the earliest line is reported */
-		for (j = i; j < r[i].group_end; j++) {
-			dw_match_format(r[j].m, text, sizeof(text));
-			fail_at(p, r[j].m->line, 0,
-				"match '%s' is covered by %u matches; at most %d can apply to one prefix",
-				text, total, DW_MATCH_RULES);
-		}
-	}
+	fail_at(ctx, line, sub, "%s", msg);
 }
 
 static int check_matches(struct parser *p)
 {
 	unsigned n = 0, i, k;
-	struct mref *r;
+	struct dw_match_ref *r;
 
 	for (i = 0; i < p->ndeps; i++)
 		n += p->deps[i].dep.nmatches;
@@ -1370,12 +1039,7 @@ static int check_matches(struct parser *p)
 			r[n++].dep = p->deps[i].dep.name;
 		}
 	}
-	qsort(r, n, sizeof(*r), cmp_mref);
-	r[n - 1].group_end = n;
-	for (i = n - 1; i-- > 0;)
-		r[i].group_end = same_prefix(r[i].m, r[i + 1].m) ? r[i + 1].group_end : i + 1;
-	scan_overlaps(p, r, n);
-	scan_rule_limits(p, r, n);
+	dw_match_check(r, n, p->src, report_match, p);
 	free(r);
 	return 0;
 }
@@ -1549,7 +1213,7 @@ static int cmp_psvc_cgroup(const void *a, const void *b)
 /* Duplicate service names, and two services on one cgroup: sorted, as for dependencies. */
 static int check_service_names(struct parser *p)
 {
-	char a[DW_CGROUP_PATH_MAX + 1], b[DW_CGROUP_PATH_MAX + 1], c[CLIP_BUF];
+	char a[DW_CGROUP_PATH_MAX + 1], b[DW_CGROUP_PATH_MAX + 1], c[DW_CLIP_BUF];
 	struct psvc **v;
 	unsigned i, n = 0;
 
@@ -1576,7 +1240,7 @@ static int check_service_names(struct parser *p)
 		if (strcmp(a, b) == 0)
 			fail_at(p, v[i]->listen_line, 0,
 				"listen: cgroup '%s' is the cgroup of [service %s] too ('%s:%d')",
-				clip(v[i]->svc.cgroup, c), v[i - 1]->svc.name, p->src,
+				dw_clip(v[i]->svc.cgroup, c), v[i - 1]->svc.name, p->src,
 				v[i - 1]->listen_line);
 	}
 	free(v);
@@ -1870,44 +1534,6 @@ int dw_service_path_timeout(const struct dw_config *cfg, const struct dw_service
 	}
 	*sum_ns = sum;
 	return ret;
-}
-
-/* True if m is more specific than best (or there is no best yet). */
-static bool more_specific(const struct dw_match *m, const struct dw_match *best)
-{
-	if (!best || m->prefix_len != best->prefix_len)
-		return !best || m->prefix_len > best->prefix_len;
-	return m->port_hi - m->port_lo < best->port_hi - best->port_lo;
-}
-
-int dw_config_lookup(const struct dw_config *cfg, int family, const uint8_t *addr, uint16_t port)
-{
-	const struct dw_match *m, *best = NULL;
-	uint8_t a[16] = { 0 };
-	unsigned i, k;
-	int idx = -1;
-
-	if (!cfg || !addr)
-		return -1;
-	if (family == AF_INET6 && is_v4_mapped(addr)) {
-		family = AF_INET;
-		memcpy(a, addr + 12, 4);
-	} else if (family == AF_INET || family == AF_INET6) {
-		memcpy(a, addr, family == AF_INET ? 4 : 16);
-	} else {
-		return -1;
-	}
-	for (i = 0; i < cfg->ndeps; i++) {
-		for (k = 0; k < cfg->deps[i].nmatches; k++) {
-			m = &cfg->deps[i].matches[k];
-			if (m->family != family || port < m->port_lo || port > m->port_hi ||
-			    !prefix_covers(m, a) || !more_specific(m, best))
-				continue;
-			best = m;
-			idx = i;
-		}
-	}
-	return idx;
 }
 
 static void describe_value(struct dw_buf *out, const struct key_def *k,
