@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "collect.h"
 #include "commands.h"
+#include "config_file.h"
 #include "control.h"
 #include "alert.h"
 #include "deps.h"

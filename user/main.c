@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include "commands.h"
+#include "config_file.h"
 #include "control.h"
 #include "logic/config.h"
-#include <unistd.h>
-#include <sys/stat.h>
 
 static const char usage[] =
 	"usage: depwatch <command> [options]\n"
@@ -33,47 +32,6 @@ int dw_usage_error(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	return -EINVAL;
-}
-
-const char *dw_config_path(const char *given)
-{
-	if (given)
-		return given;
-	return access(DW_DEFAULT_CONFIG, F_OK) == 0 ? DW_DEFAULT_CONFIG : NULL;
-}
-
-/*
- * The daemon runs as root and can refuse connections on its config's say:
- * a file anyone but root could have written is refused (check agrees).
- */
-static int config_trusted(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return 0;	/* dw_config_load says why */
-	if (st.st_uid != 0) {
-		snprintf(err, errlen, "%s: owned by uid %u, not root: refused, since others could change what depwatch enforces",
-			 path, st.st_uid);
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "%s: group- or world-writable (mode %04o): refused, since others could change what depwatch enforces",
-			 path, st.st_mode & 07777);
-		return -EPERM;
-	}
-	return 0;
-}
-
-int dw_config_read(const char *path, struct dw_config *cfg, char *err, size_t errlen)
-{
-	if (!path) {
-		dw_config_defaults(cfg);
-		return 0;
-	}
-	if (config_trusted(path, err, errlen))
-		return -EPERM;
-	return dw_config_load(path, cfg, err, errlen) ? -EINVAL : 0;
 }
 
 int dw_cmd_check(int argc, char **argv)

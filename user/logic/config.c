@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <syslog.h>
-#include <unistd.h>
 
 #include "config.h"
 #include "dwtypes.h"
@@ -1706,99 +1702,4 @@ void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out)
 	}
 	for (i = 0; i < cfg->nservices; i++)
 		describe_service(out, cfg, &cfg->services[i]);
-}
-
-/* ---- the one function that does I/O ---- */
-
-static int io_fail(const char *path, int e, char *err, size_t errlen)
-{
-	char buf[128];
-
-	fail_file(path, err, errlen, "%s", strerror_r(e, buf, sizeof(buf)));
-	return -e;
-}
-
-/* Why fstat() rules the file out, before any of it is read. */
-static int refuse(const char *path, const struct stat *st, char *err, size_t errlen)
-{
-	if (S_ISDIR(st->st_mode)) {
-		fail_file(path, err, errlen, "is a directory");
-		return -EISDIR;
-	}
-	if (!S_ISREG(st->st_mode))
-		return fail_file(path, err, errlen, "is not a regular file");
-	fail_file(path, err, errlen, "file is larger than 1 MiB (%lld bytes)",
-		  (long long)st->st_size);
-	return -EFBIG;
-}
-
-/*
- * path into *text (malloc'd, *len bytes). Only a regular file: a FIFO or a
- * device could block or never end. Reads up to one byte past the cap
- * rather than trusting st_size, which /proc files report as 0 and which a
- * file being written can outgrow.
- */
-static int read_config_file(const char *path, char **text, size_t *len, char *err, size_t errlen)
-{
-	size_t n = 0, cap = DW_CONFIG_MAX_BYTES + 1;
-	struct stat st;
-	char *buf;
-	ssize_t r = 0;
-	int fd, e;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return io_fail(path, errno, err, errlen);
-	if (fstat(fd, &st)) {
-		e = errno;
-		close(fd);
-		return io_fail(path, e, err, errlen);
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > DW_CONFIG_MAX_BYTES) {
-		close(fd);
-		return refuse(path, &st, err, errlen);
-	}
-	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		return io_fail(path, ENOMEM, err, errlen);
-	}
-	while (n < cap) {
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += r;
-	}
-	e = r < 0 ? errno : 0;
-	close(fd);
-	if (e) {
-		free(buf);
-		return io_fail(path, e, err, errlen);
-	}
-	if (n > DW_CONFIG_MAX_BYTES) {
-		free(buf);
-		fail_file(path, err, errlen, "file is larger than 1 MiB");
-		return -EFBIG;
-	}
-	*text = buf;
-	*len = n;
-	return 0;
-}
-
-int dw_config_load(const char *path, struct dw_config *cfg, char *err, size_t errlen)
-{
-	char *text = NULL;	/* set on success only; gcc -O3 cannot tell */
-	size_t len = 0;
-	int ret;
-
-	if (err && errlen)
-		err[0] = '\0';
-	ret = read_config_file(path, &text, &len, err, errlen);
-	if (ret)
-		return ret;
-	ret = dw_config_parse(path, text, len, cfg, err, errlen);
-	free(text);
-	return ret;
 }

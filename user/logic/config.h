@@ -23,9 +23,9 @@
  * (and every dependency on the path of a service with a deadline needs a
  * timeout). Sections may come in any order; paths are resolved at the end.
  *
- * Everything except dw_config_load() is pure: text in, struct out. Errors
- * are one line, "FILE:LINE: what is wrong", and parsing stops at the first.
- * Errors about the file as a whole (missing, too big) are "FILE: ...".
+ * Pure: text in, struct out; reading the file is user/config_file.c's.
+ * Errors are one line, "FILE:LINE: what is wrong", and parsing stops at
+ * the first. Errors about the text as a whole (too big) are "FILE: ...".
  *
  * The kernel's limits are config errors too, so `depwatch check` finds
  * them: at most DW_MAX_DEPS - 1 dependencies, and at most DW_MATCH_RULES
@@ -125,14 +125,6 @@ void dw_config_defaults(struct dw_config *cfg);
  */
 int dw_config_parse(const char *source_name, const char *text, size_t len,
 		    struct dw_config *cfg, char *err, size_t errlen);
-
-/*
- * The only I/O here: reads path (a regular file of at most
- * DW_CONFIG_MAX_BYTES) and parses it with path as the source name.
- * I/O errors are "PATH: <strerror>", "PATH: is a directory", ... and
- * return a negative errno.
- */
-int dw_config_load(const char *path, struct dw_config *cfg, char *err, size_t errlen);
 
 /* Frees what parse allocated and zeroes cfg; safe on a zeroed cfg, and twice. */
 void dw_config_free(struct dw_config *cfg);
