@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,29 +17,11 @@ const char *dw_config_path(const char *given)
 	return access(DW_DEFAULT_CONFIG, F_OK) == 0 ? DW_DEFAULT_CONFIG : NULL;
 }
 
-/* "PATH: message" into err, as the parser words errors about a file as a whole. */
-static int __attribute__((format(printf, 4, 5)))
-fail_file(const char *path, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!err || errlen == 0)
-		return -EINVAL;
-	n = snprintf(err, errlen, "%s: ", path);
-	if (n < 0 || (size_t)n >= errlen)
-		return -EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - n, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static int io_fail(const char *path, int e, char *err, size_t errlen)
 {
 	char buf[128];
 
-	fail_file(path, err, errlen, "%s", strerror_r(e, buf, sizeof(buf)));
+	dw_config_error(path, err, errlen, "%s", strerror_r(e, buf, sizeof(buf)));
 	return -e;
 }
 
@@ -48,12 +29,12 @@ static int io_fail(const char *path, int e, char *err, size_t errlen)
 static int refuse(const char *path, const struct stat *st, char *err, size_t errlen)
 {
 	if (S_ISDIR(st->st_mode)) {
-		fail_file(path, err, errlen, "is a directory");
+		dw_config_error(path, err, errlen, "is a directory");
 		return -EISDIR;
 	}
 	if (!S_ISREG(st->st_mode))
-		return fail_file(path, err, errlen, "is not a regular file");
-	fail_file(path, err, errlen, "file is larger than 1 MiB (%lld bytes)",
+		return dw_config_error(path, err, errlen, "is not a regular file");
+	dw_config_error(path, err, errlen, "file is larger than 1 MiB (%lld bytes)",
 		  (long long)st->st_size);
 	return -EFBIG;
 }
@@ -97,7 +78,7 @@ static int read_capped(const char *path, int fd, char **text, size_t *len, char 
 	}
 	if (n > DW_CONFIG_MAX_BYTES) {
 		free(buf);
-		fail_file(path, err, errlen, "file is larger than 1 MiB");
+		dw_config_error(path, err, errlen, "file is larger than 1 MiB");
 		return -EFBIG;
 	}
 	*text = buf;

@@ -126,6 +126,13 @@ void dw_config_defaults(struct dw_config *cfg);
 int dw_config_parse(const char *source_name, const char *text, size_t len,
 		    struct dw_config *cfg, char *err, size_t errlen);
 
+/*
+ * "SRC: message" into err (cut to errlen), as errors about a file as a
+ * whole are worded; returns -EINVAL. err may be NULL.
+ */
+int dw_config_error(const char *src, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Frees what parse allocated and zeroes cfg; safe on a zeroed cfg, and twice. */
 void dw_config_free(struct dw_config *cfg);
 
