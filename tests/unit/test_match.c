@@ -175,17 +175,20 @@ static void random_config(char *buf, size_t len, uint64_t *rnd)
 	}
 }
 
-static void test_trie_agrees_with_lookup(void **state)
+/*
+ * fn on the edge-case config, then on 300 random configs that parse.
+ * Returns how many random ones it took to find them.
+ */
+static unsigned on_configs(void (*fn)(const struct dw_config *cfg, uint64_t *rnd), uint64_t seed)
 {
-	uint64_t rnd = 0x5eed;
+	uint64_t rnd = seed;
 	struct dw_config cfg;
 	unsigned tried = 0, parsed = 0;
 	char text[4096];
 
-	(void)state;
 	if (dw_config_parse("edge.conf", edge_config, strlen(edge_config), &cfg, err, sizeof(err)))
 		fail_msg("%s", err);
-	check_config(&cfg, &rnd);
+	fn(&cfg, &rnd);
 	dw_config_free(&cfg);
 	while (parsed < 300 && tried < 100000) {
 		tried++;
@@ -193,11 +196,18 @@ static void test_trie_agrees_with_lookup(void **state)
 		if (dw_config_parse("rand.conf", text, strlen(text), &cfg, err, sizeof(err)))
 			continue;
 		parsed++;
-		check_config(&cfg, &rnd);
+		fn(&cfg, &rnd);
 		dw_config_free(&cfg);
 	}
 	assert_int_equal(parsed, 300);
-	print_message("%u random configs tried for %u that parse\n", tried, parsed);
+	return tried;
+}
+
+static void test_trie_agrees_with_lookup(void **state)
+{
+	(void)state;
+	print_message("%u random configs tried for 300 that parse\n",
+		      on_configs(check_config, 0x5eed));
 }
 
 /*
@@ -263,11 +273,12 @@ static bool first_of_prefix(const struct dw_config *cfg, unsigned i, unsigned k)
 	return true;
 }
 
-static void check_same_as_naive(const struct dw_config *cfg)
+static void check_same_as_naive(const struct dw_config *cfg, uint64_t *rnd)
 {
 	struct dw_match_entry *e, want;
 	unsigned ids[64], i, k, j, n, distinct = 0;
 
+	(void)rnd;
 	for (i = 0; i < cfg->ndeps; i++)
 		ids[i] = id_of(i);
 	assert_int_equal(dw_match_entries(cfg, ids, &e, &n, NULL), 0);
@@ -290,25 +301,8 @@ static void check_same_as_naive(const struct dw_config *cfg)
 
 static void test_entries_as_before(void **state)
 {
-	uint64_t rnd = 0xbeef;
-	struct dw_config cfg;
-	unsigned parsed = 0, tried = 0;
-	char text[4096];
-
 	(void)state;
-	if (dw_config_parse("edge.conf", edge_config, strlen(edge_config), &cfg, err, sizeof(err)))
-		fail_msg("%s", err);
-	check_same_as_naive(&cfg);
-	dw_config_free(&cfg);
-	while (parsed < 300 && tried < 100000) {
-		tried++;
-		random_config(text, sizeof(text), &rnd);
-		if (dw_config_parse("rand.conf", text, strlen(text), &cfg, err, sizeof(err)))
-			continue;
-		parsed++;
-		check_same_as_naive(&cfg);
-		dw_config_free(&cfg);
-	}
+	on_configs(check_same_as_naive, 0xbeef);
 }
 
 /* A config made by hand past the kernel's rule slots: -E2BIG, and which prefix. */
