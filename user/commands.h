@@ -1,21 +1,19 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The subcommands of the depwatch binary. */
+/*
+ * The commands of the depwatch binary, one handler each, called by
+ * main.c's table with argv[0] the command's name. Each returns the exit
+ * status (cli.h). Nothing calls back into main.c.
+ */
 #ifndef DW_COMMANDS_H
 #define DW_COMMANDS_H
 
-#include <stddef.h>
-
-#define DW_DEFAULT_PIN_DIR "/sys/fs/bpf/depwatch"
-#define DW_DEFAULT_RUN_DIR "/run/depwatch"
-
+/* daemon.c */
 int dw_cmd_run(int argc, char **argv);
+/* check.c */
 int dw_cmd_check(int argc, char **argv);
-
+/* client.c: they ask the running daemon */
 int dw_cmd_status(int argc, char **argv);
-/* The live table of dependencies, worst first (top.c). */
+int dw_cmd_breaker(int argc, char **argv);
 int dw_cmd_top(int argc, char **argv);
-
-/* Prints "depwatch: <message>" to stderr and returns -EINVAL. */
-int dw_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* DW_COMMANDS_H */

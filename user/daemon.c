@@ -15,6 +15,7 @@
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
 #include "collect.h"
+#include "cli.h"
 #include "commands.h"
 #include "config_file.h"
 #include "control.h"
