@@ -98,6 +98,9 @@ $(UNIT_BINS): $(OUT)/tests/%: $(OUT)/obj-san/tests/unit/%.o $(SAN_LOGIC_OBJS) | 
 	$(call msg,UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lm -o $@
 
+# Tests of a daemon file that does no more I/O than a test can (no BPF, no root needed) link it too.
+$(OUT)/tests/test_config_file: $(OUT)/obj-san/user/config_file.o
+
 -include $(wildcard $(patsubst %.o,%.d,$(APP_OBJS) $(LOGIC_OBJS) $(SAN_LOGIC_OBJS) $(UNIT_OBJS)))
 
 unit: $(UNIT_BINS)

@@ -15,7 +15,9 @@
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
 #include "collect.h"
+#include "cli.h"
 #include "commands.h"
+#include "config_file.h"
 #include "control.h"
 #include "alert.h"
 #include "deps.h"

@@ -1,192 +1,71 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <errno.h>
-#include <getopt.h>
-#include <stdarg.h>
-#include <stdbool.h>
+/*
+ * depwatch <command> [options]: a table of the commands, as bpftool's
+ * cmds[]. Each handler lives with its concern (commands.h) and parses its
+ * own options; main only picks it.
+ */
 #include <stdio.h>
 #include <string.h>
+#include "cli.h"
 #include "commands.h"
-#include "control.h"
-#include "logic/config.h"
-#include <unistd.h>
-#include <sys/stat.h>
 
-static const char usage[] =
-	"usage: depwatch <command> [options]\n"
-	"\n"
-	"commands:\n"
-	"  run      load the BPF programs and watch every outbound TCP call (root)\n"
-	"  status   show the running daemon's figures per dependency and destination (--json)\n"
-	"  check    validate a config file and print the effective settings per dependency\n"
-	"  breaker  open|close|auto NAME: force a dependency's breaker, or hand it back\n"
-	"  top      a live table of the dependencies, worst first (one plain frame when piped)\n"
-	"\n"
-	"`depwatch <command> --help` shows a command's options.\n";
+struct cmd {
+	const char *name;
+	int (*handler)(int argc, char **argv);
+	const char *help;	/* one line of the usage */
+};
 
-int dw_usage_error(const char *fmt, ...)
+static const struct cmd cmds[] = {
+	{ "run", dw_cmd_run, "load the BPF programs and watch every outbound TCP call (root)" },
+	{ "status", dw_cmd_status,
+	  "show the running daemon's figures per dependency and destination (--json)" },
+	{ "check", dw_cmd_check,
+	  "validate a config file and print the effective settings per dependency" },
+	{ "breaker", dw_cmd_breaker,
+	  "open|close|auto NAME: force a dependency's breaker, or hand it back" },
+	{ "top", dw_cmd_top,
+	  "a live table of the dependencies, worst first (one plain frame when piped)" },
+};
+
+#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static void usage(FILE *f)
 {
-	va_list ap;
+	size_t i;
 
-	va_start(ap, fmt);
-	fputs("depwatch: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	return -EINVAL;
+	fputs("usage: depwatch <command> [options]\n\ncommands:\n", f);
+	for (i = 0; i < NCMDS; i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+	fputs("\n`depwatch <command> --help` shows a command's options.\n", f);
 }
 
-const char *dw_config_path(const char *given)
+static const struct cmd *cmd_select(const char *name)
 {
-	if (given)
-		return given;
-	return access(DW_DEFAULT_CONFIG, F_OK) == 0 ? DW_DEFAULT_CONFIG : NULL;
-}
+	size_t i;
 
-/*
- * The daemon runs as root and can refuse connections on its config's say:
- * a file anyone but root could have written is refused (check agrees).
- */
-static int config_trusted(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return 0;	/* dw_config_load says why */
-	if (st.st_uid != 0) {
-		snprintf(err, errlen, "%s: owned by uid %u, not root: refused, since others could change what depwatch enforces",
-			 path, st.st_uid);
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "%s: group- or world-writable (mode %04o): refused, since others could change what depwatch enforces",
-			 path, st.st_mode & 07777);
-		return -EPERM;
-	}
-	return 0;
-}
-
-int dw_config_read(const char *path, struct dw_config *cfg, char *err, size_t errlen)
-{
-	if (!path) {
-		dw_config_defaults(cfg);
-		return 0;
-	}
-	if (config_trusted(path, err, errlen))
-		return -EPERM;
-	return dw_config_load(path, cfg, err, errlen) ? -EINVAL : 0;
-}
-
-int dw_cmd_check(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *given = NULL, *path;
-	struct dw_config cfg;
-	struct dw_buf out = {};
-	char err[512];
-	int opt;
-
-	while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c': given = optarg; break;
-		case 'h': puts("usage: depwatch check [-c FILE]"); return 0;
-		default: return 2;
-		}
-	}
-	path = dw_config_path(given);
-	if (dw_config_read(path, &cfg, err, sizeof(err))) {
-		fprintf(stderr, "depwatch: %s\n", err);
-		return 1;
-	}
-	dw_config_describe(&cfg, &out);
-	if (!out.oom)
-		fwrite(out.data, 1, out.len, stdout);
-	dw_buf_free(&out);
-	dw_config_free(&cfg);
-	return 0;
-}
-
-int dw_cmd_status(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "pin-dir", required_argument, NULL, 'P' },
-		{ "run-dir", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *run_dir = DW_DEFAULT_RUN_DIR;
-	bool json = false;
-	int opt;
-
-	while ((opt = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'j': json = true; break;
-		case 'P': break;	/* the daemon is found by its run dir; accepted for symmetry with run */
-		case 'R': run_dir = optarg; break;
-		case 'h':
-			puts("usage: depwatch status [--json] [--pin-dir DIR] [--run-dir DIR]");
-			return 0;
-		default: return 2;
-		}
-	}
-	if (optind < argc) {
-		dw_usage_error("status: unexpected argument '%s'", argv[optind]);
-		return 2;
-	}
-	return dw_control_ask(run_dir, json ? "status json" : "status text") ? 1 : 0;
-}
-
-int dw_cmd_breaker(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "run-dir", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *run_dir = DW_DEFAULT_RUN_DIR;
-	char request[DW_REQUEST_MAX];
-	int opt;
-
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'R': run_dir = optarg; break;
-		case 'h': puts("usage: depwatch breaker open|close|auto NAME [--run-dir DIR]"); return 0;
-		default: return 2;
-		}
-	}
-	if (argc - optind != 2 || (strcmp(argv[optind], "open") && strcmp(argv[optind], "close") &&
-				   strcmp(argv[optind], "auto"))) {
-		dw_usage_error("usage: depwatch breaker open|close|auto NAME [--run-dir DIR]");
-		return 2;
-	}
-	if (strlen(argv[optind + 1]) > DW_DEP_NAME_MAX || strpbrk(argv[optind + 1], " \n")) {
-		dw_usage_error("breaker: '%s' is not a dependency name", argv[optind + 1]);
-		return 2;
-	}
-	snprintf(request, sizeof(request), "breaker %s %s", argv[optind], argv[optind + 1]);
-	return dw_control_ask(run_dir, request) ? 1 : 0;
+	for (i = 0; i < NCMDS; i++)
+		if (!strcmp(cmds[i].name, name))
+			return &cmds[i];
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	const struct cmd *c;
+
+	if (argc < 2) {
+		usage(stderr);
+		return DW_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "run"))
-		return dw_cmd_run(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "status"))
-		return dw_cmd_status(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "check"))
-		return dw_cmd_check(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "breaker"))
-		return dw_cmd_breaker(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "top"))
-		return dw_cmd_top(argc - 1, argv + 1);
-	fprintf(stderr, "depwatch: unknown command '%s'\n%s", argv[1], usage);
-	return 2;
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return DW_EXIT_OK;
+	}
+	c = cmd_select(argv[1]);
+	if (!c) {
+		fprintf(stderr, "depwatch: unknown command '%s'\n", argv[1]);
+		usage(stderr);
+		return DW_EXIT_USAGE;
+	}
+	return c->handler(argc - 1, argv + 1);
 }

@@ -7,7 +7,6 @@
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,7 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "commands.h"
 #include "control.h"
 #include "logic/parse.h"
 #include "top.h"
@@ -364,49 +362,12 @@ static int top_live(struct live *t)
 	return 0;
 }
 
-/* ---- the command ---- */
+/* ---- what client.c calls ---- */
 
-#define INTERVAL_MIN_NS 100000000ULL		/* the daemon itself polls every 250 ms */
-#define INTERVAL_MAX_NS 3600000000000ULL
-
-static const char top_usage[] = "usage: depwatch top [--run-dir DIR] [--interval DUR]";
-
-static int parse_interval(const char *s, uint64_t *ns)
+int dw_top_show(const char *run_dir, uint64_t interval_ns)
 {
-	uint64_t v;
+	struct live t = { .run_dir = run_dir, .interval_ns = interval_ns };
 
-	if (dw_parse_duration(s, &v) || v < INTERVAL_MIN_NS || v > INTERVAL_MAX_NS)
-		return dw_usage_error("top: --interval takes 100ms to 60m, not '%s'", s);
-	*ns = v;
-	return 0;
-}
-
-int dw_cmd_top(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "run-dir", required_argument, NULL, 'R' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	struct live t = { .run_dir = DW_DEFAULT_RUN_DIR, .interval_ns = 1000000000ULL };
-	int opt;
-
-	while ((opt = getopt_long(argc, argv, "i:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'R': t.run_dir = optarg; break;
-		case 'i':
-			if (parse_interval(optarg, &t.interval_ns))
-				return 2;
-			break;
-		case 'h': puts(top_usage); return 0;
-		default: return 2;
-		}
-	}
-	if (optind < argc) {
-		dw_usage_error("top: unexpected argument '%s'", argv[optind]);
-		return 2;
-	}
 	/* without a terminal to read keys from, curses would spin on end-of-file */
 	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
 		return top_plain(t.run_dir);

@@ -181,9 +181,9 @@ static void test_example_file(void **state)
 	/* enforce_cgroup is documented, commented out, in [defaults] */
 	if (!strstr(text, "local0..local7\n# enforce_cgroup = /sys/fs/cgroup/"))
 		fail_msg("%s does not show enforce_cgroup after syslog_facility", path);
-	free(text);
-	if (dw_config_load(path, &cfg, err, sizeof(err)))
+	if (dw_config_parse(path, text, n, &cfg, err, sizeof(err)))
 		fail_msg("%s", err);
+	free(text);
 	assert_documented_defaults(&cfg.defaults);
 	assert_int_equal(cfg.ndeps, 1);
 	assert_string_equal(cfg.deps[0].name, "payments");
@@ -1189,74 +1189,6 @@ static void test_describe(void **state)
 	dw_buf_free(&out);
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void test_load(void **state)
-{
-	char dir[] = "/tmp/dwconfXXXXXX", path[256], want[512];
-	struct dw_config cfg;
-	int fd;
-
-	(void)state;
-	assert_non_null(mkdtemp(dir));
-
-	snprintf(path, sizeof(path), "%s/missing.conf", dir);
-	memset(&cfg, 0x5a, sizeof(cfg));
-	assert_int_equal(dw_config_load(path, &cfg, err, sizeof(err)), -ENOENT);
-	snprintf(want, sizeof(want), "%s: No such file or directory", path);
-	assert_string_equal(err, want);
-	assert_int_equal(cfg.ndeps, 0x5a5a5a5a);
-
-	assert_int_equal(dw_config_load(dir, &cfg, err, sizeof(err)), -EISDIR);
-	snprintf(want, sizeof(want), "%s: is a directory", dir);
-	assert_string_equal(err, want);
-
-	/* a FIFO with no writer would block a plain open(): refused at once */
-	snprintf(path, sizeof(path), "%s/fifo", dir);
-	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_int_equal(dw_config_load(path, &cfg, err, sizeof(err)), -EINVAL);
-	snprintf(want, sizeof(want), "%s: is not a regular file", path);
-	assert_string_equal(err, want);
-	unlink(path);
-
-	/* too big: refused from its size, unread (sparse, so cheap) */
-	snprintf(path, sizeof(path), "%s/big.conf", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, DW_CONFIG_MAX_BYTES + 1), 0);
-	close(fd);
-	assert_int_equal(dw_config_load(path, &cfg, err, sizeof(err)), -EFBIG);
-	snprintf(want, sizeof(want), "%s: file is larger than 1 MiB", path);
-	assert_int_equal(strncmp(err, want, strlen(want)), 0);
-	unlink(path);
-
-	/* content errors carry the path as the source */
-	snprintf(path, sizeof(path), "%s/bad.conf", dir);
-	write_file(path, "[defaults]\nslow_rate = 150%\n");
-	assert_int_equal(dw_config_load(path, &cfg, err, sizeof(err)), -EINVAL);
-	snprintf(want, sizeof(want), "%s:2: slow_rate: '150%%' is not a percentage from 0%% to 100%%",
-		 path);
-	assert_string_equal(err, want);
-	unlink(path);
-
-	snprintf(path, sizeof(path), "%s/good.conf", dir);
-	write_file(path, "[dependency db]\nmatch = [::1]:5432\n");
-	assert_int_equal(dw_config_load(path, &cfg, err, sizeof(err)), 0);
-	assert_string_equal(cfg.source, path);
-	assert_int_equal(cfg.ndeps, 1);
-	assert_int_equal(lookup(&cfg, AF_INET6, "::1", 5432), 0);
-	dw_config_free(&cfg);
-	unlink(path);
-	assert_int_equal(rmdir(dir), 0);
-}
-
 /* Thousands of matches (cloud provider ranges) must not take quadratic time. */
 static void test_many_matches(void **state)
 {
@@ -2168,7 +2100,6 @@ int main(void)
 		cmocka_unit_test(test_multiplexed),
 		cmocka_unit_test(test_err_bad_multiplexed),
 		cmocka_unit_test(test_describe_multiplexed),
-		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_many_matches),
 		cmocka_unit_test(test_enforce_cgroup),
 		cmocka_unit_test(test_err_enforce_cgroup_relative),

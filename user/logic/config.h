@@ -23,9 +23,9 @@
  * (and every dependency on the path of a service with a deadline needs a
  * timeout). Sections may come in any order; paths are resolved at the end.
  *
- * Everything except dw_config_load() is pure: text in, struct out. Errors
- * are one line, "FILE:LINE: what is wrong", and parsing stops at the first.
- * Errors about the file as a whole (missing, too big) are "FILE: ...".
+ * Pure: text in, struct out; reading the file is user/config_file.c's.
+ * Errors are one line, "FILE:LINE: what is wrong", and parsing stops at
+ * the first. Errors about the text as a whole (too big) are "FILE: ...".
  *
  * The kernel's limits are config errors too, so `depwatch check` finds
  * them: at most DW_MAX_DEPS - 1 dependencies, and at most DW_MATCH_RULES
@@ -39,14 +39,13 @@
 #include <stdint.h>
 
 #include "jsonw.h"
+#include "match.h"
 
 /* Larger files are refused unread: a config is a page or two, not a log. */
 #define DW_CONFIG_MAX_BYTES (1024 * 1024)
 /* Longer lines are an error, so a line always fits a stack buffer. */
 #define DW_CONFIG_MAX_LINE 4096
 #define DW_DEP_NAME_MAX 63
-/* Room for dw_match_format() of any match, NUL included. */
-#define DW_MATCH_STRLEN 64
 /* Longest enforce_cgroup path, NUL not included. */
 #define DW_CGROUP_PATH_MAX 255
 
@@ -62,14 +61,6 @@ struct dw_dep_settings {
 	 * they are traced and shown, never judged.
 	 */
 	bool judge_multiplexed;
-};
-
-struct dw_match {
-	uint8_t family;		/* AF_INET or AF_INET6; IPv4-mapped IPv6 becomes AF_INET */
-	uint8_t prefix_len;
-	uint8_t addr[16];	/* network byte order, host bits zero; IPv4 in the first 4 */
-	uint16_t port_lo, port_hi;	/* inclusive; 0-65535 when the match names no port */
-	int line;
 };
 
 struct dw_dep_config {
@@ -136,26 +127,14 @@ int dw_config_parse(const char *source_name, const char *text, size_t len,
 		    struct dw_config *cfg, char *err, size_t errlen);
 
 /*
- * The only I/O here: reads path (a regular file of at most
- * DW_CONFIG_MAX_BYTES) and parses it with path as the source name.
- * I/O errors are "PATH: <strerror>", "PATH: is a directory", ... and
- * return a negative errno.
+ * "SRC: message" into err (cut to errlen), as errors about a file as a
+ * whole are worded; returns -EINVAL. err may be NULL.
  */
-int dw_config_load(const char *path, struct dw_config *cfg, char *err, size_t errlen);
+int dw_config_error(const char *src, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Frees what parse allocated and zeroes cfg; safe on a zeroed cfg, and twice. */
 void dw_config_free(struct dw_config *cfg);
-
-/*
- * The most specific match covering (family, addr, port): the dependency
- * index, or -1. addr is 4 bytes for AF_INET, 16 for AF_INET6; IPv4-mapped
- * IPv6 is looked up as IPv4. The config guarantees a unique winner: the
- * longest prefix, and among equal prefixes the narrowest port range.
- */
-int dw_config_lookup(const struct dw_config *cfg, int family, const uint8_t *addr, uint16_t port);
-
-/* m as config text: "10.0.3.0/24:443", "[2001:db8::/32]:80-90", "0.0.0.0/0". */
-void dw_match_format(const struct dw_match *m, char *buf, size_t len);
 
 /*
  * The timeouts along svc's path, added up, into *sum_ns. 0; -ENODATA if a

@@ -265,3 +265,18 @@ void dw_format_duration(uint64_t ns, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%s", best);
 }
+
+const char *dw_clip(const char *s, char *buf)
+{
+	size_t n = strlen(s);
+
+	if (n <= DW_CLIP_MAX)
+		return s;
+	n = DW_CLIP_MAX;
+	/* back up to the start of a UTF-8 sequence rather than split one */
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(buf, s, n);
+	memcpy(buf + n, "...", 4);
+	return buf;
+}

@@ -37,4 +37,13 @@ int dw_parse_bool(const char *s, bool *out);
  */
 void dw_format_duration(uint64_t ns, char *buf, size_t len);
 
+/*
+ * Echoed user text is cut to DW_CLIP_MAX bytes: a 4 KiB value would
+ * otherwise push the useful part of an error message out of its buffer.
+ * Returns s, or buf (DW_CLIP_BUF bytes) holding its start and "...".
+ */
+#define DW_CLIP_MAX 80
+#define DW_CLIP_BUF (DW_CLIP_MAX + 4)
+const char *dw_clip(const char *s, char *buf);
+
 #endif /* DW_PARSE_H */

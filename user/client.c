@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The client commands: status, breaker and top ask the running daemon over
+ * its control socket. Each takes the shared --run-dir and --pin-dir
+ * (cli.h); top's drawing is top.c's.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "commands.h"
+#include "control.h"
+#include "logic/config.h"
+#include "logic/parse.h"
+#include "top.h"
+
+/* ---- status ---- */
+
+static const char status_usage[] =
+	"usage: depwatch status [--json] [--pin-dir DIR] [--run-dir DIR]";
+
+static int status_opt(int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	if (opt != 'j')
+		return DW_EXIT_USAGE;
+	*(bool *)ctx = true;
+	return 0;
+}
+
+int dw_cmd_status(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{}
+	};
+	bool json = false;
+	const struct dw_cli_client cmd = { .usage = status_usage, .shortopts = "j", .own = own,
+					   .fn = status_opt, .ctx = &json };
+	struct dw_client_opts c;
+	int ret;
+
+	ret = dw_cli_client_parse(argc, argv, &cmd, &c);
+	if (ret >= 0)
+		return ret;
+	return dw_control_ask(c.run_dir, json ? "status json" : "status text") ? DW_EXIT_ERROR :
+										  DW_EXIT_OK;
+}
+
+/* ---- breaker ---- */
+
+static const char breaker_usage[] =
+	"usage: depwatch breaker open|close|auto NAME [--pin-dir DIR] [--run-dir DIR]";
+
+static bool is_breaker_action(const char *s)
+{
+	return !strcmp(s, "open") || !strcmp(s, "close") || !strcmp(s, "auto");
+}
+
+int dw_cmd_breaker(int argc, char **argv)
+{
+	const struct dw_cli_client cmd = { .usage = breaker_usage, .operands = true };
+	char request[DW_REQUEST_MAX];
+	struct dw_client_opts c;
+	const char *name;
+	int ret;
+
+	ret = dw_cli_client_parse(argc, argv, &cmd, &c);
+	if (ret >= 0)
+		return ret;
+	if (argc - optind != 2 || !is_breaker_action(argv[optind])) {
+		dw_usage_error("%s", breaker_usage);
+		return DW_EXIT_USAGE;
+	}
+	name = argv[optind + 1];
+	if (strlen(name) > DW_DEP_NAME_MAX || strpbrk(name, " \n")) {
+		dw_usage_error("breaker: '%s' is not a dependency name", name);
+		return DW_EXIT_USAGE;
+	}
+	snprintf(request, sizeof(request), "breaker %s %s", argv[optind], name);
+	return dw_control_ask(c.run_dir, request) ? DW_EXIT_ERROR : DW_EXIT_OK;
+}
+
+/* ---- top ---- */
+
+#define TOP_INTERVAL_MIN_NS 100000000ULL	/* the daemon itself polls every 250 ms */
+#define TOP_INTERVAL_MAX_NS 3600000000000ULL
+
+static const char top_usage[] =
+	"usage: depwatch top [--pin-dir DIR] [--run-dir DIR] [--interval DUR]";
+
+static int top_opt(int opt, const char *arg, void *ctx)
+{
+	uint64_t v;
+
+	if (opt != 'i')
+		return DW_EXIT_USAGE;
+	if (dw_parse_duration(arg, &v) || v < TOP_INTERVAL_MIN_NS || v > TOP_INTERVAL_MAX_NS) {
+		dw_usage_error("top: --interval takes 100ms to 60m, not '%s'", arg);
+		return DW_EXIT_USAGE;
+	}
+	*(uint64_t *)ctx = v;
+	return 0;
+}
+
+int dw_cmd_top(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{}
+	};
+	uint64_t interval_ns = 1000000000ULL;
+	const struct dw_cli_client cmd = { .usage = top_usage, .shortopts = "i:", .own = own,
+					   .fn = top_opt, .ctx = &interval_ns };
+	struct dw_client_opts c;
+	int ret;
+
+	ret = dw_cli_client_parse(argc, argv, &cmd, &c);
+	if (ret >= 0)
+		return ret;
+	return dw_top_show(c.run_dir, interval_ns);
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The config parser's own header, for the files it is made of: config.c
+ * (the key table and the line parser), config_service.c ([service]
+ * sections and their checks), config_describe.c (the config as text) and
+ * config_parser.c (the parser's state and its error messages, which the
+ * others share). Nothing outside user/logic/config*.c includes it.
+ */
+#ifndef DW_CONFIG_PARSER_H
+#define DW_CONFIG_PARSER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define NS_PER_MS 1000000ULL
+#define NS_PER_S 1000000000ULL
+#define NS_PER_H (3600 * NS_PER_S)
+
+#define IS_SPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\r')
+
+enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE, KIND_MULTIPLEXED };
+
+struct key_def {
+	const char *name;
+	enum key_kind kind;
+	size_t off;		/* of the field in struct dw_dep_settings */
+	uint64_t min, max;	/* KIND_DURATION and KIND_UINT */
+};
+
+/* The per-dependency keys (config.c), in the order describe prints them. */
+#define NKEYS 12
+extern const struct key_def cfg_keys[NKEYS];
+
+struct facility_def {
+	const char *name;
+	int value;
+};
+
+/* The syslog facilities a config can name (config.c). */
+#define NFACILITIES 10
+extern const struct facility_def cfg_facilities[NFACILITIES];
+
+enum section { SEC_NONE, SEC_DEFAULTS, SEC_DEP, SEC_SERVICE };
+
+/* A [dependency] section as read: dep.s holds only the keys it set. */
+struct pdep {
+	struct dw_dep_config dep;
+	int key_line[NKEYS];	/* line that set each key; 0: inherited from [defaults] */
+	int timeout_line;
+	unsigned mcap;
+};
+
+/*
+ * A [service] section as read. Its path is names until the whole file is
+ * read (the dependencies may come later): svc.npath of them, each ending
+ * in a NUL, one after the other in names; svc.path is set at the end.
+ */
+struct psvc {
+	struct dw_service svc;
+	int listen_line, pool_line, deadline_line;
+	char *names;
+};
+
+struct parser {
+	const char *src;
+	char *err;
+	size_t errlen;
+	int err_line, err_sub;	/* of the message in err; 0: none yet */
+	int line;
+	enum section sec;
+	int defaults_line;
+	struct dw_dep_settings defaults;
+	int key_line[NKEYS];	/* of [defaults] */
+	int facility, facility_line;
+	char cgroup[DW_CGROUP_PATH_MAX + 1];
+	int cgroup_line;
+	struct pdep *deps;
+	unsigned ndeps, cap;
+	struct psvc *svcs;
+	unsigned nsvcs, svc_cap;
+};
+
+/* ---- config_parser.c ---- */
+
+/*
+ * Records "SRC:LINE: message" unless an earlier error is already there;
+ * returns -EINVAL. sub orders several errors of one line.
+ */
+int cfg_fail_at(struct parser *p, int line, int sub, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#define fail(p, ...) cfg_fail_at(p, (p)->line, 0, __VA_ARGS__)
+
+/* s without the blanks around it (cut in place). */
+char *cfg_trim(char *s);
+/* "[defaults]", "[dependency NAME]" or "[service NAME]": the section being read. */
+void cfg_section_name(const struct parser *p, char *buf, size_t len);
+/* 1 to DW_DEP_NAME_MAX of A-Z a-z 0-9 _ . - */
+bool cfg_valid_name(const char *s);
+/* What is wrong with s (n bytes) as a cgroup path, NULL if nothing; *at: the bad byte from 1, or 0. */
+const char *cfg_cgroup_path_problem(const char *s, size_t n, size_t *at);
+/* 0 if name can name a section of kind ("dependency", "service"), else why not. */
+int cfg_check_section_name(struct parser *p, const char *kind, const char *name);
+/*
+ * Room for element n of the array *arrayp (a T ** passed as void *) of
+ * *cap elements of size bytes: doubled when full, first when empty.
+ * 0 or -ENOMEM (the array is left as it was).
+ */
+int cfg_grow(void *arrayp, size_t size, unsigned n, unsigned *cap, unsigned first);
+/* 0 if key is not set yet in the current section; line: where it was. */
+int cfg_check_unset(struct parser *p, const char *key, int line);
+/* "KEY: 'VAL' is not ..." for a value of k's kind out of its range. */
+int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val);
+/* val as a duration within k's range into *ns, else cfg_fail_value. */
+int cfg_parse_duration_key(struct parser *p, const struct key_def *k, const char *val,
+			   uint64_t *ns);
+
+/* ---- config_service.c ---- */
+
+/* [service NAME] begins. */
+int cfg_begin_service(struct parser *p, const char *name);
+/* key = val in the current [service]; -ENOENT if key is not a service key. */
+int cfg_set_service_key(struct parser *p, const char *key, char *val);
+/* The checks of the services once the whole file is read; sorted: deps by name (NULL: none). */
+int cfg_check_services(struct parser *p, struct pdep *const *sorted);
+
+#endif /* DW_CONFIG_PARSER_H */
