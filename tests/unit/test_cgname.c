@@ -10,6 +10,14 @@
 /* A container id, and another: 64 lowercase hex digits. */
 #define H1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define H2 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+/* H1 in capitals: not an id */
+#define HU "0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF"
+/* A pod UID as kubelet writes it under cgroupfs, as under systemd, and a static pod's */
+#define UID "74c13223-5a00-11e9-b385-42010a80018d"
+#define UIDU "74c13223_5a00_11e9_b385_42010a80018d"
+#define STATIC "6a3c9e3f2b1d4e5f6a7b8c9d0e1f2a3b"
+/* The systemd driver's burstable pods */
+#define BURST "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
 
 static const struct {
 	const char *path;
@@ -96,42 +104,43 @@ static const struct {
 	  DW_CG_CONTAINER, "podman:0123456789ab", "" },
 	{ "/system.slice/docker-" H1 ".scope/docker/" H2,
 	  DW_CG_CONTAINER, "docker:0123456789ab", "" },
-	{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod74c13223_5a00_11e9_b385_42010a80018d.slice/cri-containerd-" H1 ".scope",
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d/containerd:0123456789ab", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod74c13223_5a00_11e9_b385_42010a80018d.slice/crio-" H1 ".scope",
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d/cri-o:0123456789ab", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods.slice/kubepods-pod74c13223_5a00_11e9_b385_42010a80018d.slice/docker-" H1 ".scope",
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d/docker:0123456789ab", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods.slice/kubepods-pod74c13223_5a00_11e9_b385_42010a80018d.slice/crio-conmon-" H1 ".scope",
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d/cri-o-conmon:0123456789ab", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod74c13223_5a00_11e9_b385_42010a80018d.slice",
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods/besteffort/pod74c13223-5a00-11e9-b385-42010a80018d/" H1,
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d/0123456789ab", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods/burstable/pod74c13223-5a00-11e9-b385-42010a80018d/crio-" H1,
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d/cri-o:0123456789ab", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods/pod74c13223-5a00-11e9-b385-42010a80018d/" H2,
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d/fedcba987654", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods/pod74c13223-5a00-11e9-b385-42010a80018d",
-	  DW_CG_POD, "pod:74c13223-5a00-11e9-b385-42010a80018d", "74c13223-5a00-11e9-b385-42010a80018d" },
-	{ "/kubepods/burstable/pod6a3c9e3f2b1d4e5f6a7b8c9d0e1f2a3b/" H1,
-	  DW_CG_POD, "pod:6a3c9e3f2b1d4e5f6a7b8c9d0e1f2a3b/0123456789ab", "6a3c9e3f2b1d4e5f6a7b8c9d0e1f2a3b" },
-	{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6a3c9e3f2b1d4e5f6a7b8c9d0e1f2a3b.slice/cri-containerd-" H1 ".scope",
-	  DW_CG_POD, "pod:6a3c9e3f2b1d4e5f6a7b8c9d0e1f2a3b/containerd:0123456789ab", "6a3c9e3f2b1d4e5f6a7b8c9d0e1f2a3b" },
+	{ BURST UIDU ".slice/cri-containerd-" H1 ".scope",
+	  DW_CG_POD, "pod:" UID "/containerd:0123456789ab", UID },
+	{ "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UIDU
+	  ".slice/crio-" H1 ".scope",
+	  DW_CG_POD, "pod:" UID "/cri-o:0123456789ab", UID },
+	{ "/kubepods.slice/kubepods-pod" UIDU ".slice/docker-" H1 ".scope",
+	  DW_CG_POD, "pod:" UID "/docker:0123456789ab", UID },
+	{ "/kubepods.slice/kubepods-pod" UIDU ".slice/crio-conmon-" H1 ".scope",
+	  DW_CG_POD, "pod:" UID "/cri-o-conmon:0123456789ab", UID },
+	{ BURST UIDU ".slice",
+	  DW_CG_POD, "pod:" UID, UID },
+	{ "/kubepods/besteffort/pod" UID "/" H1,
+	  DW_CG_POD, "pod:" UID "/0123456789ab", UID },
+	{ "/kubepods/burstable/pod" UID "/crio-" H1,
+	  DW_CG_POD, "pod:" UID "/cri-o:0123456789ab", UID },
+	{ "/kubepods/pod" UID "/" H2,
+	  DW_CG_POD, "pod:" UID "/fedcba987654", UID },
+	{ "/kubepods/pod" UID,
+	  DW_CG_POD, "pod:" UID, UID },
+	{ "/kubepods/burstable/pod" STATIC "/" H1,
+	  DW_CG_POD, "pod:" STATIC "/0123456789ab", STATIC },
+	{ BURST STATIC ".slice/cri-containerd-" H1 ".scope",
+	  DW_CG_POD, "pod:" STATIC "/containerd:0123456789ab", STATIC },
 	{ "/kubepods.slice/kubepods-burstable.slice",
 	  DW_CG_UNIT, "kubepods-burstable.slice", "" },
 	{ "/kubepods/burstable",
 	  DW_CG_PATH, "/kubepods/burstable", "" },
 	{ "/system.slice/docker-0123456789ab.scope",
 	  DW_CG_UNIT, "docker-0123456789ab.scope", "" },
-	{ "/system.slice/docker-0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF.scope",
-	  DW_CG_UNIT, "docker-0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF.scope", "" },
+	{ "/system.slice/docker-" HU ".scope",
+	  DW_CG_UNIT, "docker-" HU ".scope", "" },
 	{ "/docker/" H1 "0",
 	  DW_CG_PATH, "/docker/" H1 "0", "" },
 	{ "/kubepods/podnot-a-uid/" H1,
 	  DW_CG_CONTAINER, "container:0123456789ab", "" },
-	{ "/kubepods/pod74c13223-5a00-11e9-b385-42010a80018dXX",
-	  DW_CG_PATH, "/kubepods/pod74c13223-5a00-11e9-b385-42010a80018dXX", "" },
+	{ "/kubepods/pod" UID "XX",
+	  DW_CG_PATH, "/kubepods/pod" UID "XX", "" },
 	{ "/",
 	  DW_CG_PATH, "/", "" },
 	{ "",
@@ -146,9 +155,9 @@ static const struct {
 	  DW_CG_PATH, "/system.slice/weird", "" },
 	{ "/.service",
 	  DW_CG_PATH, "/.service", "" },
-	{ "/a\tb\x1b" "[31m",
+	{ "/a\tb\x1b[31m",
 	  DW_CG_PATH, "/a?b?[31m", "" },
-	{ "/system.slice/x\x7f" ".service",
+	{ "/system.slice/x\x7f.service",
 	  DW_CG_UNIT, "x?.service", "" },
 };
 
