@@ -100,6 +100,10 @@ $(UNIT_BINS): $(OUT)/tests/%: $(OUT)/obj-san/tests/unit/%.o $(SAN_LOGIC_OBJS) | 
 
 -include $(wildcard $(patsubst %.o,%.d,$(APP_OBJS) $(LOGIC_OBJS) $(SAN_LOGIC_OBJS) $(UNIT_OBJS)))
 
+# The cgroup resolver's test also links its I/O unit, user/cgroups.c (not in user/logic).
+$(OUT)/tests/test_cgroups: $(OUT)/obj-san/user/cgroups.o
+-include $(wildcard $(OUT)/obj-san/user/cgroups.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 
