@@ -204,10 +204,9 @@ struct dw_cgroups *dw_cgroups_new(const char *root, size_t max_names, unsigned f
 		errno = EINVAL;
 		goto err_free;
 	}
-	if (snprintf(c->root, sizeof(c->root), "%s", root) >= (int)sizeof(c->root)) {
-		errno = ENAMETOOLONG;
+	/* as readlink of a handle's descriptor will write it: no symlink, no '/' at the end */
+	if (!realpath(root, c->root))
 		goto err_free;
-	}
 	while (slots < 2 * c->max)
 		slots *= 2;
 	c->index_mask = slots - 1;

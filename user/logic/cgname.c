@@ -202,7 +202,7 @@ static void note_unit(struct found *f, struct comp c)
 	f->unit_done = !has_suffix(c, ".slice");
 }
 
-/* Next non-empty component of the len bytes at *p, advancing *p; false at the end. */
+/* The next non-empty component in [*p, end), advancing *p; false at the end. */
 static bool next_comp(const char **p, const char *end, struct comp *c)
 {
 	while (*p < end && **p == '/')
