@@ -249,6 +249,39 @@ static void test_removed(void **state)
 	dw_cgroups_free(c);
 }
 
+/* Hundreds of new ids across a nested tree: one walk names them all; a file's inode is no cgroup. */
+static void test_many_ids_one_walk(void **state)
+{
+	char rel[96], root[PATH_MAX], file[PATH_MAX];
+	uint64_t ids[401];
+	struct dw_cgroups *c;
+	struct dw_cgroups_stats st;
+	struct stat sb;
+
+	(void)state;
+	for (int i = 0; i < 400; i++) {
+		snprintf(rel, sizeof(rel), "/many/s%d.slice/u%d.service", i % 20, i);
+		ids[i] = mkdirs(rel);
+	}
+	snprintf(file, sizeof(file), "%s/many/s0.slice/u0.service/cgroup.procs", tmp_root);
+	write_file(file, "");
+	assert_int_equal(stat(file, &sb), 0);
+	ids[400] = sb.st_ino;
+	snprintf(root, sizeof(root), "%s/many", tmp_root);
+	c = dw_cgroups_new(root, 0, DW_CGROUPS_NO_HANDLES);
+	assert_non_null(c);
+	assert_int_equal(dw_cgroups_resolve(c, ids, 401), 401);
+	for (int i = 0; i < 400; i++) {
+		snprintf(rel, sizeof(rel), "u%d.service", i);
+		assert_name(c, ids[i], DW_CG_UNIT, rel);
+	}
+	assert_gone(c, ids[400]);
+	dw_cgroups_stats(c, &st);
+	assert_int_equal(st.walks, 1);
+	assert_int_equal(st.names, 401);
+	dw_cgroups_free(c);
+}
+
 /* Full cache: the ids of this call stay, the others wait; the least recently used go first. */
 static void test_cache_bounded(void **state)
 {
@@ -588,6 +621,7 @@ int main(void)
 		cmocka_unit_test(test_walk_names),
 		cmocka_unit_test(test_one_walk_per_call),
 		cmocka_unit_test(test_removed),
+		cmocka_unit_test(test_many_ids_one_walk),
 		cmocka_unit_test(test_cache_bounded),
 		cmocka_unit_test(test_cache_churn),
 		cmocka_unit_test(test_incomplete_walk_retries),
