@@ -103,6 +103,10 @@ $(OUT)/tests/test_config_file: $(OUT)/obj-san/user/config_file.o
 
 -include $(wildcard $(patsubst %.o,%.d,$(APP_OBJS) $(LOGIC_OBJS) $(SAN_LOGIC_OBJS) $(UNIT_OBJS)))
 
+# The cgroup resolver's test also links its I/O unit, user/cgroups.c (not in user/logic).
+$(OUT)/tests/test_cgroups: $(OUT)/obj-san/user/cgroups.o
+-include $(wildcard $(OUT)/obj-san/user/cgroups.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 
