@@ -667,16 +667,12 @@ int dw_deps_force(struct dw_deps *deps, const char *name, int state, uint64_t no
 		if (!dep->used || strcmp(dep->name, name))
 			continue;
 		dep->forced = state;
+		dw_breaker_force(&dep->br, dep->s, state, now);
 		if (state < 0) {
-			dw_breaker_init(&dep->br, dep->s, now);
 			dw_alert_note(LOG_NOTICE, "dependency=%s event=override breaker=auto state=closed", name);
 			publish(dep, b, now, deps->lease_ns);
 			return 0;
 		}
-		dep->br.state = state;
-		dep->br.reason = DW_REASON_FORCED;
-		dep->br.since_ns = now;
-		dep->br.half_open_since_ns = now;
 		dep->rejected_at_open = dep->rejected;
 		dep->rejection_alerted = false;
 		dw_alert_note(LOG_WARNING, "dependency=%s event=override state=%s forced=yes", name,
