@@ -61,6 +61,18 @@ struct dw_breaker_events {
 	} ev[4];
 };
 
+/* One change to the pinned breakers map (bpf/depwatch.h), as the breakers' owner wants it. */
+struct dw_breaker_op {
+	bool remove;			/* delete key; else write v */
+	struct dw_breaker_key key;
+	/*
+	 * probes_left is a fresh half_open budget: the kernel spends it, so the
+	 * writer keeps the kernel's count while the half_open period (since_ns)
+	 * is the same.
+	 */
+	struct dw_breaker_value v;
+};
+
 /* Closed, since now_ns, with the configured open_for. */
 void dw_breaker_init(struct dw_breaker *b, const struct dw_dep_settings *s, uint64_t now_ns);
 
