@@ -110,7 +110,8 @@ static struct dw_dep_cfg dep_cfg_of(const struct dw_dep_settings *s)
 }
 
 /* Id 0 is every destination no match covers: the defaults. */
-static int dep_cfg_write(struct journal *j, int fd, const struct dw_config *cfg, const unsigned *ids)
+static int dep_cfg_write(struct journal *j, int fd, const struct dw_config *cfg,
+			 const unsigned *ids)
 {
 	struct dw_dep_cfg dc = dep_cfg_of(&cfg->defaults);
 	__u32 id = 0;
