@@ -236,6 +236,20 @@ static int key_set_add(struct key_set *s, const struct dw_match_key *key)
 	return 0;
 }
 
+/* Sorted, each key once: two matches may name the same prefix (other ports). */
+static void key_set_sort(struct key_set *s)
+{
+	unsigned n = 0;
+
+	if (!s->n)
+		return;
+	qsort(s->k, s->n, sizeof(*s->k), key_cmp);
+	for (unsigned i = 1; i < s->n; i++)
+		if (key_cmp(&s->k[i], &s->k[n]))
+			s->k[++n] = s->k[i];
+	s->n = n + 1;
+}
+
 static bool key_set_has(const struct key_set *s, const struct dw_match_key *key)
 {
 	return s->n && bsearch(key, s->k, s->n, sizeof(*key), key_cmp);
@@ -251,7 +265,7 @@ static int trie_keys(int fd, struct key_set *old)
 			return -ENOMEM;
 		prev = key;
 	}
-	qsort(old->k, old->n, sizeof(*old->k), key_cmp);
+	key_set_sort(old);
 	return 0;
 }
 
@@ -275,7 +289,7 @@ static int trie_build(const struct dw_config *cfg, const unsigned *ids, struct t
 		free(e);
 		return err;
 	}
-	qsort(keys->k, keys->n, sizeof(*keys->k), key_cmp);
+	key_set_sort(keys);
 	*out = e;
 	*n = k;
 	return 0;
@@ -296,7 +310,7 @@ static int trie_delete_stale(struct journal *j, int fd, const struct key_set *ol
 	return 0;
 }
 
-/* Prefixes the new and the old config both lack room for at once. */
+/* Whether the old entries and the new ones would not fit in the trie at once. */
 static bool trie_overflows(const struct key_set *old, const struct key_set *want)
 {
 	unsigned fresh = 0;

@@ -115,7 +115,7 @@ static bool in_config(const struct dw_config *cfg, const char *name)
 	return false;
 }
 
-/* Configured entries always exist, so their keys need no destination. */
+/* A configured dependency's entry is keyed by its id; a destination's by id 0 and itself. */
 static void breaker_key(const struct dw_dep *dep, struct dw_breaker_key *key)
 {
 	memset(key, 0, sizeof(*key));
