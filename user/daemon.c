@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "privs.h"
 #include "report.h"
+#include "services.h"
 
 struct run_opts {
 	const char *config;
@@ -49,7 +50,8 @@ struct daemon {
 	struct run_opts opts;
 	struct dw_bpf bpf;
 	struct dw_collector coll;
-	struct dw_deps deps;
+	struct dw_deps_io deps;		/* the dependencies, and what the kernel holds of them */
+	struct dw_services svcs;	/* polled after the dependencies */
 	struct dw_run_info info;
 	char programs[1024];
 	int run_lock_fd;
@@ -244,7 +246,7 @@ static void force(struct daemon *d, const char *args, struct dw_buf *out)
 
 		if (strncmp(args, verbs[i], n) || args[n] != ' ')
 			continue;
-		if (dw_deps_force(&d->deps, args + n + 1, states[i], dw_monotonic_ns(), &d->bpf))
+		if (dw_deps_force(&d->deps, args + n + 1, states[i], dw_monotonic_ns()))
 			dw_buf_printf(out, "error: no dependency named '%s'\n", args + n + 1);
 		else
 			dw_buf_printf(out, "ok\n");
@@ -262,11 +264,11 @@ static void answer(struct daemon *d, int client, const char *req)
 	else if (!strncmp(req, "breaker ", 8))
 		force(d, req + 8, &out);
 	else if (!strcmp(req, "status json"))
-		dw_report_json(&out, &d->coll, &d->deps, &d->info);
+		dw_report_json(&out, &d->coll, &d->deps.set, &d->svcs, &d->info);
 	else if (!strcmp(req, "top tsv"))
-		dw_report_tsv(&out, &d->coll, &d->deps);
+		dw_report_tsv(&out, &d->coll, &d->deps.set, &d->svcs);
 	else if (!strcmp(req, "status text"))
-		dw_report_text(&out, &d->coll, &d->deps, &d->info);
+		dw_report_text(&out, &d->coll, &d->deps.set, &d->svcs, &d->info);
 	else
 		dw_buf_printf(&out, "error: unknown request\n");
 	if (out.oom)
@@ -349,10 +351,11 @@ static void poll_once(struct daemon *d)
 
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
-	dw_deps_poll(&d->deps, &d->coll, &d->bpf);
+	dw_deps_poll(&d->deps, &d->coll);
+	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
 	report_kernel_trouble(d);
 	if (d->opts.metrics)
-		dw_metrics_publish(&d->coll, &d->deps);
+		dw_metrics_publish(&d->coll, &d->deps.set, &d->svcs);
 	arm_fast(d);
 }
 
@@ -374,7 +377,7 @@ static void on_fast(struct daemon *d)
 	err = dw_collect_refresh(&d->coll, &d->bpf);
 	if (err)
 		dw_err("re-reading the kernel maps failed: %s", strerror(-err));
-	dw_deps_rejudge(&d->deps, &d->coll, &d->bpf);
+	dw_deps_rejudge(&d->deps, &d->coll);
 	arm_fast(d);
 }
 
@@ -389,15 +392,17 @@ static void reload(struct daemon *d)
 		dw_err("reload rejected, the old config stays in force: %s", err);
 		return;
 	}
-	if (strcmp(cfg.enforce_cgroup, d->deps.cfg.enforce_cgroup))
+	if (strcmp(cfg.enforce_cgroup, d->deps.set.cfg.enforce_cgroup))
 		dw_warn("reload: enforce_cgroup changed to '%s'; enforcement stays on %s until a restart",
 			cfg.enforce_cgroup, d->bpf.cgroup[0] ? d->bpf.cgroup : "nothing");
-	if (dw_deps_reload(&d->deps, &cfg, &d->coll, &d->bpf)) {
+	if (dw_deps_reload(&d->deps, &cfg, &d->coll)) {
 		dw_err("reload of %s failed while applying it to the kernel", cfg.source);
 		return;
 	}
-	dw_alert_set_facility(d->deps.cfg.syslog_facility);
-	dw_notice("reloaded %s: %u dependencies", d->deps.cfg.source, d->deps.cfg.ndeps);
+	if (dw_services_sync(&d->svcs, &d->deps.set.cfg))
+		dw_err("out of memory: services dropped until the next reload");
+	dw_alert_set_facility(d->deps.set.cfg.syslog_facility);
+	dw_notice("reloaded %s: %u dependencies", d->deps.set.cfg.source, d->deps.set.cfg.ndeps);
 }
 
 /* Returns 1 to stop. */
@@ -446,7 +451,8 @@ static int config_to_kernel(struct dw_bpf *b, void *arg)
 {
 	struct daemon *d = arg;
 
-	return dw_deps_to_kernel(&d->deps, b);
+	(void)b;
+	return dw_deps_to_kernel(&d->deps);
 }
 
 /* Lease of the breakers map entries: two intervals and a half-second margin for a slow poll. */
@@ -465,7 +471,7 @@ static int open_events(struct daemon *d)
 		dw_err("cannot open events file %s: %s", d->opts.events, strerror(errno));
 		return -errno;
 	}
-	dw_alert_open(d->deps.cfg.syslog_facility, events);
+	dw_alert_open(d->deps.set.cfg.syslog_facility, events);
 	return 0;
 }
 
@@ -479,7 +485,9 @@ static int start(struct daemon *d, struct dw_config *cfg)
 				     .before_attach = config_to_kernel, .arg = d };
 	int adopted, err;
 
-	err = dw_deps_init(&d->deps, cfg, lease_ns(&d->opts));
+	err = dw_deps_init(&d->deps, cfg, lease_ns(&d->opts), &d->bpf);
+	if (!err)
+		err = dw_services_sync(&d->svcs, &d->deps.set.cfg);
 	if (!err)
 		err = open_events(d);
 	if (!err)
@@ -520,7 +528,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 	dw_notice("started (backend %s (%s), pid %d, pin dir %s, run dir %s, config %s: %u "
 		  "dependencies); %s",
 		  dw_backend_name(d->bpf.backend), d->bpf.backend_why, getpid(), d->opts.pin_dir,
-		  d->opts.run_dir, d->deps.cfg.source, d->deps.cfg.ndeps, d->programs);
+		  d->opts.run_dir, d->deps.set.cfg.source, d->deps.set.cfg.ndeps, d->programs);
 	return 0;
 }
 
@@ -536,6 +544,7 @@ static void stop(struct daemon *d)
 		close(d->fast_fd);
 	dw_collect_free(&d->coll);
 	dw_bpf_stop(&d->bpf);
+	dw_services_free(&d->svcs);
 	dw_deps_free(&d->deps);
 	dw_alert_close();
 	if (d->run_lock_fd >= 0)

@@ -496,9 +496,6 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 	if (err)
 		return err;
 	b->stats_fd = bpf_map__fd(b->skel->maps.dest_stats);
-	b->dep_cfg_fd = bpf_map__fd(b->skel->maps.dep_cfg);
-	b->dep_match_fd = bpf_map__fd(b->skel->maps.dep_match);
-	b->breakers_fd = bpf_map__fd(b->skel->maps.breakers);
 	b->globals_fd = bpf_map__fd(b->skel->maps.globals);
 	return 0;
 }
@@ -787,9 +784,30 @@ int dw_bpf_classify_existing(struct dw_bpf *b)
 	return err;
 }
 
-int dw_bpf_remap(struct dw_bpf *b, dw_slot_cfg_fn cfg_of, void *arg)
+int dw_bpf_map_fd(const struct dw_bpf *b, enum dw_bpf_map map)
 {
-	int fd = bpf_map__fd(b->skel->maps.slot_cfg);
+	switch (map) {
+	case DW_MAP_DEP_CFG:
+		return bpf_map__fd(b->skel->maps.dep_cfg);
+	case DW_MAP_DEP_MATCH:
+		return bpf_map__fd(b->skel->maps.dep_match);
+	case DW_MAP_SERVICE_PORTS:
+		return bpf_map__fd(b->skel->maps.service_ports);
+	case DW_MAP_SLOT_CFG:
+		return bpf_map__fd(b->skel->maps.slot_cfg);
+	case DW_MAP_BREAKERS:
+		return bpf_map__fd(b->skel->maps.breakers);
+	}
+	return -EINVAL;
+}
+
+void dw_bpf_set_services_on(struct dw_bpf *b, bool on)
+{
+	b->skel->bss->dw_services_on = on;
+}
+
+int dw_bpf_for_each_slot(struct dw_bpf *b, dw_slot_fn fn, void *arg)
+{
 	unsigned n = dw_bpf_slots_used(b);
 	int err = dw_bpf_map_details(b, n);
 
@@ -798,13 +816,12 @@ int dw_bpf_remap(struct dw_bpf *b, dw_slot_cfg_fn cfg_of, void *arg)
 	/* slot 0 (overflow) keeps the defaults; a slot with no dest yet is filled by the kernel */
 	for (__u32 slot = 1; slot < n && slot < b->details_rows; slot++) {
 		const struct dw_dest_key *dest = &b->details[slot].dest;
-		struct dw_slot_cfg cfg = {};
 
 		if (dest->family == DW_FAMILY_OVERFLOW)
 			continue;
-		cfg_of(dest, &cfg, arg);
-		if (bpf_map_update_elem(fd, &slot, &cfg, BPF_ANY))
-			return -errno;
+		err = fn(slot, dest, arg);
+		if (err)
+			return err;
 	}
 	return 0;
 }

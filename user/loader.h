@@ -38,7 +38,6 @@ struct dw_bpf {
 	const struct dw_dest_detail *details;	/* dest_details, mapped read-only: rows 0 .. details_rows-1 */
 	size_t details_len;
 	unsigned details_rows;
-	int dep_cfg_fd, dep_match_fd, breakers_fd;
 	const struct dw_pending_entry *pending;	/* the pending table, mapped read-only: entries 0 .. pending_rows-1 */
 	size_t pending_len;
 	unsigned pending_rows;
@@ -81,12 +80,24 @@ int dw_backend_parse(const char *name, int *backend);
 /* Adopts connections that were open before the programs were attached. Returns how many. */
 int dw_bpf_classify_existing(struct dw_bpf *b);
 
+/* The maps user space writes (kstate.c, their one writer, gets them here). */
+enum dw_bpf_map {
+	DW_MAP_DEP_CFG,		/* dependency id -> struct dw_dep_cfg */
+	DW_MAP_DEP_MATCH,	/* the match trie: struct dw_match_key -> struct dw_match_rules */
+	DW_MAP_SERVICE_PORTS,	/* port -> 1: a [service]'s */
+	DW_MAP_SLOT_CFG,	/* destination slot -> struct dw_slot_cfg */
+	DW_MAP_BREAKERS,	/* the pinned breakers map */
+};
+int dw_bpf_map_fd(const struct dw_bpf *b, enum dw_bpf_map map);
+/* Whether the programs look for [service] requests at all. */
+void dw_bpf_set_services_on(struct dw_bpf *b, bool on);
+
 /*
- * Matches every destination slot, and so every connection to it, to its
- * dependency again (after a reload): cfg_of fills the slot's configuration.
+ * Calls fn for every destination slot in use (not slot 0, the overflow),
+ * with the destination the kernel keeps in it; stops at fn's first error.
  */
-typedef void (*dw_slot_cfg_fn)(const struct dw_dest_key *dest, struct dw_slot_cfg *cfg, void *arg);
-int dw_bpf_remap(struct dw_bpf *b, dw_slot_cfg_fn cfg_of, void *arg);
+typedef int (*dw_slot_fn)(__u32 slot, const struct dw_dest_key *dest, void *arg);
+int dw_bpf_for_each_slot(struct dw_bpf *b, dw_slot_fn fn, void *arg);
 
 /* Calls fn for each connection with a call or a connect outstanding, with its destination. */
 typedef void (*dw_pending_fn)(const struct dw_pending_entry *e, const struct dw_dest_key *dest, void *arg);

@@ -31,11 +31,12 @@
 #include <unistd.h>
 #include <microhttpd.h>
 #include "collect.h"
-#include "deps.h"
+#include "logic/depset.h"
 #include "log.h"
 #include "logic/hist.h"
 #include "logic/jsonw.h"
 #include "metrics.h"
+#include "services.h"
 
 enum { H_CALL, H_CONNECT, H_KINDS };
 
@@ -563,9 +564,9 @@ static void svc_series(struct dw_buf *o, const char *name, const struct dw_svc *
 	dw_buf_printf(o, "%s{service=\"%s\"} ", name, svc->name);
 }
 
-static void service_families(struct dw_buf *o, const struct dw_deps *deps)
+static void service_families(struct dw_buf *o, const struct dw_deps *deps,
+			     const struct dw_services *s)
 {
-	const struct dw_services *s = &deps->svcs;
 
 	/* the families are declared without services too: rules can refer to them */
 	family(o, "depwatch_service_requests_total", "counter",
@@ -670,7 +671,7 @@ static void dest_families(struct dw_buf *o, const struct dw_collector *c, const 
 }
 
 static void render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
-		   const struct fig *figs, size_t n)
+		   const struct dw_services *svcs, const struct fig *figs, size_t n)
 {
 	for (size_t i = 0; i < sizeof(simples) / sizeof(simples[0]); i++)
 		simple_family(o, &simples[i], figs, n);
@@ -683,11 +684,12 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 		  "Durations of successful TCP connects, SYN to established, since the daemon started.",
 		  H_CONNECT, figs, n);
 	dest_families(o, c, deps);
-	service_families(o, deps);
+	service_families(o, deps, svcs);
 	process_families(o, c);
 }
 
-void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps)
+void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps,
+			const struct dw_services *svcs)
 {
 	struct dw_buf tmp;
 	size_t n = 0;
@@ -714,7 +716,7 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 	m.next.oom = 0;
 	if (m.next.data)
 		m.next.data[0] = '\0';
-	render(&m.next, c, deps, m.figs, n);
+	render(&m.next, c, deps, svcs, m.figs, n);
 	if (m.next.oom) {
 		if (!m.oom_logged)
 			dw_err("out of memory rendering the metrics: the last good ones are served");

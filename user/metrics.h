@@ -16,6 +16,7 @@
 
 struct dw_collector;
 struct dw_deps;
+struct dw_services;
 
 /*
  * "127.0.0.1:9464", "[::1]:9464", "[fe80::1%eth0]:9464" (port 1-65535,
@@ -39,7 +40,8 @@ int dw_metrics_start(const char *addr_port);
 int dw_metrics_serve(void);
 
 /* After each poll: renders every metric and makes it the one served. A no-op when not started. */
-void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps);
+void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps,
+			const struct dw_services *svcs);
 
 /* Stops the server, frees everything; safe when not started, and twice. */
 void dw_metrics_stop(void);

@@ -4,10 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
-#include "deps.h"
+#include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/topview.h"
 #include "report.h"
+#include "services.h"
 
 /* A destination seen for the first time in this very poll has no dependency yet. */
 static const char v_unassigned[] = "";
@@ -284,19 +285,21 @@ static void json_service(struct dw_buf *out, const struct dw_svc *svc, const str
 	}
 }
 
-static void json_services(struct dw_buf *out, const struct dw_deps *deps, uint64_t now)
+static void json_services(struct dw_buf *out, const struct dw_deps *deps,
+			  const struct dw_services *svcs, uint64_t now)
 {
 	dw_buf_printf(out, ",\"services\":[");
-	for (unsigned i = 0; i < deps->svcs.n; i++) {
+	for (unsigned i = 0; i < svcs->n; i++) {
 		if (i)
 			dw_buf_putc(out, ',');
-		json_service(out, &deps->svcs.svc[i], deps, now);
+		json_service(out, &svcs->svc[i], deps, now);
 	}
 	dw_buf_printf(out, "]");
 }
 
 /* Every listening port with accepted connections: requests this host answers. */
-static void json_inbound(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps)
+static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
+			 const struct dw_services *svcs)
 {
 	uint64_t *dense = malloc(DW_HIST_BUCKETS * sizeof(*dense));
 	bool first = true;
@@ -308,7 +311,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c, const
 
 		if (!d->used || d->key.family != DW_FAMILY_INBOUND)
 			continue;
-		svc = dw_services_at_port(&deps->svcs, d->key.port);
+		svc = dw_services_at_port(svcs, d->key.port);
 		dw_buf_printf(out, "%s{\"port\":%u,\"netns\":%u,\"service\":", first ? "" : ",",
 			      d->key.port, d->key.netns);
 		first = false;
@@ -357,7 +360,7 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 }
 
 void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		    const struct dw_run_info *info)
+		    const struct dw_services *svcs, const struct dw_run_info *info)
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
@@ -369,8 +372,8 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
 	json_deps(out, c, deps, c->now_ns);
-	json_services(out, deps, c->now_ns);
-	json_inbound(out, c, deps);
+	json_services(out, deps, svcs, c->now_ns);
+	json_inbound(out, c, svcs);
 	dw_buf_printf(out, ",\"destinations\":[");
 	for (size_t i = 0; views && i < n; i++) {
 		if (i)
@@ -466,16 +469,17 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	return burst;
 }
 
-static void text_services(struct dw_buf *out, const struct dw_deps *deps)
+static void text_services(struct dw_buf *out, const struct dw_deps *deps,
+			  const struct dw_services *svcs)
 {
 	char summary[160], p99[16];
 
-	if (!deps->svcs.n)
+	if (!svcs->n)
 		return;
 	dw_buf_printf(out, "%-24s %-9s %6s %8s %7s %9s %8s  %s\n", "SERVICE", "POOL", "INFL", "RATE",
 		      "P99", "RISING", "EXHAUST", "WAITING");
-	for (unsigned i = 0; i < deps->svcs.n; i++) {
-		const struct dw_svc *svc = &deps->svcs.svc[i];
+	for (unsigned i = 0; i < svcs->n; i++) {
+		const struct dw_svc *svc = &svcs->svc[i];
 		char pool[16] = "-", exhaust[16] = "-";
 
 		if (svc->cfg->pool)
@@ -494,7 +498,7 @@ static void text_services(struct dw_buf *out, const struct dw_deps *deps)
 }
 
 void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		    const struct dw_run_info *info)
+		    const struct dw_services *svcs, const struct dw_run_info *info)
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
@@ -507,7 +511,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
 			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
 	burst = text_deps(out, c, deps, c->now_ns);
-	text_services(out, deps);
+	text_services(out, deps, svcs);
 	/* MUX: connections seen carrying overlapping requests, since start */
 	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %5s %s\n", "DEST", "CALLS",
 		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
@@ -564,12 +568,13 @@ static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const stru
 		      (unsigned long long)svc->inflight, svc->cfg->pool, svc->fc.exhausted_in_s);
 }
 
-void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps)
+void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		   const struct dw_services *svcs)
 {
 	dw_top_tsv_header(out);
 	for (unsigned i = 0; i < deps->n; i++)
 		if (dep_shown(&deps->deps[i]))
 			tsv_dep(out, c, &deps->deps[i], c->now_ns);
-	for (unsigned i = 0; i < deps->svcs.n; i++)
-		tsv_service(out, &deps->svcs.svc[i], deps);
+	for (unsigned i = 0; i < svcs->n; i++)
+		tsv_service(out, &svcs->svc[i], deps);
 }

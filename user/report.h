@@ -8,6 +8,7 @@
 
 struct dw_collector;
 struct dw_deps;
+struct dw_services;
 
 struct dw_run_info {
 	uint64_t started_ns;	/* CLOCK_MONOTONIC */
@@ -20,9 +21,9 @@ struct dw_run_info {
 };
 
 void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		    const struct dw_run_info *info);
+		    const struct dw_services *svcs, const struct dw_run_info *info);
 void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		    const struct dw_run_info *info);
+		    const struct dw_services *svcs, const struct dw_run_info *info);
 
 /*
  * For `depwatch top`: a header line, then one line per dependency, fields
@@ -30,6 +31,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
  * name dests calls failed p50_ms p99_ms slow_rate failure_rate inflight max_inflight
  * oldest_ms breaker reason rejected conns forced. Percentiles are -1 when there are no calls.
  */
-void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps);
+void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		   const struct dw_services *svcs);
 
 #endif /* DW_REPORT_H */

@@ -7,7 +7,7 @@
 #include <syslog.h>
 #include "alert.h"
 #include "collect.h"
-#include "deps.h"
+#include "logic/depset.h"
 #include "logic/hist.h"
 #include "services.h"
 
@@ -157,29 +157,13 @@ static void gather_waits(struct dw_svc *svc, const struct dw_services *s,
 		}
 }
 
-static const struct dw_dep *dep_named(const struct dw_deps *deps, const char *name)
-{
-	for (unsigned i = 0; i < deps->n; i++)
-		if (deps->deps[i].used && deps->deps[i].id && !strcmp(deps->deps[i].name, name))
-			return &deps->deps[i];
-	return NULL;
-}
-
-static uint64_t timeout_of(const struct dw_deps *deps, const struct dw_dep *dep)
-{
-	for (unsigned k = 0; dep->id && k < deps->cfg.ndeps; k++)
-		if (!strcmp(deps->cfg.deps[k].name, dep->name))
-			return deps->cfg.deps[k].timeout_ns;
-	return 0;
-}
-
 /* What a caller of dep waits now: its median, or while it hangs past slow_call, its timeout. */
 static double dep_wait_s(const struct dw_deps *deps, const struct dw_dep *dep, uint64_t now)
 {
 	bool hanging = dep->oldest_call_ns && now - dep->oldest_call_ns > dep->s->slow_call_ns;
 	double p50 = dw_dep_percentile_ms(dep, 0.50);
 
-	return dw_dep_wait_s(p50 < 0 ? -1 : p50 / 1e3, hanging, timeout_of(deps, dep) / 1e9);
+	return dw_dep_wait_s(p50 < 0 ? -1 : p50 / 1e3, hanging, dw_depset_timeout_ns(deps, dep) / 1e9);
 }
 
 /*
@@ -192,13 +176,13 @@ static double latency_s(const struct dw_svc *svc, const struct dw_deps *deps, ui
 	double w = 0;
 
 	for (unsigned k = 0; k < svc->cfg->npath; k++) {
-		const struct dw_dep *dep = dep_named(deps, deps->cfg.deps[svc->cfg->path[k]].name);
+		const struct dw_dep *dep = dw_depset_configured(deps, svc->cfg->path[k]);
 
 		if (dep)
 			w += dep_wait_s(deps, dep, now);
 	}
 	for (unsigned k = 0; !svc->cfg->npath && k < svc->nwaits; k++)
-		w += dep_wait_s(deps, &deps->deps[svc->waits[k].dep], now);
+		w += dep_wait_s(deps, dw_depset_at(deps, svc->waits[k].dep), now);
 	if (svc->p50_ms / 1e3 > w)
 		w = svc->p50_ms / 1e3;
 	return w;
@@ -211,7 +195,7 @@ static double path_p99_ms(const struct dw_svc *svc, const struct dw_deps *deps)
 	bool any = false;
 
 	for (unsigned k = 0; k < svc->cfg->npath; k++) {
-		const struct dw_dep *dep = dep_named(deps, deps->cfg.deps[svc->cfg->path[k]].name);
+		const struct dw_dep *dep = dw_depset_configured(deps, svc->cfg->path[k]);
 		double p99 = dep ? dw_dep_percentile_ms(dep, 0.99) : -1;
 
 		if (p99 < 0)
@@ -232,7 +216,7 @@ void dw_svc_summary(const struct dw_svc *svc, const struct dw_deps *deps, char *
 	if (svc->cfg->pool)
 		snprintf(pool, sizeof(pool), "/%u", svc->cfg->pool);
 	snprintf(buf, len, "%s: %u%s waiting on %s", svc->name, svc->waits[0].count, pool,
-		 deps->deps[svc->waits[0].dep].name);
+		 dw_depset_at(deps, svc->waits[0].dep)->name);
 }
 
 static void alert_pool(const struct dw_svc *svc, const struct dw_deps *deps, const char *reason)
@@ -250,7 +234,7 @@ static void alert_pool(const struct dw_svc *svc, const struct dw_deps *deps, con
 		.path_p99_ms = svc->path_p99_ms,
 		.deadline_ms = svc->cfg->deadline_ns / 1e6,
 		.waiting = svc->nwaits ? svc->waits[0].count : 0,
-		.waiting_on = svc->nwaits ? deps->deps[svc->waits[0].dep].name : NULL,
+		.waiting_on = svc->nwaits ? dw_depset_at(deps, svc->waits[0].dep)->name : NULL,
 		.summary = summary,
 	};
 

@@ -21,13 +21,13 @@ struct dw_deps;
 #define DW_SVC_WAITS 8
 
 struct dw_svc_wait {
-	int dep;			/* index in struct dw_deps */
+	int dep;			/* index in the dependency set (logic/depset.h) */
 	unsigned count;			/* of its inbound requests, waiting on that dependency now */
 };
 
 struct dw_svc {
 	char name[DW_DEP_NAME_MAX + 1];
-	const struct dw_service *cfg;	/* in the deps' config; renewed on reload */
+	const struct dw_service *cfg;	/* in the dependency set's config; renewed on reload */
 	/* figures of the last poll, over its inbound rows */
 	unsigned rows;
 	uint64_t requests, failed, started, inflight, oldest_ns;
@@ -50,10 +50,13 @@ struct dw_services {
 	unsigned n;
 };
 
-/* The services of cfg, keeping the figures of those known by name. 0 or -ENOMEM. */
+/*
+ * The services of cfg, keeping the figures of those known by name. cfg must
+ * outlive them (the dependency set's config). 0 or -ENOMEM.
+ */
 int dw_services_sync(struct dw_services *s, const struct dw_config *cfg);
 void dw_services_free(struct dw_services *s);
-/* After the dependencies' poll. */
+/* After the dependencies' poll: read through logic/depset.h's lookups. */
 void dw_services_poll(struct dw_services *s, const struct dw_collector *c, const struct dw_deps *deps);
 /* The service whose listening ports hold port, or NULL. */
 const struct dw_svc *dw_services_at_port(const struct dw_services *s, unsigned port);

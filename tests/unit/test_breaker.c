@@ -716,6 +716,48 @@ static void test_cap_large(void **state)
 	assert_int_equal(r.b.open_for_ns, 8 * 24 * 3600 * SEC);
 }
 
+/* Forced open, half_open and closed hold their state; auto gives a fresh closed breaker back. */
+static void test_force(void **state)
+{
+	struct dw_judgement j;
+	uint64_t t = T0 + 10 * SEC;
+	struct run r;
+
+	(void)state;
+	run_init(&r);
+	j = judged(&r.s, 20, 20, 0);
+	step(&r, T0, &j, NULL, 0);
+	assert_int_equal(r.b.state, DW_BREAKER_OPEN);
+	assert_int_equal(r.b.opens, 1);
+
+	dw_breaker_force(&r.b, &r.s, DW_BREAKER_CLOSED, t);
+	assert_int_equal(r.b.state, DW_BREAKER_CLOSED);
+	assert_int_equal(r.b.reason, DW_REASON_FORCED);
+	assert_int_equal(r.b.since_ns, t);
+	/* an override is no transition of the rules: the count of opens stays */
+	assert_int_equal(r.b.opens, 1);
+
+	dw_breaker_force(&r.b, &r.s, DW_BREAKER_HALF_OPEN, t + SEC);
+	assert_int_equal(r.b.state, DW_BREAKER_HALF_OPEN);
+	assert_int_equal(r.b.reason, DW_REASON_FORCED);
+	assert_int_equal(r.b.half_open_since_ns, t + SEC);
+
+	dw_breaker_force(&r.b, &r.s, DW_BREAKER_OPEN, t + 2 * SEC);
+	assert_int_equal(r.b.state, DW_BREAKER_OPEN);
+	assert_int_equal(r.b.since_ns, t + 2 * SEC);
+
+	dw_breaker_force(&r.b, &r.s, -1, t + 3 * SEC);
+	assert_int_equal(r.b.state, DW_BREAKER_CLOSED);
+	assert_int_equal(r.b.reason, DW_REASON_NONE);
+	assert_int_equal(r.b.since_ns, t + 3 * SEC);
+	assert_int_equal(r.b.open_for_ns, r.s.open_for_ns);
+	assert_int_equal(r.b.opens, 0);
+	/* and the rules judge it again */
+	step(&r, t + 4 * SEC, &j, NULL, 0);
+	expect_only_transition(&r, DW_BREAKER_CLOSED, DW_BREAKER_OPEN, DW_REASON_SLOW_RATE,
+			       t + 4 * SEC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -742,6 +784,7 @@ int main(void)
 	    cmocka_unit_test(test_both_warnings),
 	    cmocka_unit_test(test_warnings_and_transitions),
 	    cmocka_unit_test(test_cap_large),
+	    cmocka_unit_test(test_force),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -224,6 +224,21 @@ void dw_breaker_step(struct dw_breaker *b, const struct dw_dep_settings *s,
 	}
 }
 
+/* open_for and the warnings are kept: auto starts afresh, a forced state does not judge. */
+void dw_breaker_force(struct dw_breaker *b, const struct dw_dep_settings *s, int state,
+		      uint64_t now_ns)
+{
+	if (state < 0) {
+		dw_breaker_init(b, s, now_ns);
+		return;
+	}
+	b->state = state;
+	b->reason = DW_REASON_FORCED;
+	b->since_ns = now_ns;
+	/* forced half_open judges its probes from now */
+	b->half_open_since_ns = now_ns;
+}
+
 const char *dw_breaker_state_name(enum dw_breaker_state st)
 {
 	switch (st) {

@@ -61,6 +61,18 @@ struct dw_breaker_events {
 	} ev[4];
 };
 
+/* One change to the pinned breakers map (bpf/depwatch.h), as the breakers' owner wants it. */
+struct dw_breaker_op {
+	bool remove;			/* delete key; else write v */
+	struct dw_breaker_key key;
+	/*
+	 * probes_left is a fresh half_open budget: the kernel spends it, so the
+	 * writer keeps the kernel's count while the half_open period (since_ns)
+	 * is the same.
+	 */
+	struct dw_breaker_value v;
+};
+
 /* Closed, since now_ns, with the configured open_for. */
 void dw_breaker_init(struct dw_breaker *b, const struct dw_dep_settings *s, uint64_t now_ns);
 
@@ -72,6 +84,15 @@ void dw_breaker_init(struct dw_breaker *b, const struct dw_dep_settings *s, uint
  */
 void dw_breaker_step(struct dw_breaker *b, const struct dw_dep_settings *s,
 		     const struct dw_breaker_inputs *in, struct dw_breaker_events *out);
+
+/*
+ * An operator's override (depwatch breaker open|close|auto NAME): state
+ * -1 (auto) gives the breaker back to the rules, closed as new; any other
+ * state holds from now_ns, reason forced, until the next override. The
+ * caller stops stepping a forced breaker.
+ */
+void dw_breaker_force(struct dw_breaker *b, const struct dw_dep_settings *s, int state,
+		      uint64_t now_ns);
 
 /* "closed", "open", "half_open"; "unknown" for anything else. */
 const char *dw_breaker_state_name(enum dw_breaker_state st);

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <arpa/inet.h>
+#include <stdio.h>
+#include "dest.h"
+
+uint64_t dw_dest_key_hash(const struct dw_dest_key *key)
+{
+	const unsigned char *p = (const unsigned char *)key;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < sizeof(*key); i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+uint64_t dw_dest_inflight(const struct dw_dest *d)
+{
+	uint64_t ended = d->sum.calls_completed + d->sum.calls_failed + d->sum.calls_dropped;
+
+	return d->sum.calls_started > ended ? d->sum.calls_started - ended : 0;
+}
+
+uint64_t dw_dest_connect_failures(const struct dw_dest *d)
+{
+	return d->sum.connect_refused + d->sum.connect_timedout + d->sum.connect_other;
+}
+
+uint64_t dw_dest_connecting(const struct dw_dest *d)
+{
+	uint64_t ended = d->sum.connects_ok + dw_dest_connect_failures(d);
+
+	return d->sum.connect_attempts > ended ? d->sum.connect_attempts - ended : 0;
+}
+
+void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN] = "?";
+
+	if (key->family == DW_FAMILY_OVERFLOW) {
+		snprintf(buf, len, "overflow");
+		return;
+	}
+	if (key->family == DW_FAMILY_INBOUND) {
+		snprintf(buf, len, "*:%u", key->port);
+		return;
+	}
+	inet_ntop(key->family, key->addr, addr, sizeof(addr));
+	if (key->family == AF_INET6)
+		snprintf(buf, len, "[%s]:%u", addr, key->port);
+	else
+		snprintf(buf, len, "%s:%u", addr, key->port);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One destination's figures, as the collector (collect.c) keeps them from
+ * the kernel's counters, histograms and pending table; the dependencies
+ * (depset.h) and the services read them. Pure: no I/O.
+ */
+#ifndef DW_DEST_H
+#define DW_DEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hist.h"
+#include "judge.h"
+#include "window.h"
+
+struct dw_dest {
+	struct dw_dest_key key;
+	bool used;
+	struct dw_dest_stats sum;	/* kernel counters summed over CPUs; last_* of the newest CPU */
+	__u32 seen_call[DW_HIST_BUCKETS];	/* kernel histogram at the last read */
+	__u32 seen_connect[DW_HIST_BUCKETS];
+	/* the same since the collector first read it, by coarse bucket (hist.h): never wraps */
+	uint64_t cum_call[DW_HIST_COARSE];
+	uint64_t cum_connect[DW_HIST_COARSE];
+	struct dw_window call_win;
+	struct dw_window connect_win;
+	uint64_t oldest_call_ns;	/* start of the oldest outstanding call, 0 if none */
+	uint64_t oldest_connect_ns;
+	unsigned pending_calls;		/* outstanding calls the last scan saw */
+	unsigned pending_connects;
+	uint64_t *pending_start;	/* their start times */
+	unsigned pending_cap;
+	struct dw_slice_counts slices[DW_SLICES];	/* start-time slices, as last read */
+	unsigned nslices;
+	int dep;			/* index in the dependency set (depset.h), -1 before it is assigned */
+	int own_dep;			/* its dependency of its own, if it ever had one, else -1 */
+	struct dw_dest *next_in_dep;	/* rebuilt every poll */
+	unsigned slot;			/* its row in the kernel's dest_stats and dest_details */
+	bool hot;			/* re-read between polls (dw_collect_refresh) */
+	/*
+	 * Burst timings: the window generation (see dw_collect_gen) of the
+	 * newest read that saw calls_burst grow; burst_seen: any read did.
+	 */
+	uint64_t burst_gen;
+	bool burst_seen;
+};
+
+/* Calls in flight (started - completed - failed), never below 0. */
+uint64_t dw_dest_inflight(const struct dw_dest *d);
+uint64_t dw_dest_connecting(const struct dw_dest *d);
+uint64_t dw_dest_connect_failures(const struct dw_dest *d);
+/* FNV-1a of the key's bytes, for hash tables of destinations. */
+uint64_t dw_dest_key_hash(const struct dw_dest_key *key);
+/* "127.0.0.1:8080", "[::1]:443", "overflow", or "*:8080" for an inbound row. */
+void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len);
+
+#endif /* DW_DEST_H */
