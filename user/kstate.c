@@ -2,9 +2,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include "kstate.h"
+#include "logic/match.h"
 #include "loader.h"
 #include "log.h"
 #include "logic/breaker.h"
@@ -127,79 +127,7 @@ static int dep_cfg_write(struct journal *j, int fd, const struct dw_config *cfg,
 	return err;
 }
 
-/* --- The match trie: which rules cover a prefix, most specific first. --- */
-
-static bool covers(const struct dw_match *outer, const struct dw_match *inner)
-{
-	unsigned bytes = outer->prefix_len / 8, bits = outer->prefix_len % 8;
-
-	if (outer->family != inner->family || outer->prefix_len > inner->prefix_len)
-		return false;
-	if (memcmp(outer->addr, inner->addr, bytes))
-		return false;
-	return !bits || !((outer->addr[bytes] ^ inner->addr[bytes]) & (0xff << (8 - bits)));
-}
-
-struct rule_ref {
-	const struct dw_match *m;
-	unsigned dep_id;
-};
-
-/* Most specific first: longer prefix, then narrower port range. */
-static int by_specificity(const void *a, const void *b)
-{
-	const struct dw_match *x = ((const struct rule_ref *)a)->m, *y = ((const struct rule_ref *)b)->m;
-
-	if (x->prefix_len != y->prefix_len)
-		return y->prefix_len - x->prefix_len;
-	return (x->port_hi - x->port_lo) - (y->port_hi - y->port_lo);
-}
-
-static void match_key(const struct dw_match *m, struct dw_match_key *key)
-{
-	__u32 family = htonl(m->family);
-
-	memset(key, 0, sizeof(*key));
-	key->prefixlen = 32 + m->prefix_len;
-	memcpy(key->data, &family, 4);
-	memcpy(key->data + 4, m->addr, 16);
-}
-
-struct trie_entry {
-	struct dw_match_key key;
-	struct dw_match_rules rules;
-};
-
-/* The trie entry of one configured prefix: every rule covering it, most specific first. */
-static int match_entry(const struct dw_config *cfg, const unsigned *ids, const struct dw_match *at,
-		       struct trie_entry *e)
-{
-	struct rule_ref refs[DW_MATCH_RULES];
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < cfg->ndeps; i++) {
-		const struct dw_dep_config *dc = &cfg->deps[i];
-
-		for (unsigned k = 0; k < dc->nmatches; k++) {
-			if (!covers(&dc->matches[k], at))
-				continue;
-			if (n == DW_MATCH_RULES) {
-				dw_err("more than %d matches cover %s line %d", DW_MATCH_RULES,
-				       cfg->source, at->line);
-				return -E2BIG;
-			}
-			refs[n++] = (struct rule_ref){ &dc->matches[k], ids[i] };
-		}
-	}
-	qsort(refs, n, sizeof(refs[0]), by_specificity);
-	memset(e, 0, sizeof(*e));
-	e->rules.n = n;
-	for (unsigned i = 0; i < n; i++)
-		e->rules.rule[i] = (struct dw_match_rule){ refs[i].m->port_lo, refs[i].m->port_hi,
-							   refs[i].dep_id };
-	match_key(at, &e->key);
-	return 0;
-}
+/* --- The match trie: its entries are logic/match.c's (the most specific match wins). --- */
 
 unsigned dw_kstate_match_prefixes(const struct dw_config *cfg)
 {
@@ -270,28 +198,22 @@ static int trie_keys(int fd, struct key_set *old)
 }
 
 /* The whole trie cfg wants, its keys sorted; nothing written. */
-static int trie_build(const struct dw_config *cfg, const unsigned *ids, struct trie_entry **out,
+static int trie_build(const struct dw_config *cfg, const unsigned *ids, struct dw_match_entry **out,
 		      unsigned *n, struct key_set *keys)
 {
-	struct trie_entry *e = calloc(dw_kstate_match_prefixes(cfg) + 1, sizeof(*e));
-	unsigned k = 0;
-	int err = 0;
+	const struct dw_match *over = NULL;
+	int err = dw_match_entries(cfg, ids, out, n, &over);
 
-	if (!e)
-		return -ENOMEM;
-	for (unsigned i = 0; i < cfg->ndeps && !err; i++)
-		for (unsigned m = 0; m < cfg->deps[i].nmatches && !err; m++, k++) {
-			err = match_entry(cfg, ids, &cfg->deps[i].matches[m], &e[k]);
-			if (!err)
-				err = key_set_add(keys, &e[k].key);
-		}
+	if (err == -E2BIG && over)
+		dw_err("more than %d matches cover %s line %d", DW_MATCH_RULES, cfg->source, over->line);
+	for (unsigned i = 0; i < *n && !err; i++)
+		err = key_set_add(keys, &(*out)[i].key);
 	if (err) {
-		free(e);
+		free(*out);
+		*out = NULL;
 		return err;
 	}
 	key_set_sort(keys);
-	*out = e;
-	*n = k;
 	return 0;
 }
 
@@ -328,7 +250,7 @@ static bool trie_overflows(const struct key_set *old, const struct key_set *want
 static int trie_write(struct journal *j, int fd, const struct dw_config *cfg, const unsigned *ids)
 {
 	struct key_set old = {}, want = {};
-	struct trie_entry *e = NULL;
+	struct dw_match_entry *e = NULL;
 	bool stale_first;
 	unsigned n = 0;
 	int err;
