@@ -178,7 +178,21 @@ $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@
 
-bench: $(OUT)/pingpong $(OUT)/depwatch
+# The floor (issue 17): trivial programs on depwatch's hooks and their loader.
+$(OUT)/floor.bpf.o: bench/floor.bpf.c $(OUT)/vmlinux.h | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter -I$(OUT) -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+$(OUT)/floor.skel.h: $(OUT)/floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name floor_bpf > $@
+
+$(OUT)/floor: bench/floor.c $(OUT)/floor.skel.h | $(OUT)
+	$(call msg,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS) $< -lbpf -lelf -lz -o $@
+
+bench: $(OUT)/pingpong $(OUT)/depwatch $(OUT)/floor
 	$(Q)OUT=$(OUT) bash bench/run.sh
 
 # The old daemon of make bench's before/after arm (BEFORE=$(OUT)/depwatch-before), built
