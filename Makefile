@@ -168,7 +168,8 @@ install: $(OUT)/depwatch $(OUT)/depwatch.service
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/depwatch $(DESTDIR)$(MANDIR)/man8/depwatch.8 $(DESTDIR)$(UNITDIR)/depwatch.service
 
-# --- Benchmark (bench/): overhead A/B/C (baseline, depwatch, bpftrace peer), decision
+# --- Benchmark (bench/): overhead A/F/B/H/S/C (baseline, the floor of issue 17, depwatch, depwatch
+# with its daemon stopped, the syscalls backend, bpftrace peer), decision
 # speed, the daemon's cost at 1 000 x 10 000 and 10 000 x 50 000, connection churn (issue 13),
 # and with BEFORE=old-binary an arm for the old build (bench-before below). Not part of
 # `make test`. `make bench` needs root and takes about 20 minutes (up to 30 on a busy machine); it
@@ -201,3 +202,10 @@ BEFORE_REV ?= f9826fc
 .PHONY: bench-before
 bench-before: | $(OUT)
 	$(Q)bash bench/build-before.sh $(BEFORE_REV) $(OUT)/depwatch-before
+
+# An experiment variant for the same arm (BEFORE=$(OUT)/depwatch-$(VARIANT)): this commit with
+# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend), built likewise.
+VARIANT ?= percpu
+.PHONY: bench-variant
+bench-variant: | $(OUT)
+	$(Q)bash bench/build-before.sh HEAD $(OUT)/depwatch-$(VARIANT) bench/variants/$(VARIANT).patch

@@ -23,7 +23,8 @@ from collections import OrderedDict, defaultdict
 from statistics import median
 
 MODES = OrderedDict((("A", "baseline"), ("F", "floor"), ("B", "depwatch"),
-                     ("H", "depwatch, daemon stopped"), ("P", "depwatch before"),
+                     ("H", "depwatch, daemon stopped"),
+                     ("P", os.environ.get("BEFORE_LABEL") or "depwatch before"),
                      ("S", "depwatch syscalls"), ("C", "bpftrace")))
 SLOW_CALL_MS = 500
 CHURN_TARGET = 0.95
@@ -114,7 +115,8 @@ def throughput_table(runs):
             "| depwatch / baseline (min–max of rounds) ")
     sep = "|---|---:|---:|---:|---:|---:|---|"
     if before:
-        head += "| depwatch before calls/s | before / baseline (min–max) | depwatch / before (min–max) "
+        head += (f"| {MODES['P']} calls/s | {MODES['P']} / baseline (min–max) "
+                 f"| depwatch / {MODES['P']} (min–max) ")
         sep += "---:|---|---|"
     if sysc:
         head += "| depwatch syscalls calls/s | depwatch syscalls / baseline (min–max) "
@@ -709,7 +711,7 @@ def main():
         f"- Peer: `bench/peer.bt` under {env('BPFTRACE_VERSION', '?')} (Debian package)",
         f"- Floor (arm 'floor', `bench/floor.bpf.c` through `{env('OUT', 'build')}/floor`): "
         f"{env('ATTACHED_floor', 'not run')}",
-        f"- Before (arm 'depwatch before', `BEFORE=`): {env('BEFORE_ID', 'not run')}; its hooks: "
+        f"- Before (arm '{MODES['P']}', `BEFORE=`): {env('BEFORE_ID', 'not run')}; its hooks: "
         f"{env('ATTACHED_before', 'not run')}",
         f"- Load average (1/5/15 min) before: {env('LOAD_BEFORE', '?')}, "
         f"after: {env('LOAD_AFTER', '?')}; whole run took {env('ELAPSED', '?')} s, "

@@ -68,7 +68,9 @@
 # (default 90), SIZES (default "1 4096": the ping-pong message sizes, each
 # with 1 and 2 threads; SIZES="": no ping-pong, churn only), CHURN (default
 # 1; 0: no churn configuration), CHURN_THREADS (default 2), BEFORE (default
-# none: the old depwatch binary of arm P), RESULTS (where the report goes), PEER (default 1;
+# none: the old depwatch binary of arm P, or an experiment variant from
+# `make bench-variant VARIANT=percpu`), BEFORE_LABEL (default "depwatch
+# before": arm P's name in the report), RESULTS (where the report goes), PEER (default 1;
 # 0: no bpftrace arm), SYSCALLS (default 1; 0:
 # no syscalls-backend arm), DD (default 1; 0: no dd arm), DECIDE_TRIALS (default
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
@@ -135,6 +137,7 @@ SIZES=${SIZES-1 4096}
 CHURN=${CHURN:-1}
 CHURN_THREADS=${CHURN_THREADS:-2}
 BEFORE=${BEFORE:-}
+BEFORE_LABEL=${BEFORE_LABEL:-depwatch before}	# arm P's name in the report (a variant's)
 DEPWATCH_BEFORE=""
 BEFORE_ID="not run"
 CONFIGS=()	# "workload size threads"
@@ -533,6 +536,7 @@ command_line() {
 	[ "$CHURN" = 1 ] || env+="CHURN=$CHURN "
 	[ "$CHURN_THREADS" = 2 ] || env+="CHURN_THREADS=$CHURN_THREADS "
 	[ -z "$BEFORE" ] || env+="BEFORE=$BEFORE "
+	[ "$BEFORE_LABEL" = "depwatch before" ] || env+="BEFORE_LABEL=\"$BEFORE_LABEL\" "
 	[ "$RESULTS" = "$RESULTS_DEFAULT" ] || env+="RESULTS=$RESULTS "
 	[ "$DD" = 1 ] || env+="DD=$DD "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
@@ -677,7 +681,7 @@ main() {
 	scale_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
 		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK \
-		ATTACHED_before ATTACHED_floor BEFORE_ID TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE TW_OVERFLOW TW_BUCKETS
+		ATTACHED_before ATTACHED_floor BEFORE_ID BEFORE_LABEL TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE TW_OVERFLOW TW_BUCKETS
 	LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 	TW_REUSE=$(cat /proc/sys/net/ipv4/tcp_tw_reuse)
 	TW_BUCKETS=$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)
