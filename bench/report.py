@@ -423,7 +423,7 @@ def targets_table(runs, stats, dec, scale):
                    f"| {cell} | {verdict(None if r is None else r >= 0.97)} |")
         if has(cfg, "P"):
             cell, r = ratio_cell(cfg, "A", "P")
-            out.append(f"| (before: BEFORE's binary) 1-byte ping-pong, {key[1]} thread(s): ≥ 97% of "
+            out.append(f"| ({MODES['P']}: BEFORE's binary) 1-byte ping-pong, {key[1]} thread(s): ≥ 97% of "
                        f"baseline | {cell} | {verdict(None if r is None else r >= 0.97)} |")
         if has(cfg, "C"):
             b, c = med(cfg["B"].values(), 0), med(cfg["C"].values(), 0)
@@ -436,7 +436,7 @@ def targets_table(runs, stats, dec, scale):
     for key, cfg in runs.items():
         if key[0] != "churn":
             continue
-        for mode, what in (("B", "depwatch"), ("P", "(before: BEFORE's binary) depwatch"),
+        for mode, what in (("B", "depwatch"), ("P", f"({MODES['P']}: BEFORE's binary) depwatch"),
                            ("S", "(syscalls backend) depwatch")):
             if not has(cfg, mode):
                 continue

@@ -93,14 +93,18 @@
 # form, the same with BENCH_QUICK=1 PAIRS=1 RUN_SECONDS=3 WARMUP_MS=300
 # QUIET_WAIT=5 QUIET_BUDGET=90, took 285 s on a busy machine (90 s of it
 # waiting for other dw_ programs).
-# Issue 17's run (the floor; the lead's command on a quiet machine): every
-# ping-pong configuration, churn and split; arms A F B H S C; no dd, decide
-# or scale (issue 13's figures stand for those):
-#   DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 make OUT=build-bench bench
-# 6 configurations x 7 rounds x 6 arms = 252 runs of 3.3 s plus ~1-2 s of
-# start and stop each (bpftrace's ~3 s), 30 stats runs, 1 churn warm-up:
-# about 30 minutes quiet. Its smoke form (~6 minutes): the same with
-# BENCH_QUICK=1.
+# Issue 17's run (the floor; on a quiet machine): every ping-pong
+# configuration (1 B and 4 KiB, 1 and 2 threads), split and churn; arms A F
+# B H P S C, P being the per-CPU-rows variant (bench/variants/percpu.patch);
+# no dd, decide or scale (issue 13's figures stand for those):
+#   make OUT=build-bench bench-variant VARIANT=percpu     # ~15 s
+#   DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 \
+#     BEFORE=build-bench/depwatch-percpu BEFORE_LABEL="depwatch, per-CPU rows (variant)" \
+#     RESULTS=bench/RESULTS-issue17.md make OUT=build-bench bench
+# 6 configurations x 7 rounds x 7 arms = 294 runs of 3.3 s plus ~1-3 s of
+# start and stop each (bpftrace's more), 30 stats runs, 1 churn warm-up:
+# about 30 minutes quiet. Its one-round smoke form, the same with
+# BENCH_QUICK=1 in front, took 164 s busy with SIZES=1 (4 configurations).
 # Nothing here asserts on timing: the numbers are reported, never judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
