@@ -218,18 +218,27 @@ def latency_table(runs):
     return out
 
 
+# {(mode, cfg): {run: [all programs' run time, calls]}}: each statistics run's own figures
+STATS_RUNS = defaultdict(dict)
+
+
 def load_stats(path):
-    """{mode: (cfgs, cell[(name, cfg)] = (ns, cnt), calls[cfg], progs, foreign[cfg])}"""
+    """{mode: (cfgs, cell[(name, cfg)] = (ns, cnt), calls[cfg], progs, foreign[cfg])}, summed over
+    the statistics runs (STATS_RUNS=N in run.sh); each run's own total goes to STATS_RUNS."""
     res = {}
-    for mode, workload, size, threads, name, ns, cnt, ncalls, foreign in read_rows(path):
+    for row in read_rows(path):
+        mode, workload, size, threads, name, ns, cnt, ncalls, foreign = row[:9]
+        run = int(row[9]) if len(row) > 9 else 1
         cfgs, cell, calls, progs, fgn = res.setdefault(mode, ([], defaultdict(lambda: (0, 0)), {}, [], {}))
         key = (workload, int(size), int(threads))
         if key not in cfgs:
             cfgs.append(key)
         t, c = cell[(name, key)]
         cell[(name, key)] = (t + int(ns), c + int(cnt))
-        calls[key] = int(ncalls)
-        fgn[key] = int(foreign)
+        per_run = STATS_RUNS[(mode, key)].setdefault(run, [0, int(ncalls)])
+        per_run[0] += int(ns)
+        calls[key] = sum(r[1] for r in STATS_RUNS[(mode, key)].values())
+        fgn[key] = max(fgn.get(key, 0), int(foreign))
         if name not in progs:
             progs.append(name)
     return res
@@ -267,6 +276,13 @@ def stats_table(stats, mode):
         t = sum(cell[(n, key)][0] for n in progs)
         totals.append(f"{t / calls[key]:.0f} ns/call" if calls[key] else "—")
     out.append("| **all programs, per call (churn: per connection)** | " + " | ".join(totals) + " |")
+    if any(len(STATS_RUNS[(mode, k)]) > 1 for k in cfgs):
+        each = []
+        for key in cfgs:
+            per = [t / n for t, n in STATS_RUNS[(mode, key)].values() if n]
+            each.append(f"{spread(per, '{:.0f}')} ({len(per)})" if per else "—")
+        out.append("| all programs, per call: each statistics run, median (min–max) (runs) | "
+                   + " | ".join(each) + " |")
     out.append("| other dw_ programs attached | " + " | ".join(str(fgn[k]) for k in cfgs) + " |")
     return out
 

@@ -76,7 +76,10 @@
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
 # 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py), FLOOR
 # (default 1; 0: no floor arm), HALTED (default 1; 0: no daemon-stopped
-# arm), SPLIT (default 1; 0: no "split" configuration),
+# arm), SPLIT (default 1; 0: no "split" configuration), STATS_RUNS (default
+# 1: BPF-statistics runs per configuration and arm, the arms alternating;
+# the cost of a line two CPUs write moves with where the hypervisor puts the
+# vCPUs, so one run can be a lucky one),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
 # scale.py --quick).
@@ -98,12 +101,12 @@
 # B H P S C, P being the per-CPU-rows variant (bench/variants/percpu.patch);
 # no dd, decide or scale (issue 13's figures stand for those):
 #   make OUT=build-bench bench-variant VARIANT=percpu     # ~15 s
-#   DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 \
+#   DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 STATS_RUNS=3 \
 #     BEFORE=build-bench/depwatch-percpu BEFORE_LABEL="depwatch, per-CPU rows (variant)" \
 #     RESULTS=bench/RESULTS-issue17.md make OUT=build-bench bench
 # 6 configurations x 7 rounds x 7 arms = 294 runs of 3.3 s plus ~1-3 s of
-# start and stop each (bpftrace's more), 30 stats runs, 1 churn warm-up:
-# about 30 minutes quiet. Its one-round smoke form, the same with
+# start and stop each (bpftrace's more), 90 stats runs, 1 churn warm-up:
+# about 35 minutes quiet. Its one-round smoke form, the same with
 # BENCH_QUICK=1 in front, took 164 s busy with SIZES=1 (4 configurations).
 # Nothing here asserts on timing: the numbers are reported, never judged.
 set -euo pipefail
@@ -130,6 +133,7 @@ SYSCALLS=${SYSCALLS:-1}
 FLOOR=${FLOOR:-1}
 HALTED=${HALTED:-1}
 SPLIT=${SPLIT:-1}
+STATS_RUNS=${STATS_RUNS:-1}
 DD=${DD:-1}
 DD_COUNT=4194304
 ATTACHED_sock="not run"
@@ -458,9 +462,10 @@ one_run() {
 
 # With depwatch (B) or the peer (C) running and BPF stats on: per-program
 # deltas over one pingpong run, appended to stats.tsv as "mode workload size
-# threads prog run_time_ns run_cnt calls foreign".
+# threads prog run_time_ns run_cnt calls foreign run", run being $5 (1 to
+# STATS_RUNS).
 stats_run() {
-	local workload=$1 size=$2 threads=$3 mode=$4 line ids calls f0 f1
+	local workload=$1 size=$2 threads=$3 mode=$4 run=$5 line ids calls f0 f1
 
 	wait_quiet
 	f0=$quiet
@@ -476,10 +481,10 @@ stats_run() {
 	# shellcheck disable=SC2086
 	f1=$(foreign_dw_progs $ids)
 	arm_stop
-	echo "  $workload size=$size threads=$threads $(mode_name "$mode") stats run: $line" >&2
+	echo "  $workload size=$size threads=$threads $(mode_name "$mode") stats run $run: $line" >&2
 	calls=${line%% *}
 	LC_ALL=C join "$work/before" "$work/after" | while read -r _ name t0 c0 _ t1 c1; do
-		echo "$mode $workload $size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=} $((f0 > f1 ? f0 : f1))"
+		echo "$mode $workload $size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=} $((f0 > f1 ? f0 : f1)) $run"
 	done >>"$work/stats.tsv"
 }
 
@@ -536,6 +541,7 @@ command_line() {
 	[ "$FLOOR" = 1 ] || env+="FLOOR=$FLOOR "
 	[ "$HALTED" = 1 ] || env+="HALTED=$HALTED "
 	[ "$SPLIT" = 1 ] || env+="SPLIT=$SPLIT "
+	[ "$STATS_RUNS" = 1 ] || env+="STATS_RUNS=$STATS_RUNS "
 	[ "$SIZES" = "1 4096" ] || env+="SIZES=\"$SIZES\" "
 	[ "$CHURN" = 1 ] || env+="CHURN=$CHURN "
 	[ "$CHURN_THREADS" = 2 ] || env+="CHURN_THREADS=$CHURN_THREADS "
@@ -606,9 +612,11 @@ pingpong_phase() {
 				one_run "$workload" "$size" "$threads" "$pair" "$mode"
 			done
 		done
-		for mode in "${modes[@]:1}"; do
-			# H runs B's programs: its stats would be B's
-			[ "$mode" = H ] || stats_run "$workload" "$size" "$threads" "$mode"
+		for ((k = 1; k <= STATS_RUNS; k++)); do
+			for mode in "${modes[@]:1}"; do
+				# H runs B's programs: its stats would be B's
+				[ "$mode" = H ] || stats_run "$workload" "$size" "$threads" "$mode" "$k"
+			done
 		done
 		[ "$workload" != churn ] || TW_OVERFLOW=$((TW_OVERFLOW + $(tcpext TCPTimeWaitOverflow) - ov0))
 	done
