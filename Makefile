@@ -175,7 +175,8 @@ install: $(OUT)/depwatch $(OUT)/depwatch.service
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/depwatch $(DESTDIR)$(MANDIR)/man8/depwatch.8 $(DESTDIR)$(UNITDIR)/depwatch.service
 
-# --- Benchmark (bench/): overhead A/B/C (baseline, depwatch, bpftrace peer), decision
+# --- Benchmark (bench/): overhead A/F/B/H/S/C (baseline, the floor of issue 17, depwatch, depwatch
+# with its daemon stopped, the syscalls backend, bpftrace peer), decision
 # speed, the daemon's cost at 1 000 x 10 000 and 10 000 x 50 000, connection churn (issue 13),
 # and with BEFORE=old-binary an arm for the old build (bench-before below). Not part of
 # `make test`. `make bench` needs root and takes about 20 minutes (up to 30 on a busy machine); it
@@ -185,7 +186,21 @@ $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@
 
-bench: $(OUT)/pingpong $(OUT)/depwatch
+# The floor (issue 17): trivial programs on depwatch's hooks and their loader.
+$(OUT)/floor.bpf.o: bench/floor.bpf.c $(OUT)/vmlinux.h | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter -I$(OUT) -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+$(OUT)/floor.skel.h: $(OUT)/floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name floor_bpf > $@
+
+$(OUT)/floor: bench/floor.c $(OUT)/floor.skel.h | $(OUT)
+	$(call msg,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS) $< -lbpf -lelf -lz -o $@
+
+bench: $(OUT)/pingpong $(OUT)/depwatch $(OUT)/floor
 	$(Q)OUT=$(OUT) bash bench/run.sh
 
 # The old daemon of make bench's before/after arm (BEFORE=$(OUT)/depwatch-before), built
@@ -194,3 +209,10 @@ BEFORE_REV ?= f9826fc
 .PHONY: bench-before
 bench-before: | $(OUT)
 	$(Q)bash bench/build-before.sh $(BEFORE_REV) $(OUT)/depwatch-before
+
+# An experiment variant for the same arm (BEFORE=$(OUT)/depwatch-$(VARIANT)): this commit with
+# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend), built likewise.
+VARIANT ?= percpu
+.PHONY: bench-variant
+bench-variant: | $(OUT)
+	$(Q)bash bench/build-before.sh HEAD $(OUT)/depwatch-$(VARIANT) bench/variants/$(VARIANT).patch

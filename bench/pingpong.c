@@ -25,6 +25,11 @@
  * further ones without TIME_WAIT). A call's latency is connect() to close(),
  * and calls are connections.
  *
+ * With --split, each client thread connects to a listener of its own (one
+ * per connection, on its own port), so no two threads call the same
+ * destination: a tracer's per-destination rows are then not shared between
+ * the threads' CPUs (issue 17's shared-line experiment).
+ *
  * Calls that start during the warm-up are made but not counted. Prints one
  * line:
  *   calls=C seconds=S calls_per_s=R p50_us=P p99_us=Q
@@ -74,6 +79,7 @@ struct opts {
 	int pin;
 	int cpu;
 	int churn;
+	int split;		/* each connection to a listener (a destination) of its own */
 };
 
 struct client {
@@ -469,7 +475,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pingpong [--threads N] [--size BYTES] [--seconds T | --calls N]\n"
-		"                [--think-us U] [--warmup-ms MS] [--pin] [--cpu] [--churn]\n"
+		"                [--think-us U] [--warmup-ms MS] [--pin] [--cpu] [--churn] [--split]\n"
 		"  --threads N     client threads, one connection each (1..%d, default 1)\n"
 		"  --size BYTES    request and response size (1..%u, default 64)\n"
 		"  --seconds T     measure for T seconds after the warm-up (default 3)\n"
@@ -481,6 +487,8 @@ static void usage(FILE *f)
 		"  --cpu           also print cpu_us_per_call (process CPU time per measured call)\n"
 		"  --churn         a new connection per call: connect, one request, answer, the\n"
 		"                  server closes first; each client thread has its own listener\n"
+		"  --split         each connection to a listener of its own (a destination per\n"
+		"                  thread); without it all connect to one listener\n"
 		"prints: calls=C seconds=S calls_per_s=R p50_us=P p99_us=Q [cpu_us_per_call=U]\n",
 		MAX_THREADS, MAX_SIZE, CALLS_MODE_SECONDS);
 }
@@ -510,6 +518,9 @@ static int parse_opt(int c, const char *arg)
 		return 0;
 	case 'C':
 		opt.churn = 1;
+		return 0;
+	case 'S':
+		opt.split = 1;
 		return 0;
 	case 'n':
 		if (parse_num(arg, 1, MAX_THREADS, &v))
@@ -555,6 +566,7 @@ static int parse_args(int argc, char **argv)
 		{ "pin", no_argument, NULL, 'p' },
 		{ "cpu", no_argument, NULL, 'u' },
 		{ "churn", no_argument, NULL, 'C' },
+		{ "split", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -581,6 +593,29 @@ static int parse_args(int argc, char **argv)
 	return 0;
 }
 
+/* --split: connection i to a listener of its own, closed once the connection is accepted. */
+static int open_split(struct client *c, struct server_conn *s)
+{
+	struct sockaddr_in addr;
+	int lfd = listen_loopback(&addr);
+	int err = -1;
+
+	if (lfd < 0)
+		return -1;
+	if (set_timeouts(lfd, 0))
+		goto close_lfd;
+	c->fd = connect_loopback(&addr);
+	if (c->fd < 0)
+		goto close_lfd;
+	s->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (s->fd < 0)
+		goto close_lfd;
+	err = set_timeouts(s->fd, opt.think_us);
+close_lfd:
+	close(lfd);
+	return err;
+}
+
 /* Connection i: the client end in c, the server end in s. */
 static int open_pair(int lfd, const struct sockaddr_in *addr, int i, struct client *c,
 		     struct server_conn *s)
@@ -598,6 +633,8 @@ static int open_pair(int lfd, const struct sockaddr_in *addr, int i, struct clie
 		s->fd = listen_loopback(&c->addr);
 		return s->fd < 0 || set_timeouts(s->fd, 0) ? -1 : 0;
 	}
+	if (opt.split)
+		return open_split(c, s);
 	c->fd = connect_loopback(addr);
 	if (c->fd < 0)
 		return -1;

@@ -3,9 +3,11 @@
 
 usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST [DD]]
   RUNS    lines "workload size threads pair mode foreign calls seconds calls_per_s p50_us p99_us
-          cpu_us": workload pingpong or churn (a connection per call); mode A (baseline),
-          B (depwatch, sock backend), P (the BEFORE binary, sock backend), S (depwatch,
-          syscalls backend) or C (bpftrace peer); foreign, the dw_ programs of other loaders seen
+          cpu_us": workload pingpong, split (pingpong --split: a destination per thread) or
+          churn (a connection per call); mode A (baseline), F (the floor: bench/floor.bpf.c),
+          B (depwatch, sock backend), H (the same, daemon stopped after its start), P (the
+          BEFORE binary, sock backend), S (depwatch, syscalls backend) or C (bpftrace peer);
+          foreign, the dw_ programs of other loaders seen
   STATS   lines "mode workload size threads prog run_time_ns run_cnt calls foreign" (deltas over
           one stats run)
   DECIDE  bench/decide.py --out's JSON (empty file: not run)
@@ -20,20 +22,28 @@ import sys
 from collections import OrderedDict, defaultdict
 from statistics import median
 
-MODES = OrderedDict((("A", "baseline"), ("B", "depwatch"), ("P", "depwatch before"),
+MODES = OrderedDict((("A", "baseline"), ("F", "floor"), ("B", "depwatch"),
+                     ("H", "depwatch, daemon stopped"),
+                     ("P", os.environ.get("BEFORE_LABEL") or "depwatch before"),
                      ("S", "depwatch syscalls"), ("C", "bpftrace")))
 SLOW_CALL_MS = 500
 CHURN_TARGET = 0.95
+# Issue 17: depwatch's distance to the floor, in points of baseline, at most.
+FLOOR_TARGETS = {("pingpong", 1, 2): 1.0, ("pingpong", 1, 1): 2.0, ("churn", 1, 2): 2.0}
 # Programs that do the same job under a new name: before → after table rows pair them.
 SAME_JOB = {"dw_sendmsg": "dw_send"}  # tp_btf/tcp_sendmsg_locked, where sock_send_length was
 
 
 def cfg_label(key):
     workload, size, threads = key
+    if workload == "split":
+        return f"{size} B × {threads} thr, split"
     return f"{'churn ' if workload == 'churn' else ''}{size} B × {threads} thr"
 
 
 def workload_name(workload):
+    if workload == "split":
+        return "ping-pong, a destination per thread (--split)"
     return "churn (connection per call)" if workload == "churn" else "ping-pong"
 
 
@@ -105,7 +115,8 @@ def throughput_table(runs):
             "| depwatch / baseline (min–max of rounds) ")
     sep = "|---|---:|---:|---:|---:|---:|---|"
     if before:
-        head += "| depwatch before calls/s | before / baseline (min–max) | depwatch / before (min–max) "
+        head += (f"| {MODES['P']} calls/s | {MODES['P']} / baseline (min–max) "
+                 f"| depwatch / {MODES['P']} (min–max) ")
         sep += "---:|---|---|"
     if sysc:
         head += "| depwatch syscalls calls/s | depwatch syscalls / baseline (min–max) "
@@ -136,6 +147,61 @@ def throughput_table(runs):
     return out
 
 
+def round_ratios(cfg, mode, i=0):
+    """{round: field i of mode's run / the mean of the baselines around it}: the round's own
+    baseline (run first in the round) and the next round's, where there is one."""
+    out = {}
+    for rnd, run in cfg[mode].items():
+        around = [cfg["A"][r][i] for r in (rnd, rnd + 1) if r in cfg["A"]]
+        if around and sum(around) > 0:
+            out[rnd] = run[i] / (sum(around) / len(around))
+    return out
+
+
+def spread(xs, fmt="{:.3f}"):
+    """median (min–max)"""
+    return f"{fmt.format(median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
+
+
+def floor_distance(cfg, mode, ref="F"):
+    """Per round, 100 × (ref's ratio − mode's ratio): points of baseline between them."""
+    a, b = round_ratios(cfg, ref), round_ratios(cfg, mode)
+    return [100 * (a[r] - b[r]) for r in sorted(set(a) & set(b))]
+
+
+def floor_table(runs):
+    modes = [m for m in ("F", "B", "H", "S", "P", "C") if any(has(c, m) for c in runs.values())]
+    head = ("| workload | size (B) | client threads | rounds | baseline calls/s | "
+            + " | ".join(f"{MODES[m]} / baseline" for m in modes)
+            + " | depwatch − floor, points | daemon stopped − floor, points "
+            "| depwatch − daemon stopped, points (the daemon's share) |")
+    out = [head, "|---|---:|---:|---:|---:|" + "---|" * len(modes) + "---|---|---|"]
+    for (workload, size, threads), cfg in runs.items():
+        cells = [workload_name(workload), str(size), str(threads), str(len(cfg["A"])),
+                 fmt_rate(med(cfg["A"].values(), 0))]
+        for m in modes:
+            rr = list(round_ratios(cfg, m).values())
+            cells.append(spread(rr) if rr else "—")
+        for m, ref in (("B", "F"), ("H", "F"), ("B", "H")):
+            d = floor_distance(cfg, m, ref)
+            cells.append(spread(d, "{:+.1f}") if d else "—")
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def floor_targets(runs):
+    out = []
+    for key, limit in FLOOR_TARGETS.items():
+        cfg = runs.get(key)
+        if not cfg or not has(cfg, "F") or not has(cfg, "B"):
+            continue
+        d = floor_distance(cfg, "B")
+        what = ("connection churn" if key[0] == "churn" else "1-byte ping-pong") + f", {key[2]} thread(s)"
+        out.append(f"| {what}: depwatch within {limit:.0f} point(s) of the floor, same rounds "
+                   f"| {spread(d, '{:+.1f}')} points | {verdict(median(d) <= limit)} |")
+    return out
+
+
 def latency_table(runs):
     modes = [m for m in MODES if any(has(c, m) for c in runs.values())]
     head = "| workload | size (B) | client threads | " + " | ".join(
@@ -152,18 +218,27 @@ def latency_table(runs):
     return out
 
 
+# {(mode, cfg): {run: [all programs' run time, calls]}}: each statistics run's own figures
+STATS_RUNS = defaultdict(dict)
+
+
 def load_stats(path):
-    """{mode: (cfgs, cell[(name, cfg)] = (ns, cnt), calls[cfg], progs, foreign[cfg])}"""
+    """{mode: (cfgs, cell[(name, cfg)] = (ns, cnt), calls[cfg], progs, foreign[cfg])}, summed over
+    the statistics runs (STATS_RUNS=N in run.sh); each run's own total goes to STATS_RUNS."""
     res = {}
-    for mode, workload, size, threads, name, ns, cnt, ncalls, foreign in read_rows(path):
+    for row in read_rows(path):
+        mode, workload, size, threads, name, ns, cnt, ncalls, foreign = row[:9]
+        run = int(row[9]) if len(row) > 9 else 1
         cfgs, cell, calls, progs, fgn = res.setdefault(mode, ([], defaultdict(lambda: (0, 0)), {}, [], {}))
         key = (workload, int(size), int(threads))
         if key not in cfgs:
             cfgs.append(key)
         t, c = cell[(name, key)]
         cell[(name, key)] = (t + int(ns), c + int(cnt))
-        calls[key] = int(ncalls)
-        fgn[key] = int(foreign)
+        per_run = STATS_RUNS[(mode, key)].setdefault(run, [0, int(ncalls)])
+        per_run[0] += int(ns)
+        calls[key] = sum(r[1] for r in STATS_RUNS[(mode, key)].values())
+        fgn[key] = max(fgn.get(key, 0), int(foreign))
         if name not in progs:
             progs.append(name)
     return res
@@ -201,6 +276,13 @@ def stats_table(stats, mode):
         t = sum(cell[(n, key)][0] for n in progs)
         totals.append(f"{t / calls[key]:.0f} ns/call" if calls[key] else "—")
     out.append("| **all programs, per call (churn: per connection)** | " + " | ".join(totals) + " |")
+    if any(len(STATS_RUNS[(mode, k)]) > 1 for k in cfgs):
+        each = []
+        for key in cfgs:
+            per = [t / n for t, n in STATS_RUNS[(mode, key)].values() if n]
+            each.append(f"{spread(per, '{:.0f}')} ({len(per)})" if per else "—")
+        out.append("| all programs, per call: each statistics run, median (min–max) (runs) | "
+                   + " | ".join(each) + " |")
     out.append("| other dw_ programs attached | " + " | ".join(str(fgn[k]) for k in cfgs) + " |")
     return out
 
@@ -346,7 +428,7 @@ def verdict(ok):
 
 
 def targets_table(runs, stats, dec, scale):
-    out = ["| target | measured | |", "|---|---|---|"]
+    out = ["| target | measured | |", "|---|---|---|", *floor_targets(runs)]
     for key in (("pingpong", 1, 1), ("pingpong", 1, 2)):
         cfg = runs.get(key)
         if not cfg:
@@ -357,7 +439,7 @@ def targets_table(runs, stats, dec, scale):
                    f"| {cell} | {verdict(None if r is None else r >= 0.97)} |")
         if has(cfg, "P"):
             cell, r = ratio_cell(cfg, "A", "P")
-            out.append(f"| (before: BEFORE's binary) 1-byte ping-pong, {key[1]} thread(s): ≥ 97% of "
+            out.append(f"| ({MODES['P']}: BEFORE's binary) 1-byte ping-pong, {key[1]} thread(s): ≥ 97% of "
                        f"baseline | {cell} | {verdict(None if r is None else r >= 0.97)} |")
         if has(cfg, "C"):
             b, c = med(cfg["B"].values(), 0), med(cfg["C"].values(), 0)
@@ -370,7 +452,7 @@ def targets_table(runs, stats, dec, scale):
     for key, cfg in runs.items():
         if key[0] != "churn":
             continue
-        for mode, what in (("B", "depwatch"), ("P", "(before: BEFORE's binary) depwatch"),
+        for mode, what in (("B", "depwatch"), ("P", f"({MODES['P']}: BEFORE's binary) depwatch"),
                            ("S", "(syscalls backend) depwatch")):
             if not has(cfg, mode):
                 continue
@@ -445,9 +527,53 @@ def churn_analysis(runs, stats, key):
     return out
 
 
+def bpf_ns_per_call(stats, mode, key):
+    """All of mode's programs' run time per call in key's stats run, in ns (None: no run)."""
+    if mode not in stats or key not in stats[mode][0]:
+        return None
+    _cfgs, cell, calls, progs, _f = stats[mode]
+    if not calls.get(key):
+        return None
+    return sum(cell[(n, key)][0] for n in progs) / calls[key]
+
+
+def floor_analysis(runs, stats):
+    """Per configuration: the distance to the floor split into the daemon's share and the
+    programs' (from the rounds), next to the programs' run time beyond the floor's (from the
+    statistics runs) in points of the baseline's CPU per call."""
+    out = []
+    for key, cfg in runs.items():
+        if not has(cfg, "F") or not has(cfg, "B"):
+            continue
+        d = floor_distance(cfg, "B")
+        text = f"- {cfg_label(key)}: depwatch {median(d):+.1f} points from the floor"
+        if has(cfg, "H"):
+            h, dh = floor_distance(cfg, "H"), floor_distance(cfg, "B", "H")
+            text += (f"; with its daemon stopped {median(h):+.1f}, so the daemon's polling and "
+                     f"wake-ups take {median(dh):+.1f} and its programs beyond the floor's {median(h):+.1f}")
+        fl, dw = bpf_ns_per_call(stats, "F", key), bpf_ns_per_call(stats, "B", key)
+        if fl is not None and dw is not None:
+            base_cpu = med(cfg["A"].values(), 4) * 1000
+            text += (f". BPF run time per call (statistics runs): depwatch {dw:.0f} ns, floor "
+                     f"{fl:.0f} ns: {dw - fl:+.0f} ns, {100 * (dw - fl) / base_cpu:+.1f} points of the "
+                     f"baseline's {base_cpu / 1000:.2f} CPU µs per call")
+        out.append(text + ".")
+    shared, split = runs.get(("pingpong", 1, 2)), runs.get(("split", 1, 2))
+    if shared and split and has(shared, "F") and has(shared, "B") and has(split, "B") and has(split, "F"):
+        a, b = floor_distance(shared, "B"), floor_distance(split, "B")
+        text = (f"- Rows shared between CPUs: 1 B × 2 threads to one destination {median(a):+.1f} "
+                f"points from the floor, to a destination per thread {median(b):+.1f}")
+        x = bpf_ns_per_call(stats, "B", ("pingpong", 1, 2))
+        y = bpf_ns_per_call(stats, "B", ("split", 1, 2))
+        if x is not None and y is not None:
+            text += f"; BPF run time per call {x:.0f} ns vs {y:.0f} ns ({x - y:+.0f} ns shared)"
+        out.append(text + ".")
+    return out
+
+
 def analysis(runs, stats, dec, fast, scale):
     """Data-driven notes on where the time goes, for the targets above."""
-    out = []
+    out = floor_analysis(runs, stats)
     for key in [k for k in runs if k[0] == "churn"]:
         out += churn_analysis(runs, stats, key)
     key = ("pingpong", 1, 1)
@@ -599,7 +725,9 @@ def main():
         f"- Build (sha256 prefix): {env('BUILD_ID', '?')}; the daemon's hooks, sock backend: "
         f"{env('ATTACHED_sock', '?')}; syscalls backend: {env('ATTACHED_syscalls', '?')}",
         f"- Peer: `bench/peer.bt` under {env('BPFTRACE_VERSION', '?')} (Debian package)",
-        f"- Before (arm 'depwatch before', `BEFORE=`): {env('BEFORE_ID', 'not run')}; its hooks: "
+        f"- Floor (arm 'floor', `bench/floor.bpf.c` through `{env('OUT', 'build')}/floor`): "
+        f"{env('ATTACHED_floor', 'not run')}",
+        f"- Before (arm '{MODES['P']}', `BEFORE=`): {env('BEFORE_ID', 'not run')}; its hooks: "
         f"{env('ATTACHED_before', 'not run')}",
         f"- Load average (1/5/15 min) before: {env('LOAD_BEFORE', '?')}, "
         f"after: {env('LOAD_AFTER', '?')}; whole run took {env('ELAPSED', '?')} s, "
@@ -614,6 +742,21 @@ def main():
         *targets_table(runs, stats, dec, scale),
         "",
         *analysis(runs, stats, dec, fast, scale),
+        "",
+        "## Distance to the floor (issue 17)",
+        "",
+        "Same rounds as the throughput table below. The floor (`bench/floor.bpf.c`) is one "
+        "trivial program on every hook the sock backend attaches per event (see its hooks "
+        "above; iter/tcp runs only at start), each bumping a per-CPU counter: the least any "
+        "tracer on those hooks can cost. 'depwatch, daemon stopped' is depwatch (sock) "
+        "SIGSTOPped once started: its programs run, its daemon neither polls nor wakes. Here "
+        "each run's ratio is to the mean of the baselines around it (its round's, run first, "
+        "and the next round's), median (min–max) over the rounds; a distance is the floor's "
+        "ratio minus the other's in the same round, in points of baseline (+: costs more than "
+        "the floor). The split configuration (`pingpong --split`) is 1 B × 2 threads with a "
+        "listener per connection: no per-destination row is written from both CPUs.",
+        "",
+        *floor_table(runs),
         "",
         "## Throughput: loopback request/response",
         "",
@@ -670,7 +813,7 @@ def main():
         "(two clock reads per invocation), so these runs are not used for throughput.",
         "",
     ]
-    for mode in ("B", "P", "S", "C"):
+    for mode in ("F", "B", "P", "S", "C"):
         if mode not in stats:
             continue
         lines += [f"### {MODES[mode]}", "", *stats_table(stats, mode), ""]

@@ -8,8 +8,20 @@
 #    syscalls (issue 7's backend for kernels before 6.3: system call
 #    tracepoints instead of the socket ones), C = the bpftrace peer (bench/peer.bt:
 #    the same call model on the same tracepoints, as one would write it in
-#    bpftrace; a fresh bpftrace per C run). Then one extra run per
-#    configuration and per B/C with kernel.bpf_stats_enabled=1 measures each
+#    bpftrace; a fresh bpftrace per C run), F = the floor (issue 17:
+#    $OUT/floor, bench/floor.bpf.c's trivial programs, one per hook the sock
+#    backend attaches per event, each bumping a per-CPU counter: the least
+#    any tracer on those hooks can cost; a fresh one per F run), H = depwatch
+#    (sock) with its daemon stopped (SIGSTOP) once it has started: its
+#    programs attached and running, no polling, no wake-ups (SIGCONT then
+#    SIGTERM after the run): B - H is the daemon's own share, H - F the
+#    programs' beyond the floor. SPLIT=1 adds the configuration "split": the
+#    1-byte ping-pong at 2 threads with a listener per connection
+#    (pingpong --split), so the two threads (two CPUs) call two
+#    destinations and no per-destination row is written from both CPUs;
+#    next to the shared 1 B x 2 threads configuration it measures what the
+#    rows shared between CPUs cost. Then one extra run per
+#    configuration and per B/S/P/C/F with kernel.bpf_stats_enabled=1 measures each
 #    BPF program's average cost per invocation; the sysctl is restored after.
 #    CHURN (issue 13): the same interleaved rounds and stats run for
 #    connection churn, `pingpong --churn` (a connection per call: connect,
@@ -56,11 +68,18 @@
 # (default 90), SIZES (default "1 4096": the ping-pong message sizes, each
 # with 1 and 2 threads; SIZES="": no ping-pong, churn only), CHURN (default
 # 1; 0: no churn configuration), CHURN_THREADS (default 2), BEFORE (default
-# none: the old depwatch binary of arm P), RESULTS (where the report goes), PEER (default 1;
+# none: the old depwatch binary of arm P, or an experiment variant from
+# `make bench-variant VARIANT=percpu`), BEFORE_LABEL (default "depwatch
+# before": arm P's name in the report), RESULTS (where the report goes), PEER (default 1;
 # 0: no bpftrace arm), SYSCALLS (default 1; 0:
 # no syscalls-backend arm), DD (default 1; 0: no dd arm), DECIDE_TRIALS (default
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
-# 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py),
+# 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py), FLOOR
+# (default 1; 0: no floor arm), HALTED (default 1; 0: no daemon-stopped
+# arm), SPLIT (default 1; 0: no "split" configuration), STATS_RUNS (default
+# 1: BPF-statistics runs per configuration and arm, the arms alternating;
+# the cost of a line two CPUs write moves with where the hypervisor puts the
+# vCPUs, so one run can be a lucky one),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
 # scale.py --quick).
@@ -77,6 +96,18 @@
 # form, the same with BENCH_QUICK=1 PAIRS=1 RUN_SECONDS=3 WARMUP_MS=300
 # QUIET_WAIT=5 QUIET_BUDGET=90, took 285 s on a busy machine (90 s of it
 # waiting for other dw_ programs).
+# Issue 17's run (the floor; on a quiet machine): every ping-pong
+# configuration (1 B and 4 KiB, 1 and 2 threads), split and churn; arms A F
+# B H P S C, P being the per-CPU-rows variant (bench/variants/percpu.patch);
+# no dd, decide or scale (issue 13's figures stand for those):
+#   make OUT=build-bench bench-variant VARIANT=percpu     # ~15 s
+#   DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 STATS_RUNS=3 \
+#     BEFORE=build-bench/depwatch-percpu BEFORE_LABEL="depwatch, per-CPU rows (variant)" \
+#     RESULTS=bench/RESULTS-issue17.md make OUT=build-bench bench
+# 6 configurations x 7 rounds x 7 arms = 294 runs of 3.3 s plus ~1-3 s of
+# start and stop each (bpftrace's more), 90 stats runs, 1 churn warm-up:
+# about 35 minutes quiet. Its one-round smoke form, the same with
+# BENCH_QUICK=1 in front, took 164 s busy with SIZES=1 (4 configurations).
 # Nothing here asserts on timing: the numbers are reported, never judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -99,22 +130,29 @@ QUIET_BUDGET=${QUIET_BUDGET:-${DEFAULTS[QUIET_BUDGET]}}
 PIN=${PIN:-1}
 PEER=${PEER:-1}
 SYSCALLS=${SYSCALLS:-1}
+FLOOR=${FLOOR:-1}
+HALTED=${HALTED:-1}
+SPLIT=${SPLIT:-1}
+STATS_RUNS=${STATS_RUNS:-1}
 DD=${DD:-1}
 DD_COUNT=4194304
 ATTACHED_sock="not run"
 ATTACHED_syscalls="not run"
 ATTACHED_before="not run"
+ATTACHED_floor="not run"
 SCALE=${SCALE:-1}
 SIZES=${SIZES-1 4096}
 CHURN=${CHURN:-1}
 CHURN_THREADS=${CHURN_THREADS:-2}
 BEFORE=${BEFORE:-}
+BEFORE_LABEL=${BEFORE_LABEL:-depwatch before}	# arm P's name in the report (a variant's)
 DEPWATCH_BEFORE=""
 BEFORE_ID="not run"
 CONFIGS=()	# "workload size threads"
 for size in $SIZES; do
 	CONFIGS+=("pingpong $size 1" "pingpong $size 2")
 done
+[ "$SPLIT" != 1 ] || CONFIGS+=("split 1 2")
 [ "$CHURN" != 1 ] || CONFIGS+=("churn 1 $CHURN_THREADS")
 TW_MAX=0	# the most TIME_WAIT sockets seen after a churn run
 TW_OVERFLOW=0	# TcpExt TCPTimeWaitOverflow over the churn configurations
@@ -122,6 +160,7 @@ PIN_DIR=/sys/fs/bpf/dwbench
 RUN_DIR=/tmp/dwbench
 PINGPONG=$OUT/pingpong
 DEPWATCH=$OUT/depwatch
+FLOOR_BIN=$OUT/floor
 BPFTOOL=${BPFTOOL:-$(command -v bpftool || echo /usr/sbin/bpftool)}
 BPFTRACE=${BPFTRACE:-$(command -v bpftrace || echo /usr/bin/bpftrace)}
 PEER_BT=bench/peer.bt
@@ -132,6 +171,7 @@ RESULTS=${RESULTS:-$RESULTS_DEFAULT}
 work=$(mktemp -d /tmp/dwbench-run.XXXXXX)
 daemon_pid=""
 peer_pid=""
+floor_pid=""
 stats_orig=""
 quiet_left=$((QUIET_BUDGET * 4))	# quarter seconds of waiting left
 
@@ -164,6 +204,7 @@ daemon_stop() {
 
 	[ -n "$pid" ] || return 0
 	daemon_pid=""
+	kill -CONT "$pid" 2>/dev/null || true	# arm H stopped it
 	stop_child "$pid" TERM 50 depwatch || rc=$?
 	[ "$rc" -eq 0 ] || echo "bench: depwatch exited with status $rc" >&2
 	return 0
@@ -184,10 +225,21 @@ peer_stop() {
 	return 0
 }
 
+# Stops the floor: SIGTERM (it detaches and prints its counts), up to 5 s, then SIGKILL.
+floor_stop() {
+	local pid=$floor_pid
+
+	[ -n "$pid" ] || return 0
+	floor_pid=""
+	stop_child "$pid" TERM 50 floor || true
+	return 0
+}
+
 # shellcheck disable=SC2317  # the EXIT trap's (shellcheck 0.9 misses it after main's exit)
 cleanup() {
 	daemon_stop
 	peer_stop
+	floor_stop
 	stats_restore
 	rm -rf "$work"
 }
@@ -242,6 +294,26 @@ peer_start() {
 	cat "$log" >&2
 	peer_stop
 	die "bpftrace did not attach $want tracepoints (log above)"
+}
+
+# Starts the floor ($FLOOR_BIN) and waits (up to 10 s) for its ready line.
+floor_start() {
+	local log=$work/floor.log i
+
+	: >"$log"
+	"$FLOOR_BIN" >>"$log" 2>&1 &
+	floor_pid=$!
+	for ((i = 0; i < 100; i++)); do
+		if grep -q "^floor: ready (pid $floor_pid)" "$log"; then
+			ATTACHED_floor=$(sed -n 's/^floor: ready (pid [0-9]*); attached: /attached: /p' "$log")
+			return 0
+		fi
+		kill -0 "$floor_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$log" >&2
+	floor_stop
+	die "the floor did not start (log above)"
 }
 
 # The BPF program ids a process holds, from its file descriptors.
@@ -306,7 +378,8 @@ pingpong() {
 	local workload=$1 size=$2 threads=$3 warmup=$4 pin=() churn=() n='[0-9.]+' tw
 
 	[ "$PIN" = 0 ] || pin=(--pin)
-	[ "$workload" = pingpong ] || churn=(--churn)
+	[ "$workload" != churn ] || churn=(--churn)
+	[ "$workload" != split ] || churn=(--split)
 	line=$("$PINGPONG" --size "$size" --threads "$threads" --seconds "$RUN_SECONDS" \
 		--warmup-ms "$warmup" --cpu "${pin[@]}" "${churn[@]}") ||
 		die "pingpong failed ($workload, size $size, threads $threads)"
@@ -326,16 +399,28 @@ mode_name() {
 	S) echo depwatch-syscalls ;;
 	C) echo bpftrace ;;
 	P) echo depwatch-before ;;
+	F) echo floor ;;
+	H) echo depwatch-halted ;;
 	esac
 }
 
-# Starts what mode B or C runs (nothing for A); sets $ids to its BPF program ids.
+# Starts what a mode runs (nothing for A); sets $ids to its BPF program ids.
 arm_start() {
 	ids=""
 	case $1 in
 	B | S)
 		daemon_start "$([ "$1" = B ] && echo sock || echo syscalls)"
 		ids=$(prog_ids_of "$daemon_pid")
+		;;
+	H)
+		daemon_start sock
+		ids=$(prog_ids_of "$daemon_pid")
+		# started: programs attached, adoption done; from here on no polling
+		kill -STOP "$daemon_pid"
+		;;
+	F)
+		floor_start
+		ids=$(prog_ids_of "$floor_pid")
 		;;
 	P)
 		daemon_start sock before
@@ -351,6 +436,7 @@ arm_start() {
 arm_stop() {
 	daemon_stop
 	peer_stop
+	floor_stop
 }
 
 # One run; appends "workload size threads pair mode foreign calls seconds
@@ -376,9 +462,10 @@ one_run() {
 
 # With depwatch (B) or the peer (C) running and BPF stats on: per-program
 # deltas over one pingpong run, appended to stats.tsv as "mode workload size
-# threads prog run_time_ns run_cnt calls foreign".
+# threads prog run_time_ns run_cnt calls foreign run", run being $5 (1 to
+# STATS_RUNS).
 stats_run() {
-	local workload=$1 size=$2 threads=$3 mode=$4 line ids calls f0 f1
+	local workload=$1 size=$2 threads=$3 mode=$4 run=$5 line ids calls f0 f1
 
 	wait_quiet
 	f0=$quiet
@@ -394,10 +481,10 @@ stats_run() {
 	# shellcheck disable=SC2086
 	f1=$(foreign_dw_progs $ids)
 	arm_stop
-	echo "  $workload size=$size threads=$threads $(mode_name "$mode") stats run: $line" >&2
+	echo "  $workload size=$size threads=$threads $(mode_name "$mode") stats run $run: $line" >&2
 	calls=${line%% *}
 	LC_ALL=C join "$work/before" "$work/after" | while read -r _ name t0 c0 _ t1 c1; do
-		echo "$mode $workload $size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=} $((f0 > f1 ? f0 : f1))"
+		echo "$mode $workload $size $threads $name $((t1 - t0)) $((c1 - c0)) ${calls#calls=} $((f0 > f1 ? f0 : f1)) $run"
 	done >>"$work/stats.tsv"
 }
 
@@ -405,6 +492,7 @@ preflight() {
 	[ "$(id -u)" -eq 0 ] || die "needs root (loads BPF programs)"
 	[ -x "$PINGPONG" ] || die "build first: make $PINGPONG"
 	[ -x "$DEPWATCH" ] || die "build first: make $DEPWATCH"
+	[ "$FLOOR" != 1 ] || [ -x "$FLOOR_BIN" ] || die "build first: make $FLOOR_BIN"
 	[ -z "$BEFORE" ] || [ -x "$BEFORE" ] ||
 		die "BEFORE=$BEFORE is not an executable (make OUT=$OUT bench-before BEFORE_REV=...)"
 	[ -x "$BPFTOOL" ] || die "bpftool not found"
@@ -420,6 +508,10 @@ preflight() {
 	# replacing build/depwatch mid-benchmark must not change what B runs run.
 	cp "$DEPWATCH" "$work/depwatch"
 	DEPWATCH=$work/depwatch
+	if [ "$FLOOR" = 1 ]; then
+		cp "$FLOOR_BIN" "$work/floor"
+		FLOOR_BIN=$work/floor
+	fi
 	if [ -n "$BEFORE" ]; then
 		cp "$BEFORE" "$work/depwatch-before"
 		DEPWATCH_BEFORE=$work/depwatch-before
@@ -446,10 +538,15 @@ command_line() {
 	[ "$PIN" = 1 ] || env+="PIN=$PIN "
 	[ "$PEER" = 1 ] || env+="PEER=$PEER "
 	[ "$SYSCALLS" = 1 ] || env+="SYSCALLS=$SYSCALLS "
+	[ "$FLOOR" = 1 ] || env+="FLOOR=$FLOOR "
+	[ "$HALTED" = 1 ] || env+="HALTED=$HALTED "
+	[ "$SPLIT" = 1 ] || env+="SPLIT=$SPLIT "
+	[ "$STATS_RUNS" = 1 ] || env+="STATS_RUNS=$STATS_RUNS "
 	[ "$SIZES" = "1 4096" ] || env+="SIZES=\"$SIZES\" "
 	[ "$CHURN" = 1 ] || env+="CHURN=$CHURN "
 	[ "$CHURN_THREADS" = 2 ] || env+="CHURN_THREADS=$CHURN_THREADS "
 	[ -z "$BEFORE" ] || env+="BEFORE=$BEFORE "
+	[ "$BEFORE_LABEL" = "depwatch before" ] || env+="BEFORE_LABEL=\"$BEFORE_LABEL\" "
 	[ "$RESULTS" = "$RESULTS_DEFAULT" ] || env+="RESULTS=$RESULTS "
 	[ "$DD" = 1 ] || env+="DD=$DD "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
@@ -490,14 +587,18 @@ tcpext() {
 }
 
 pingpong_phase() {
-	local cfg workload size threads pair mode modes=(A B)
+	local cfg workload size threads pair mode modes=(A)
 
+	[ "$FLOOR" = 1 ] && modes+=(F)
+	modes+=(B)
+	[ "$HALTED" = 1 ] && modes+=(H)
 	[ -n "$BEFORE" ] && modes+=(P)
 	[ "$SYSCALLS" = 1 ] && modes+=(S)
 	[ "$PEER" = 1 ] && modes+=(C)
 	echo "bench: $PAIRS interleaved rounds (${modes[*]}) x ${#CONFIGS[@]} configs, ${RUN_SECONDS}s" \
-		"per run (+${WARMUP_MS}ms warm-up), PIN=$PIN; A = baseline, B = depwatch (sock)," \
-		"P = depwatch before (BEFORE, sock), S = depwatch (syscalls), C = bpftrace peer" >&2
+		"per run (+${WARMUP_MS}ms warm-up), PIN=$PIN; A = baseline, F = floor, B = depwatch (sock)," \
+		"H = depwatch, daemon stopped, P = depwatch before (BEFORE, sock), S = depwatch (syscalls)," \
+		"C = bpftrace peer" >&2
 	for cfg in "${CONFIGS[@]}"; do
 		read -r workload size threads <<<"$cfg"
 		if [ "$workload" = churn ]; then
@@ -511,8 +612,11 @@ pingpong_phase() {
 				one_run "$workload" "$size" "$threads" "$pair" "$mode"
 			done
 		done
-		for mode in "${modes[@]:1}"; do
-			stats_run "$workload" "$size" "$threads" "$mode"
+		for ((k = 1; k <= STATS_RUNS; k++)); do
+			for mode in "${modes[@]:1}"; do
+				# H runs B's programs: its stats would be B's
+				[ "$mode" = H ] || stats_run "$workload" "$size" "$threads" "$mode" "$k"
+			done
 		done
 		[ "$workload" != churn ] || TW_OVERFLOW=$((TW_OVERFLOW + $(tcpext TCPTimeWaitOverflow) - ov0))
 	done
@@ -589,7 +693,7 @@ main() {
 	scale_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
 		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK \
-		ATTACHED_before BEFORE_ID TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE TW_OVERFLOW TW_BUCKETS
+		ATTACHED_before ATTACHED_floor BEFORE_ID BEFORE_LABEL TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE TW_OVERFLOW TW_BUCKETS
 	LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 	TW_REUSE=$(cat /proc/sys/net/ipv4/tcp_tw_reuse)
 	TW_BUCKETS=$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)
