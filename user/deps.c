@@ -108,11 +108,25 @@ void dw_deps_free(struct dw_deps *deps)
 	memset(deps, 0, sizeof(*deps));
 }
 
+/* The kernel's DW_ENFORCE_* bits of one dependency's settings (enforce = abort: both). */
+static __u32 enforce_bits(const struct dw_dep_settings *s)
+{
+	return (s->enforce_connect ? DW_ENFORCE_CONNECT : 0) | (s->enforce_abort ? DW_ENFORCE_ABORT : 0);
+}
+
+const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep *dep)
+{
+	if (dep->s->enforce_abort && deps->can_abort)
+		return "abort";
+	return dep->s->enforce_connect ? "connect" : "off";
+}
+
 static int dep_cfg_write(struct dw_deps *deps, struct dw_bpf *b)
 {
 	struct dw_dep_cfg dc = { .slow_call_ns = deps->cfg.defaults.slow_call_ns,
-				 .enforce = deps->cfg.defaults.enforce_connect,
-				 .multiplexed = deps->cfg.defaults.judge_multiplexed };
+				 .enforce = enforce_bits(&deps->cfg.defaults),
+				 .multiplexed = deps->cfg.defaults.judge_multiplexed,
+				 .abort_after_ns = deps->cfg.defaults.abort_after_ns };
 	__u32 id = 0;
 
 	if (bpf_map_update_elem(b->dep_cfg_fd, &id, &dc, BPF_ANY))
@@ -124,8 +138,9 @@ static int dep_cfg_write(struct dw_deps *deps, struct dw_bpf *b)
 			continue;
 		id = dep->id;
 		dc.slow_call_ns = dep->s->slow_call_ns;
-		dc.enforce = dep->s->enforce_connect;
+		dc.enforce = enforce_bits(dep->s);
 		dc.multiplexed = dep->s->judge_multiplexed;
+		dc.abort_after_ns = dep->s->abort_after_ns;
 		if (bpf_map_update_elem(b->dep_cfg_fd, &id, &dc, BPF_ANY))
 			return -errno;
 	}
@@ -341,6 +356,7 @@ static void dep_zero(struct dw_dep *dep)
 	dep->calls = dep->failed = dep->slow = dep->inflight = dep->oldest_call_ns = 0;
 	dep->rejected = dep->conns = 0;
 	dep->started = dep->abandoned = dep->retried = 0;
+	dep->aborted_breaker = dep->aborted_timeout = dep->calls_aborted = 0;
 }
 
 /* One destination's figures into its dependency's. */
@@ -354,6 +370,9 @@ static void dep_count_dest(struct dw_dep *dep, const struct dw_dest *d)
 	dep->started += d->sum.calls_started;
 	dep->abandoned += d->sum.calls_abandoned;
 	dep->retried += d->sum.calls_retried;
+	dep->aborted_breaker += d->sum.conns_aborted_breaker;
+	dep->aborted_timeout += d->sum.conns_aborted_timeout;
+	dep->calls_aborted += d->sum.calls_aborted;
 	if (d->sum.conns_opened > d->sum.conns_closed)
 		dep->conns += d->sum.conns_opened - d->sum.conns_closed;
 	if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))

@@ -44,6 +44,8 @@ struct dw_dep {
 	unsigned suppressed;
 	bool open_alerted;
 	bool in_map;			/* has an entry in the breakers map */
+	/* connections the kernel aborted since start (dest_stats): enforce = abort, abort_after */
+	uint64_t aborted_breaker, aborted_timeout, calls_aborted;
 	/* retries: cumulative counts, and rates smoothed over the polls */
 	uint64_t started, abandoned, retried;
 	uint64_t rate_prev_started, rate_prev_ns;
@@ -64,7 +66,11 @@ struct dw_deps {
 	struct dw_dep_settings overflow_settings;
 	struct dw_services svcs;	/* the config's services, polled after the dependencies */
 	uint8_t service_port[65536 / 8];	/* bit set: the kernel's service_ports says 1 */
+	bool can_abort;			/* the abort iterator runs: enforce = abort is in force, not connect */
 };
+
+/* enforce in effect: "off", "connect", or "abort" (only where the kernel can abort). */
+const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep *dep);
 
 /* Takes cfg over (it is freed with the deps). */
 int dw_deps_init(struct dw_deps *deps, struct dw_config *cfg, uint64_t lease_ns);

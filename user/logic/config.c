@@ -31,7 +31,8 @@ const char dw_default_config[] =
 	"open_for = 30s          # open -> half_open after this\n"
 	"half_open_calls = 5     # calls judged in half_open before closing or reopening\n"
 	"max_inflight = 0        # concurrency limit (bulkhead); 0 = none\n"
-	"enforce = off           # off | connect\n"
+	"enforce = off           # off | connect | abort\n"
+	"abort_after = 0         # abort a call's connection once it is this old; 0 = never\n"
 	"ignore = no             # yes: trace but never judge\n"
 	"multiplexed = ignore    # ignore | judge: burst timings (HTTP/2, pipelining) in slow_rate\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
@@ -66,6 +67,8 @@ static const struct key_def keys[] = {
 	{ "half_open_calls", KIND_UINT, FIELD(half_open_calls), 1, 1000 },
 	{ "max_inflight", KIND_UINT, FIELD(max_inflight), 0, 1000000 },
 	{ "enforce", KIND_ENFORCE, FIELD(enforce_connect), 0, 0 },
+	/* 0 (off), or 1 ms to 1 h */
+	{ "abort_after", KIND_DURATION, FIELD(abort_after_ns), 0, NS_PER_H },
 	{ "ignore", KIND_BOOL, FIELD(ignore), 0, 0 },
 	{ "multiplexed", KIND_MULTIPLEXED, FIELD(judge_multiplexed), 0, 0 },
 };
@@ -73,6 +76,8 @@ static const struct key_def keys[] = {
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 #define KEY_SAMPLE 3
 #define KEY_MIN_CALLS 5
+#define KEY_ABORT_AFTER 10
+#define KEY_IGNORE 11
 
 /*
  * Keys outside struct dw_dep_settings (off unused): their values are read
@@ -405,6 +410,9 @@ static int fail_value(struct parser *p, const struct key_def *k, const char *val
 	case KIND_DURATION:
 		dw_format_duration(k->min, lo, sizeof(lo));
 		dw_format_duration(k->max, hi, sizeof(hi));
+		if (!k->min)
+			return fail(p, "%s: '%s' is not 0 (off) or a duration from 1ms to %s (units: us, ms, s, m)",
+				    k->name, val, hi);
 		return fail(p, "%s: '%s' is not a duration from %s to %s (units: us, ms, s, m)",
 			    k->name, val, lo, hi);
 	case KIND_PERCENT:
@@ -416,7 +424,7 @@ static int fail_value(struct parser *p, const struct key_def *k, const char *val
 		return fail(p, "%s: '%s' is not yes or no (or on/off, true/false, 1/0)", k->name,
 			    val);
 	case KIND_ENFORCE:
-		return fail(p, "%s: '%s' is not off or connect", k->name, val);
+		return fail(p, "%s: '%s' is not off, connect or abort", k->name, val);
 	case KIND_MULTIPLEXED:
 		return fail(p, "%s: '%s' is not ignore or judge", k->name, val);
 	}
@@ -433,7 +441,12 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 
 	switch (k->kind) {
 	case KIND_DURATION:
-		if (dw_parse_duration(val, &u) || u < k->min || u > k->max)
+		/* a key whose minimum is 0 is off at 0, and otherwise at least 1 ms */
+		if (!k->min && !strcmp(val, "0")) {
+			*(uint64_t *)field = 0;
+			return 0;
+		}
+		if (dw_parse_duration(val, &u) || u < (k->min ? k->min : NS_PER_MS) || u > k->max)
 			return -EINVAL;
 		*(uint64_t *)field = u;
 		return 0;
@@ -453,9 +466,11 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 		*(bool *)field = b;
 		return 0;
 	case KIND_ENFORCE:
-		if (strcasecmp(val, "off") && strcasecmp(val, "connect"))
+		/* abort is everything connect does, and more */
+		if (strcasecmp(val, "off") && strcasecmp(val, "connect") && strcasecmp(val, "abort"))
 			return -EINVAL;
-		*(bool *)field = strcasecmp(val, "connect") == 0;
+		*(bool *)field = strcasecmp(val, "off") != 0;
+		s->enforce_abort = strcasecmp(val, "abort") == 0;
 		return 0;
 	case KIND_MULTIPLEXED:
 		if (strcasecmp(val, "ignore") && strcasecmp(val, "judge"))
@@ -487,6 +502,8 @@ static void copy_key(const struct key_def *k, struct dw_dep_settings *dst,
 		     const struct dw_dep_settings *src)
 {
 	memcpy((char *)dst + k->off, (const char *)src + k->off, kind_size(k->kind));
+	if (k->kind == KIND_ENFORCE)
+		dst->enforce_abort = src->enforce_abort;
 }
 
 /* ---- matches ---- */
@@ -1152,6 +1169,28 @@ static void check_min_calls(struct parser *p, const struct dw_dep_settings *s,
 		where);
 }
 
+/*
+ * abort_after cuts calls; ignore = yes says this dependency's calls are
+ * long-polls or streams that are slow by design. Both at once is an error,
+ * reported at the later of the two lines (or the section when both come
+ * from [defaults]).
+ */
+static void check_abort_after(struct parser *p, const struct dw_dep_settings *s,
+			      const int *key_line, int section_line, const char *where)
+{
+	char t[DW_DURATION_STRLEN];
+	int line = key_line[KEY_ABORT_AFTER];
+
+	if (!s->ignore || !s->abort_after_ns)
+		return;
+	if (key_line[KEY_IGNORE] > line)
+		line = key_line[KEY_IGNORE];
+	dw_format_duration(s->abort_after_ns, t, sizeof(t));
+	fail_at(p, line ? line : section_line, 0,
+		"abort_after = %s with ignore = yes%s: an ignored dependency's calls are long by design (long-poll, streaming), aborting them would cut them; set abort_after = 0 there",
+		t, where);
+}
+
 static int cmp_pdep_name(const void *a, const void *b)
 {
 	const struct pdep *x = *(const struct pdep *const *)a, *y = *(const struct pdep *const *)b;
@@ -1383,22 +1422,41 @@ static int check_matches(struct parser *p)
 /* ---- services ---- */
 
 /*
+ * What one call to d can take at most: its timeout, or abort_after where
+ * that is shorter (or the only one set); *which names the one taken. 0:
+ * neither is set.
+ */
+static uint64_t hop_budget(const struct dw_dep_config *d, const char **which)
+{
+	uint64_t a = d->s.abort_after_ns;
+
+	*which = "timeout";
+	if (a && (!d->timeout_ns || a < d->timeout_ns)) {
+		*which = "abort_after";
+		return a;
+	}
+	return d->timeout_ns;
+}
+
+/*
  * "d1 800ms + d2 800ms" for the message of a path over its deadline; cut
  * short ("... + 12 more") where it would push the deadline out of err.
  */
 static void path_parts(const struct parser *p, const struct dw_service *s, char *buf, size_t len)
 {
-	char t[DW_DURATION_STRLEN], part[DW_DEP_NAME_MAX + DW_DURATION_STRLEN + 8];
+	char t[DW_DURATION_STRLEN], part[DW_DEP_NAME_MAX + DW_DURATION_STRLEN + 24];
 	const struct dw_dep_config *d;
 	size_t n = 0, room = sizeof(" + 4294967295 more");
+	const char *which;
 	unsigned k;
 	int w;
 
 	buf[0] = '\0';
 	for (k = 0; k < s->npath; k++) {
 		d = &p->deps[s->path[k]].dep;
-		dw_format_duration(d->timeout_ns, t, sizeof(t));
-		w = snprintf(part, sizeof(part), "%s%s %s", k ? " + " : "", d->name, t);
+		dw_format_duration(hop_budget(d, &which), t, sizeof(t));
+		w = snprintf(part, sizeof(part), "%s%s %s%s", k ? " + " : "", d->name, t,
+			     strcmp(which, "timeout") ? " (abort_after)" : "");
 		if (w < 0 || n + w + (k + 1 < s->npath ? room : 0) >= len) {
 			snprintf(buf + n, len - n, " + %u more", s->npath - k);
 			return;
@@ -1413,7 +1471,8 @@ static void check_budget(struct parser *p, const struct dw_service *s)
 {
 	char sum[DW_DURATION_STRLEN], dl[DW_DURATION_STRLEN], parts[256];
 	const struct dw_dep_config *d;
-	uint64_t total = 0;
+	uint64_t total = 0, t;
+	const char *which;
 	unsigned k;
 
 	if (!s->deadline_ns || !s->npath)
@@ -1421,13 +1480,14 @@ static void check_budget(struct parser *p, const struct dw_service *s)
 	dw_format_duration(s->deadline_ns, dl, sizeof(dl));
 	for (k = 0; k < s->npath; k++) {
 		d = &p->deps[s->path[k]].dep;
-		if (!d->timeout_ns) {
+		t = hop_budget(d, &which);
+		if (!t) {
 			fail_at(p, s->path_line, k + 1,
-				"dependency %s on the path of service %s has no timeout: set 'timeout = DURATION' in [dependency %s] so the path can be held to the deadline %s",
+				"dependency %s on the path of service %s has no timeout: set 'timeout = DURATION' in [dependency %s] (or abort_after) so the path can be held to the deadline %s",
 				d->name, s->name, d->name, dl);
 			return;
 		}
-		total += d->timeout_ns;	/* a line holds < 2100 names of 1 h at most: no overflow */
+		total += t;	/* a line holds < 2100 names of 1 h at most: no overflow */
 	}
 	if (total <= s->deadline_ns)
 		return;
@@ -1677,6 +1737,7 @@ static void resolve_dep(struct parser *p, struct pdep *d)
 			d->dep.name);
 	snprintf(where, sizeof(where), " in [dependency %s]", d->dep.name);
 	check_min_calls(p, &d->dep.s, d->key_line, where);
+	check_abort_after(p, &d->dep.s, d->key_line, d->dep.line, where);
 }
 
 /* Keys [defaults] did not set come from base; base NULL: every key must be set. */
@@ -1701,6 +1762,8 @@ static void resolve_defaults(struct parser *p, const struct dw_config *base)
 	if (!p->cgroup_line && base)
 		memcpy(p->cgroup, base->enforce_cgroup, sizeof(p->cgroup));
 	check_min_calls(p, &p->defaults, p->key_line, "");
+	check_abort_after(p, &p->defaults, p->key_line, p->defaults_line ? p->defaults_line : 1,
+			  " in [defaults]");
 }
 
 /* Dependency ids are 1..DW_MAX_DEPS-1 in the kernel; 0 is "no match covers it". */
@@ -1854,6 +1917,7 @@ void dw_config_free(struct dw_config *cfg)
 int dw_service_path_timeout(const struct dw_config *cfg, const struct dw_service *svc,
 			    uint64_t *sum_ns)
 {
+	const char *which;
 	uint64_t t, sum = 0;
 	unsigned k;
 	int ret = 0;
@@ -1863,7 +1927,7 @@ int dw_service_path_timeout(const struct dw_config *cfg, const struct dw_service
 			ret = -EINVAL;
 			continue;
 		}
-		t = cfg->deps[svc->path[k]].timeout_ns;
+		t = hop_budget(&cfg->deps[svc->path[k]], &which);
 		if (!t && !ret)
 			ret = -ENODATA;
 		sum = sum + t < sum ? UINT64_MAX : sum + t;	/* a hand-made config */
@@ -1919,7 +1983,7 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 	switch (k->kind) {
 	case KIND_DURATION:
 		dw_format_duration(*(const uint64_t *)field, d, sizeof(d));
-		dw_buf_printf(out, "%s", d);
+		dw_buf_printf(out, "%s", *(const uint64_t *)field || k->min ? d : "0");
 		return;
 	case KIND_PERCENT:
 		/* %.15g: 0.07 * 100 is 7.000000000000001, and must read "7%" */
@@ -1932,7 +1996,7 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 		dw_buf_printf(out, "%s", *(const bool *)field ? "yes" : "no");
 		return;
 	case KIND_ENFORCE:
-		dw_buf_printf(out, "%s", *(const bool *)field ? "connect" : "off");
+		dw_buf_printf(out, "%s", s->enforce_abort ? "abort" : *(const bool *)field ? "connect" : "off");
 		return;
 	case KIND_MULTIPLEXED:
 		dw_buf_printf(out, "%s", *(const bool *)field ? "judge" : "ignore");
@@ -2033,6 +2097,17 @@ static void describe_service(struct dw_buf *out, const struct dw_config *cfg,
 	for (k = 0; k < s->npath; k++)
 		dw_buf_printf(out, "%s%s", k ? ", " : "", cfg->deps[s->path[k]].name);
 	dw_buf_putc(out, '\n');
+	/* a hop held by abort_after (shorter than its timeout, or the only one) says so */
+	for (k = 0; k < s->npath; k++) {
+		const char *which;
+		char a[DW_DURATION_STRLEN];
+		uint64_t t = hop_budget(&cfg->deps[s->path[k]], &which);
+
+		dw_format_duration(t, a, sizeof(a));
+		if (t && strcmp(which, "timeout"))
+			dw_buf_printf(out, "# %s counts %s: its abort_after, shorter than its timeout or the only one\n",
+				      cfg->deps[s->path[k]].name, a);
+	}
 	if (!s->deadline_ns)
 		return;
 	dw_format_duration(total, sum, sizeof(sum));
