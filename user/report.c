@@ -553,6 +553,7 @@ static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const stru
 		.forced = dep->forced >= 0,
 		.multiplexed_conns = mux,
 		.burst_timings = burst,
+		.aborted = dep->aborted_breaker + dep->aborted_timeout,
 	};
 
 	dw_top_tsv_row(out, &w);
