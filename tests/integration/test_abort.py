@@ -16,7 +16,8 @@ import threading
 import time
 import unittest
 
-from harness import DEPWATCH, Daemon, dependency, start_configured, write_config
+from harness import DEPWATCH, Daemon, dependency, free_port, start_configured, write_config
+from realtraffic import nginx_server, start_nginx, tempdir
 
 SLOW_CALL = 0.5
 
@@ -371,6 +372,117 @@ class AbortTest(unittest.TestCase):
         self.assertEqual(request(s)[1], 0, "aborted without sock_destroy")
         with self.assertRaises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", srv.port))
+
+
+class HttpStandIn(StandIn):
+    """The stand-in as an HTTP/1.1 keep-alive server (for nginx's upstream pool)."""
+
+    def _serve(self, c):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = c.recv(4096)
+                    if not data:
+                        return
+                    buf += data
+                _, buf = buf.split(b"\r\n\r\n", 1)
+                if not self._wait(b""):
+                    return
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+        except (ConnectionResetError, BrokenPipeError):
+            with self.changed:
+                self.resets += 1
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+
+def http_get(port):
+    """One GET through nginx on a new connection: (start, end, status or 0)."""
+    t0 = time.monotonic()
+    try:
+        s = socket.create_connection(("127.0.0.1", port))
+        try:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else 0
+    except OSError:
+        status = 0
+    return t0, time.monotonic(), status
+
+
+class NginxAbortTest(unittest.TestCase):
+    """A real, unmodified frontend: nginx with a keep-alive upstream pool to a
+    stand-in that starts hanging. With enforce = abort its clients get a 502 once
+    the breaker opens, instead of waiting out the hang (nginx's proxy_read_timeout, 60 s)."""
+
+    def setUp(self):
+        self.cleanups = []
+
+    def tearDown(self):
+        for fn in reversed(self.cleanups):
+            fn()
+
+    def test_nginx_clients_get_fast_502(self):
+        up = HttpStandIn(delay=0.02)
+        self.cleanups.append(up.close)
+        front = free_port()
+        d = start_configured(self.cleanups.append,
+                             "[dependency upstream]\nmatch = 127.0.0.1:%d\nenforce = abort\n"
+                             "slow_call = 500ms\nopen_for = 30s\n" % up.port)
+        body = ("    upstream backend {\n        server 127.0.0.1:%d;\n        keepalive 16;\n    }\n" % up.port
+                + nginx_server("127.0.0.1:%d" % front,
+                               "            proxy_pass http://backend;\n            proxy_http_version 1.1;\n"
+                               "            proxy_set_header Connection \"\";\n"))
+        start_nginx(self, tempdir(self), body, [front])
+        results, stop = [], threading.Event()
+
+        def client():
+            while not stop.is_set():
+                results.append(http_get(front))
+                stop.wait(0.02)
+
+        threads = [threading.Thread(target=client, daemon=True) for _ in range(8)]
+        for t in threads:
+            t.start()
+        self.cleanups.append(lambda: [stop.set()] + [t.join(5) for t in threads])
+        time.sleep(1.5)
+        self.assertTrue(results and all(r[2] == 200 for r in list(results)), "warm-up through nginx failed")
+        t_change = time.monotonic()
+        up.set_delay(None)
+        st = d.wait_for(lambda s: dependency(s, "upstream")["breaker"] == "open", timeout=5)
+        self.assertEqual(dependency(st, "upstream")["breaker"], "open")
+        t_open = time.monotonic()
+        time.sleep(2.0)
+        stop.set()
+        for t in threads:
+            t.join(5)
+        hung = [r for r in results if r[0] < t_open and r[1] >= t_change]
+        after = [r for r in results if r[0] >= t_open]
+        self.assertTrue(hung and after)
+        # the requests that hung: a 502 within slow_call + 1 s of the change, not at nginx's 60 s timeout
+        for r in hung:
+            self.assertEqual(r[2], 502)
+            self.assertLess(r[1] - t_change, SLOW_CALL + 1.0)
+        # every later request: a fast 502
+        self.assertEqual(set(r[2] for r in after), {502})
+        slowest = max(r[1] - r[0] for r in after)
+        self.assertLess(slowest, 0.05, "a request took %.1f ms once the breaker was open" % (slowest * 1e3))
+        row = dependency(d.status(), "upstream")
+        # at least the upstream connections that carried a request at the change
+        self.assertGreaterEqual(row["aborted_breaker"], len([r for r in results if r[0] < t_change <= r[1]]))
+        print("\n  nginx: %d requests in flight from the change to the open got 502, %.0f..%.0f ms after the change; %d later requests, 502 in at most %.1f ms"
+              % (len(hung), min(r[1] - t_change for r in hung) * 1e3, max(r[1] - t_change for r in hung) * 1e3,
+                 len(after), slowest * 1e3))
 
 
 if __name__ == "__main__":
