@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* When the abort iterator runs, and what it did. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "abort.h"
@@ -54,9 +59,14 @@ static void warn_fallback(const struct dw_abort *a, const struct dw_deps *deps, 
 
 void dw_abort_init(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t interval_ns)
 {
+	struct stat st;
+
 	memset(a, 0, sizeof(*a));
 	a->on = b->abort_link != NULL;
 	a->interval_ns = interval_ns;
+	a->own_ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (a->own_ns_fd >= 0 && !fstat(a->own_ns_fd, &st))
+		a->own_netns = st.st_ino;
 	deps->can_abort = a->on;
 	dw_abort_reload(a, deps);
 	warn_fallback(a, deps, b);
@@ -71,8 +81,17 @@ void dw_abort_reload(struct dw_abort *a, struct dw_deps *deps)
 	deps->can_abort = a->on;
 }
 
+bool dw_abort_wants_netns(const struct dw_abort *a, const struct dw_deps *deps)
+{
+	return a->on && wants_abort(deps);
+}
+
 void dw_abort_free(struct dw_abort *a)
 {
+	if (a->own_ns_fd > 0)
+		close(a->own_ns_fd);
+	free(a->ns);
+	free(a->ns_pid);
 	free(a->slot_after);
 	free(a->per_dep);
 	memset(a, 0, sizeof(*a));
@@ -108,6 +127,24 @@ static uint64_t slot_after(struct dw_abort *a, const struct dw_deps *deps, __u32
 	return a->slot_after[slot];
 }
 
+/* netns into the namespaces this pass visits, once each. */
+static void ns_add(struct dw_abort *a, __u32 netns)
+{
+	for (unsigned i = 0; i < a->nns; i++)
+		if (a->ns[i] == netns)
+			return;
+	if (a->nns == a->ns_cap) {
+		unsigned cap = a->ns_cap ? 2 * a->ns_cap : 8;
+		__u32 *p = realloc(a->ns, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		a->ns = p;
+		a->ns_cap = cap;
+	}
+	a->ns[a->nns++] = netns;
+}
+
 struct scan {
 	struct dw_abort *a;
 	const struct dw_deps *deps;
@@ -129,8 +166,10 @@ static void scan_entry(const struct dw_pending_entry *e, const struct dw_dest_ke
 	/* one already past at the last scan was handed to the kernel then: not again */
 	if (deadline <= s->a->last_scan_ns)
 		return;
-	if (deadline <= s->now + 1000000ULL)
+	if (deadline <= s->now + 1000000ULL) {
 		s->due = true;
+		ns_add(s->a, dest->netns);
+	}
 	else if (!s->next || deadline < s->next)
 		s->next = deadline;
 }
@@ -149,15 +188,113 @@ static bool deadline_due(struct dw_abort *a, const struct dw_deps *deps, struct 
 	return s.due;
 }
 
-static bool breaker_open(const struct dw_deps *deps)
+/* Whether an enforce = abort breaker is open; the namespaces its destinations are in go to the pass. */
+static bool breaker_open(struct dw_abort *a, const struct dw_deps *deps)
 {
+	bool open = false;
+
 	for (unsigned i = 0; i < deps->n; i++) {
 		const struct dw_dep *dep = &deps->deps[i];
 
-		if (dep->used && dep->s->enforce_abort && dep->br.state == DW_BREAKER_OPEN)
-			return true;
+		if (!dep->used || !dep->s->enforce_abort || dep->br.state != DW_BREAKER_OPEN)
+			continue;
+		open = true;
+		for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
+			ns_add(a, d->key.netns);
 	}
-	return false;
+	return open;
+}
+
+/* /proc/PID/ns/net if it is netns, else -1. */
+static int ns_open_pid(int pid, __u32 netns)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_ino != netns) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A file of the network namespace netns (an inode number, as the kernel's
+ * rows carry it): through the process it was last found in, else the first
+ * process under /proc that is in it. -ENOENT when no process is.
+ */
+static int ns_open(struct dw_abort *a, __u32 netns)
+{
+	unsigned i;
+	struct dirent *e;
+	DIR *proc;
+	int fd = -1;
+
+	for (i = 0; i < a->nns_pid && a->ns_pid[i].netns != netns; i++)
+		;
+	if (i < a->nns_pid && (fd = ns_open_pid(a->ns_pid[i].pid, netns)) >= 0)
+		return fd;
+	proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	while (fd < 0 && (e = readdir(proc))) {
+		int pid = atoi(e->d_name);
+
+		if (pid > 0)
+			fd = ns_open_pid(pid, netns);
+		if (fd < 0)
+			continue;
+		if (i == a->nns_pid) {
+			void *p = realloc(a->ns_pid, (i + 1) * sizeof(*a->ns_pid));
+
+			if (!p)
+				break;
+			a->ns_pid = p;
+			a->nns_pid++;
+		}
+		a->ns_pid[i].netns = netns;
+		a->ns_pid[i].pid = pid;
+	}
+	closedir(proc);
+	return fd >= 0 ? fd : -ENOENT;
+}
+
+/*
+ * The iterator, created in network namespace netns: the TCP iterator walks
+ * the namespace of the process that creates it. setns() for another one
+ * (CAP_SYS_ADMIN), and straight back.
+ */
+static int iter_in(struct dw_abort *a, struct dw_bpf *b, __u32 netns)
+{
+	int ns_fd, fd, err = 0;
+
+	if (netns == a->own_netns || a->own_ns_fd < 0) {
+		fd = bpf_iter_create(bpf_link__fd(b->abort_link));
+		return fd < 0 ? -errno : fd;
+	}
+	ns_fd = ns_open(a, netns);
+	if (ns_fd < 0)
+		return ns_fd;
+	if (setns(ns_fd, CLONE_NEWNET)) {
+		err = -errno;
+		close(ns_fd);
+		return err;
+	}
+	close(ns_fd);
+	fd = bpf_iter_create(bpf_link__fd(b->abort_link));
+	if (fd < 0)
+		err = -errno;
+	/* never go on in another namespace: exiting is fail-open, staying there is not */
+	if (setns(a->own_ns_fd, CLONE_NEWNET)) {
+		dw_err("cannot return to the daemon's own network namespace: %s", strerror(errno));
+		exit(1);
+	}
+	return fd < 0 ? err : fd;
 }
 
 static int dep_index_of(const struct dw_deps *deps, const struct dw_abort_record *r)
@@ -241,26 +378,13 @@ static int grow_per_dep(struct dw_abort *a, unsigned n)
 	return 0;
 }
 
-/* Runs the iterator once in this network namespace; tallies its records per dependency. */
-static int run_pass(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now)
+/* Reads one run of the iterator; tallies its records per dependency. */
+static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, struct tally *t)
 {
 	struct dw_abort_record rec[64];
-	struct tally *t;
 	size_t have = 0;
 	ssize_t n;
-	int fd;
 
-	if (grow_per_dep(a, deps->n))
-		return -ENOMEM;
-	t = calloc(deps->n ? deps->n : 1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	fd = bpf_iter_create(bpf_link__fd(b->abort_link));
-	if (fd < 0) {
-		free(t);
-		return -errno;
-	}
-	a->passes++;
 	/* records are written whole, but a read may end inside one: keep the rest */
 	while ((n = read(fd, (char *)rec + have, sizeof(rec) - have)) > 0) {
 		size_t whole = (have + n) / sizeof(rec[0]);
@@ -280,20 +404,53 @@ static int run_pass(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, 
 		have = (have + n) % sizeof(rec[0]);
 		memmove(rec, (char *)rec + whole * sizeof(rec[0]), have);
 	}
-	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* Runs the iterator in each namespace of a->ns (the daemon's own if none); logs what it did. */
+static int run_pass(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now)
+{
+	struct tally *t;
+	int fd, err = 0;
+
+	if (grow_per_dep(a, deps->n))
+		return -ENOMEM;
+	t = calloc(deps->n ? deps->n : 1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	if (!a->nns)
+		ns_add(a, a->own_netns);
+	a->passes++;
+	for (unsigned i = 0; i < a->nns; i++) {
+		fd = iter_in(a, b, a->ns[i]);
+		if (fd < 0) {
+			/* a namespace whose last process is gone has no connections left either */
+			if (fd != -ENOENT && !a->ns_warned)
+				dw_warn("cannot abort connections in network namespace %u: %s (logged once)",
+					a->ns[i], strerror(-fd));
+			a->ns_warned |= fd != -ENOENT;
+			continue;
+		}
+		if (!err)
+			err = read_records(a, deps, fd, t);
+		close(fd);
+	}
 	for (unsigned i = 0; i < deps->n; i++)
 		if (deps->deps[i].used)
 			announce(a, deps, i, &t[i], now);
 	free(t);
-	return n < 0 ? -errno : 0;
+	return err;
 }
 
 void dw_abort_check(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now)
 {
-	bool due = deadline_due(a, deps, b, now);
+	bool due, open;
 	int err;
 
-	if (!a->on || (!due && !breaker_open(deps)))
+	a->nns = 0;
+	due = deadline_due(a, deps, b, now);
+	open = breaker_open(a, deps);
+	if (!a->on || (!due && !open))
 		return;
 	err = run_pass(a, deps, b, now);
 	if (err)

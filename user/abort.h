@@ -42,6 +42,14 @@ struct dw_abort {
 	struct dw_abort_dep *per_dep;
 	unsigned ndeps;
 	uint64_t passes, aborted, failed;
+	/* network namespaces: the iterator walks the reader's; others are entered with setns */
+	int own_ns_fd;			/* the daemon's own, to come back to; -1: none */
+	__u32 own_netns;		/* its inode */
+	__u32 *ns;			/* to visit in this pass */
+	unsigned nns, ns_cap;
+	struct { __u32 netns; int pid; } *ns_pid;	/* where each was last found under /proc */
+	unsigned nns_pid;
+	bool ns_warned;			/* a namespace could not be entered: logged once */
 };
 
 /* After the BPF side and the deps are up; warns once if enforce = abort must fall back to connect. */
@@ -51,6 +59,12 @@ void dw_abort_reload(struct dw_abort *a, struct dw_deps *deps);
 void dw_abort_free(struct dw_abort *a);
 /* After a judgement: runs the iterator if an enforce = abort breaker is open or a deadline is due. */
 void dw_abort_check(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now);
+/*
+ * Whether the daemon should keep CAP_SYS_ADMIN and CAP_SYS_PTRACE after
+ * start: the config asks for aborts and the kernel can do them, and
+ * connections in other network namespaces are reached only with setns.
+ */
+bool dw_abort_wants_netns(const struct dw_abort *a, const struct dw_deps *deps);
 /* When dw_abort_check should run next for abort_after (CLOCK_MONOTONIC), 0: no need. */
 uint64_t dw_abort_next(const struct dw_abort *a);
 

@@ -520,7 +520,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .backend = dw_backend_name(d->bpf.backend),
 					 .programs = d->programs };
 	poll_once(d);
-	err = dw_drop_privileges();
+	/* enforce = abort, abort_after: other network namespaces need setns (doc/enforcement.md) */
+	err = dw_drop_privileges(dw_abort_wants_netns(&d->abort, &d->deps));
 	if (err) {
 		dw_err("cannot drop capabilities: %s", strerror(-err));
 		return err;
