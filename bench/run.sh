@@ -60,7 +60,8 @@
 # 0: no bpftrace arm), SYSCALLS (default 1; 0:
 # no syscalls-backend arm), DD (default 1; 0: no dd arm), DECIDE_TRIALS (default
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
-# 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py),
+# 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py), POOL (default 1:
+# bench/pool.py, the worker pool with depwatch off / connect / abort; 0: skip),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
 # scale.py --quick).
@@ -105,6 +106,7 @@ ATTACHED_sock="not run"
 ATTACHED_syscalls="not run"
 ATTACHED_before="not run"
 SCALE=${SCALE:-1}
+POOL=${POOL:-1}
 SIZES=${SIZES-1 4096}
 CHURN=${CHURN:-1}
 CHURN_THREADS=${CHURN_THREADS:-2}
@@ -565,6 +567,15 @@ decide_phase() {
 	fi
 }
 
+# Issue 15: the worker pool against a dependency going from 200 ms to 9 s, depwatch off,
+# enforce = connect, enforce = abort; pool.md (with pool.png, gnuplot) joins the report.
+pool_phase() {
+	[ "$POOL" = 1 ] || return 0
+	echo "bench: worker pool, off / connect / abort" >&2
+	wait_quiet
+	DEPWATCH=$DEPWATCH python3 bench/pool.py --out "$work" >/dev/null || die "bench/pool.py failed"
+}
+
 scale_phase() {
 	local quick=()
 
@@ -586,6 +597,7 @@ main() {
 	pingpong_phase
 	dd_phase
 	decide_phase
+	pool_phase
 	scale_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
 		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK \
@@ -603,6 +615,11 @@ main() {
 	QUIET_WAITED=$(((QUIET_BUDGET * 4 - quiet_left) / 4))
 	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
 		"$work/scale.json" "$work/decide-fast.json" "$work/dd.tsv" >"$work/report.md"
+	if [ -f "$work/pool.md" ]; then
+		printf '\n' >>"$work/report.md"
+		cat "$work/pool.md" >>"$work/report.md"
+		[ -f "$work/pool.png" ] && cp "$work/pool.png" "$(dirname "$RESULTS")/pool.png"
+	fi
 	cp "$work/report.md" "$RESULTS"
 	cat "$work/report.md"
 	echo "bench: wrote $RESULTS (${ELAPSED}s, ${QUIET_WAITED}s of it" \
