@@ -22,7 +22,7 @@
 
 #include "callmodel.bpf.h"
 
-/* Linux 6.5+; weak, so that an object holding it still loads where the loader leaves dw_abort out. */
+/* Linux 6.5+; weak: the object still loads where the loader leaves dw_abort out. */
 extern int bpf_sock_destroy(struct sock_common *sk) __ksym __weak;
 
 /* Why conn should be aborted now; 0: it should not. */

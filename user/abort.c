@@ -49,7 +49,8 @@ static bool wants_abort(const struct dw_deps *deps)
 }
 
 /* One warning per start or reload that asks for what this kernel cannot do. */
-static void warn_fallback(const struct dw_abort *a, const struct dw_deps *deps, const struct dw_bpf *b)
+static void warn_fallback(const struct dw_abort *a, const struct dw_deps *deps,
+			  const struct dw_bpf *b)
 {
 	if (a->on || !wants_abort(deps))
 		return;
@@ -57,7 +58,8 @@ static void warn_fallback(const struct dw_abort *a, const struct dw_deps *deps, 
 		b->abort_why[0] ? b->abort_why : "not attached");
 }
 
-void dw_abort_init(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t interval_ns)
+void dw_abort_init(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b,
+		   uint64_t interval_ns)
 {
 	struct stat st;
 
@@ -175,7 +177,8 @@ static void scan_entry(const struct dw_pending_entry *e, const struct dw_dest_ke
 }
 
 /* Whether a call reached its abort_after since the last scan; notes the next deadline. */
-static bool deadline_due(struct dw_abort *a, const struct dw_deps *deps, struct dw_bpf *b, uint64_t now)
+static bool deadline_due(struct dw_abort *a, const struct dw_deps *deps, struct dw_bpf *b,
+			 uint64_t now)
 {
 	struct scan s = { .a = a, .deps = deps, .now = now };
 
@@ -188,7 +191,7 @@ static bool deadline_due(struct dw_abort *a, const struct dw_deps *deps, struct 
 	return s.due;
 }
 
-/* Whether an enforce = abort breaker is open; the namespaces its destinations are in go to the pass. */
+/* Whether an enforce = abort breaker is open; its destinations' namespaces go to the pass. */
 static bool breaker_open(struct dw_abort *a, const struct dw_deps *deps)
 {
 	bool open = false;
@@ -391,7 +394,8 @@ static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, 
 
 		for (size_t k = 0; k < whole; k++) {
 			int i = dep_index_of(deps, &rec[k]);
-			unsigned r = rec[k].reason == DW_ABORT_TIMEOUT ? DW_ABORT_TIMEOUT : DW_ABORT_BREAKER;
+			unsigned r = rec[k].reason == DW_ABORT_TIMEOUT ? DW_ABORT_TIMEOUT :
+								       DW_ABORT_BREAKER;
 
 			a->aborted += !rec[k].failed;
 			a->failed += rec[k].failed;

@@ -34,7 +34,7 @@ struct dw_abort_dep {
 struct dw_abort {
 	bool on;			/* the kernel can abort (the iterator's link exists) */
 	uint64_t interval_ns;
-	uint64_t *slot_after;		/* per destination slot: its abort_after, UINT64_MAX: not looked up */
+	uint64_t *slot_after;		/* per slot: abort_after; UINT64_MAX: unknown */
 	unsigned nslots;
 	uint64_t min_after_ns;		/* shortest abort_after configured, 0: none */
 	uint64_t last_scan_ns;
@@ -47,17 +47,18 @@ struct dw_abort {
 	__u32 own_netns;		/* its inode */
 	__u32 *ns;			/* to visit in this pass */
 	unsigned nns, ns_cap;
-	struct { __u32 netns; int pid; } *ns_pid;	/* where each was last found under /proc */
+	struct { __u32 netns; int pid; } *ns_pid;	/* where each was found last */
 	unsigned nns_pid;
 	bool ns_warned;			/* a namespace could not be entered: logged once */
 };
 
-/* After the BPF side and the deps are up; warns once if enforce = abort must fall back to connect. */
-void dw_abort_init(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t interval_ns);
+/* After the BPF side and the deps are up; warns once if abort must fall back to connect. */
+void dw_abort_init(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b,
+		   uint64_t interval_ns);
 /* After a reload: settings per slot are looked up again. */
 void dw_abort_reload(struct dw_abort *a, struct dw_deps *deps);
 void dw_abort_free(struct dw_abort *a);
-/* After a judgement: runs the iterator if an enforce = abort breaker is open or a deadline is due. */
+/* After a judgement: runs the iterator if an abort breaker is open or a deadline is due. */
 void dw_abort_check(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now);
 /*
  * Whether the daemon should keep CAP_SYS_ADMIN and CAP_SYS_PTRACE after
