@@ -111,7 +111,8 @@ void dw_deps_free(struct dw_deps *deps)
 /* The kernel's DW_ENFORCE_* bits of one dependency's settings (enforce = abort: both). */
 static __u32 enforce_bits(const struct dw_dep_settings *s)
 {
-	return (s->enforce_connect ? DW_ENFORCE_CONNECT : 0) | (s->enforce_abort ? DW_ENFORCE_ABORT : 0);
+	return (s->enforce_connect ? DW_ENFORCE_CONNECT : 0) |
+	       (s->enforce_abort ? DW_ENFORCE_ABORT : 0);
 }
 
 const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep *dep)

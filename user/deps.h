@@ -66,7 +66,7 @@ struct dw_deps {
 	struct dw_dep_settings overflow_settings;
 	struct dw_services svcs;	/* the config's services, polled after the dependencies */
 	uint8_t service_port[65536 / 8];	/* bit set: the kernel's service_ports says 1 */
-	bool can_abort;			/* the abort iterator runs: enforce = abort is in force, not connect */
+	bool can_abort;			/* the abort iterator runs: enforce = abort is in force */
 };
 
 /* enforce in effect: "off", "connect", or "abort" (only where the kernel can abort). */

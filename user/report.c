@@ -211,11 +211,12 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->rejected,
 		      (unsigned long long)dep->conns, dep->s->enforce_connect ? "true" : "false",
 		      dep->forced >= 0 ? "true" : "false");
-	/* enforce = abort, abort_after: the mode in effect (abort falls back to connect without sock_destroy) */
+	/* enforce = abort, abort_after: the mode in effect (abort: connect without sock_destroy) */
 	dw_buf_printf(out, ",\"enforce_mode\":\"%s\",\"abort_after_ms\":", dw_dep_enforce_mode(deps, dep));
 	dw_json_num(out, dep->s->abort_after_ns / 1e6, 3);
 	dw_buf_printf(out, ",\"aborted_breaker\":%llu,\"aborted_timeout\":%llu,\"calls_aborted\":%llu",
-		      (unsigned long long)dep->aborted_breaker, (unsigned long long)dep->aborted_timeout,
+		      (unsigned long long)dep->aborted_breaker,
+		      (unsigned long long)dep->aborted_timeout,
 		      (unsigned long long)dep->calls_aborted);
 	dw_json_field_opt(out, "oldest_inflight_ms", age_ms(now, dep->oldest_call_ns), 3);
 	dw_json_field_opt(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50), 3);

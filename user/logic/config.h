@@ -56,7 +56,7 @@ struct dw_dep_settings {
 	uint64_t slow_call_ns, window_ns, open_for_ns;
 	double slow_rate, failure_rate;	/* fractions, 0..1 */
 	unsigned sample, min_calls, half_open_calls, max_inflight;
-	/* enforce = connect sets enforce_connect; abort sets both (it does what connect does too) */
+	/* enforce = connect sets enforce_connect; abort sets both (it does what connect does) */
 	bool enforce_connect, ignore;
 	bool enforce_abort;
 	/* abort_after: a call unanswered this long has its connection aborted; 0: never */

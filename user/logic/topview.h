@@ -99,7 +99,7 @@ struct dw_top_row {
 	bool forced;
 	unsigned long long mux_conns;	/* connections seen multiplexed (0 from an older daemon) */
 	bool burst;			/* its percentiles are burst timings: P50 gets a '*' */
-	unsigned long long aborted;	/* connections aborted by enforce = abort or abort_after (0 from an older daemon) */
+	unsigned long long aborted;	/* by enforce = abort or abort_after (0 from an older daemon) */
 };
 
 /* Services shown above the table, one line each ("@service" lines of the daemon's answer). */
@@ -157,7 +157,8 @@ void dw_top_clean(char *dst, size_t dstlen, const char *src, size_t n);
 /*
  * One row line (no newline; split in place at tabs) with nfields fields,
  * of which the first DW_TOP_NFIELDS are read, DW_TOP_NFIELDS_MUX when mux
- * is 1 (the header names the two), and DW_TOP_NFIELDS_ALL when it is 2. 0, or -EINVAL for a line that is not a
+ * is 1 (the header names the two), and DW_TOP_NFIELDS_ALL when it is 2
+ * (the header names aborted too). 0, or -EINVAL for a line that is not a
  * well-formed row, with row then undefined.
  */
 int dw_top_parse_row(char *line, size_t nfields, int mux, struct dw_top_row *row);
