@@ -187,24 +187,44 @@ def p99(xs):
     return xs[min(len(xs) - 1, int(len(xs) * 0.99))] if xs else None
 
 
+HOLD = 0.1
+
+
+def held(samples):
+    """(t, busy) per sample: the fewest workers busy over the HOLD s from it. A burst of
+    requests that fail at once keeps every worker busy for a moment, not for HOLD."""
+    out = []
+    for i, (t, busy, _) in enumerate(samples):
+        low, j = busy, i
+        while j < len(samples) and samples[j][0] < t + HOLD:
+            low = min(low, samples[j][1])
+            j += 1
+        if j < len(samples):
+            out.append((t, low))
+    return out
+
+
 def series(arm):
-    """Per BIN: (t, max busy %, served, failed, max waiting, health p99 ms)."""
+    """Per BIN: (t, busy % held for HOLD s, served, failed, max waiting, health p99 ms)."""
     out = []
     nbins = int(arm["seconds"] / BIN)
     t0 = arm["t_start"]
+    kept = held(arm["samples"])
     for b in range(nbins):
         lo, hi = b * BIN, (b + 1) * BIN
-        busy = [s[1] for s in arm["samples"] if lo <= s[0] < hi]
+        busy = [h[1] for h in kept if lo <= h[0] < hi]
         wait = [s[2] for s in arm["samples"] if lo <= s[0] < hi]
         fin = [d for d in arm["done"] if d[3] is not None and lo <= d[2] - t0 < hi and d[0] == "req"]
         health = [(d[2] - d[1]) * 1e3 for d in arm["done"] if d[0] == "health" and lo <= d[1] - t0 < hi]
-        out.append((hi, 100.0 * max(busy or [0]) / POOL, sum(1 for d in fin if d[3]),
+        # None: no sample in the bin (the process was not scheduled)
+        out.append((hi, 100.0 * max(busy) / POOL if busy else None, sum(1 for d in fin if d[3]),
                     sum(1 for d in fin if not d[3]), max(wait or [0]), p99(health)))
     return out
 
 
 def exhaustion(arm):
-    for t, busy, _ in arm["samples"]:
+    """From the change to the first time every worker was busy for HOLD s."""
+    for t, busy in held(arm["samples"]):
         if t >= CHANGE and busy >= POOL:
             return t - CHANGE
     return None
@@ -216,7 +236,8 @@ def summary(arm):
     health_after = [(d[2] - d[1]) * 1e3 for d in after if d[0] == "health"]
     health_before = [(d[2] - d[1]) * 1e3 for d in before if d[0] == "health"]
     reqs = [d for d in after if d[0] == "req"]
-    peak = max(s[1] for s in arm["samples"] if s[0] >= CHANGE)
+    failed_before = sum(1 for d in arm["done"] if d[0] == "req" and d[1] - arm["t_start"] < CHANGE and d[3] is False)
+    peak = max(h[1] for h in held(arm["samples"]) if h[0] >= CHANGE)
     return {
         "exhausted_s": exhaustion(arm),
         "peak_pct": 100.0 * peak / POOL,
@@ -227,6 +248,7 @@ def summary(arm):
         "health_p99_after": p99(health_after),
         "health_unanswered": sum(1 for d in after if d[0] == "health" and d[3] is None),
         "health_n": len(health_after),
+        "failed_before": failed_before,
     }
 
 
@@ -240,6 +262,7 @@ def plot(out_dir, arms):
     png = os.path.join(out_dir, "pool.png")
     script = ["set terminal pngcairo size 1200,800 font ',10'", "set output '%s'" % png,
               "set multiplot layout 2,1 title 'Pool of %d workers, dependency 200 ms -> 9 s at t = %.0f s'" % (POOL, CHANGE),
+              "set datafile missing '-'",
               "set xlabel 't (s)'", "set ylabel 'pool occupancy (%)'", "set yrange [0:105]", "set grid",
               "set arrow from %f,0 to %f,105 nohead dt 2" % (CHANGE, CHANGE)]
     cols = {"off": "#c03030", "connect": "#d08020", "abort": "#2060c0"}
@@ -247,7 +270,7 @@ def plot(out_dir, arms):
                                        % (os.path.join(out_dir, "pool-%s.tsv" % a["name"]), cols[a["name"]], a["name"])
                                        for a in arms))
     script += ["set ylabel 'health-check p99 (ms, log)'", "set logscale y", "set yrange [0.1:20000]"]
-    script.append("plot " + ", ".join("'%s' using 1:($6 > 0 ? $6 : 1/0) with steps lw 2 lc rgb '%s' title 'depwatch %s'"
+    script.append("plot " + ", ".join("'%s' using 1:6 with steps lw 2 lc rgb '%s' title 'depwatch %s'"
                                        % (os.path.join(out_dir, "pool-%s.tsv" % a["name"]), cols[a["name"]], a["name"])
                                        for a in arms))
     script.append("unset multiplot")
@@ -261,6 +284,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=20.0)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dwbench-pool-")
+    load_before = open("/proc/loadavg").read().split()[:3]
     arms = []
     try:
         for name in ("off", "connect", "abort"):
@@ -271,8 +295,10 @@ def main():
         with open(os.path.join(args.out, "pool-%s.tsv" % a["name"]), "w") as f:
             f.write("# t_s\tbusy_pct\tserved\tfailed\twaiting\thealth_p99_ms\n")
             for row in series(a):
-                f.write("%.1f\t%.1f\t%d\t%d\t%d\t%s\n" % (row[:5] + (fmt(row[5], "%.1f", "0"),)))
+                f.write("%.1f\t%s\t%d\t%d\t%d\t%s\n" % (row[0], fmt(row[1], "%.1f"), row[2], row[3], row[4],
+                                                       fmt(row[5], "%.1f")))
     png = plot(args.out, arms)
+    load_after = open("/proc/loadavg").read().split()[:3]
     lines = ["## The cascade, stopped: a worker pool against a dependency that goes from 200 ms to 9 s", "",
              "`bench/pool.py` (in `make bench`): a stand-in frontend with a fixed pool of %d worker threads, "
              "one keep-alive connection each to the dependency and no timeout of its own; Poisson arrivals at "
@@ -286,23 +312,30 @@ def main():
              "are free at the change: the calls made before it still end within 0.2 s, and from then on the pool "
              "fills at %.0f workers/s, so it is exhausted about %.1f s after the change." % (
                  RATE, RATE * SLOW, POOL, POOL - RATE * NORMAL, RATE, POOL / RATE), "",
-             "| arm | pool exhausted after the change | peak occupancy | requests served / failed / unfinished after the change | health-check p99 before / after the change | health checks unanswered at the end |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "Load average (1/5/15 min) before: %s, after: %s. The normal phase must be quiet: with "
+             "`slow_call = 300ms` against 200 ms calls, a machine that stalls the stand-ins for 100 ms makes "
+             "calls slow before the change (the last column; 0 on a clean run)." % (" ".join(load_before),
+                                                                                    " ".join(load_after)), "",
+             "| arm | pool exhausted after the change | peak occupancy | requests served / failed / unfinished after the change | health-check p99 before / after the change | health checks unanswered at the end | requests failed before the change |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for a in arms:
         s = summary(a)
-        lines.append("| %s | %s | %.0f%% | %d / %d / %d | %s ms / %s ms | %d of %d |" % (
+        lines.append("| %s | %s | %.0f%% | %d / %d / %d | %s ms / %s ms | %d of %d | %d |" % (
             "depwatch off" if a["name"] == "off" else "`enforce = %s`" % a["name"],
             fmt(s["exhausted_s"], "%.2f s", "never"), s["peak_pct"], s["served"], s["failed"], s["unfinished"],
             fmt(s["health_p99_before"], "%.1f"), fmt(s["health_p99_after"], "%.1f"), s["health_unanswered"],
-            s["health_n"]))
-    lines += ["", "Over time (per %.1f s: the most workers busy at once, requests answered and failed in it, the "
+            s["health_n"], s["failed_before"]))
+    lines += ["", "Occupancy counts workers busy for %.0f ms in a row (sampled every 20 ms): a burst of requests "
+              "that fail at once, after the process was descheduled, fills the pool for a moment only." % (HOLD * 1e3),
+              "", "Over time (per %.1f s: the most workers busy for %.0f ms, requests answered and failed in it, the "
               "most requests waiting for a worker, the p99 of the health checks that arrived in it; - : none "
-              "answered yet):" % BIN, ""]
+              "answered yet):" % (BIN, HOLD * 1e3), ""]
     for a in arms:
         lines += ["<details><summary>%s</summary>" % a["name"], "", "| t (s) | busy | served | failed | waiting | health p99 (ms) |",
                   "|---:|---:|---:|---:|---:|---:|"]
         for row in series(a):
-            lines.append("| %.1f | %.0f%% | %d | %d | %d | %s |" % (row[:5] + (fmt(row[5], "%.1f"),)))
+            lines.append("| %.1f | %s | %d | %d | %d | %s |" % (row[0], fmt(row[1], "%.0f%%"), row[2], row[3], row[4],
+                                                                fmt(row[5], "%.1f")))
         lines += ["", "</details>", ""]
     if png:
         lines += ["![pool occupancy and health-check p99](%s)" % os.path.basename(png), ""]
