@@ -168,12 +168,13 @@ static void scan_entry(const struct dw_pending_entry *e, const struct dw_dest_ke
 	/* one already past at the last scan was handed to the kernel then: not again */
 	if (deadline <= s->a->last_scan_ns)
 		return;
-	if (deadline <= s->now + 1000000ULL) {
+	/* no slack: a pass before the deadline would find the call young and never see it again */
+	if (deadline <= s->now) {
 		s->due = true;
 		ns_add(s->a, dest->netns);
-	}
-	else if (!s->next || deadline < s->next)
+	} else if (!s->next || deadline < s->next) {
 		s->next = deadline;
+	}
 }
 
 /* Whether a call reached its abort_after since the last scan; notes the next deadline. */
@@ -186,7 +187,7 @@ static bool deadline_due(struct dw_abort *a, const struct dw_deps *deps, struct 
 		return false;
 	if (dw_bpf_scan_pending(b, scan_entry, &s))
 		return false;
-	a->last_scan_ns = now + 1000000ULL;
+	a->last_scan_ns = now;
 	a->next_deadline_ns = s.next;
 	return s.due;
 }
