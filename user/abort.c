@@ -192,19 +192,35 @@ static bool deadline_due(struct dw_abort *a, const struct dw_deps *deps, struct 
 	return s.due;
 }
 
-/* Whether an enforce = abort breaker is open; its destinations' namespaces go to the pass. */
+static int grow_per_dep(struct dw_abort *a, unsigned n);
+
+/*
+ * Whether a pass is due for an open enforce = abort breaker: the first of
+ * its open period, then at a poll only while connections to it are open
+ * (slipped through: a connect under way at the opening, one that could not
+ * be aborted); a pass walks every socket of a namespace, not something to
+ * repeat for nothing. The namespaces of its destinations go to the pass.
+ */
 static bool breaker_open(struct dw_abort *a, const struct dw_deps *deps)
 {
 	bool open = false;
 
+	if (grow_per_dep(a, deps->n))
+		return false;
 	for (unsigned i = 0; i < deps->n; i++) {
 		const struct dw_dep *dep = &deps->deps[i];
+		bool first;
 
 		if (!dep->used || !dep->s->enforce_abort || dep->br.state != DW_BREAKER_OPEN)
 			continue;
+		first = a->per_dep[i].passed_since_ns != dep->br.since_ns;
+		if (!first && !dep->conns)
+			continue;
+		a->per_dep[i].passed_since_ns = dep->br.since_ns;
 		open = true;
 		for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
-			ns_add(a, d->key.netns);
+			if (first || d->sum.conns_opened > d->sum.conns_closed)
+				ns_add(a, d->key.netns);
 	}
 	return open;
 }

@@ -26,6 +26,7 @@ struct dw_deps;
 /* Per dependency (index in struct dw_deps): its open period's line, its abort_after rate limit. */
 struct dw_abort_dep {
 	uint64_t logged_since_ns;	/* breaker.since_ns of the open period already announced */
+	uint64_t passed_since_ns;	/* of the open period whose first pass ran */
 	double tokens;
 	uint64_t tokens_ns;
 	unsigned suppressed;
