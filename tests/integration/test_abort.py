@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -337,6 +338,27 @@ class AbortTest(unittest.TestCase):
         self.assertTrue(lines and "abort_after=300ms" in lines[0], d.stderr_text())
         print("\n  abort_after 300ms: slow calls ended after %s ms"
               % ", ".join("%.0f" % (t * 1e3) for t, _ in errors))
+
+    def test_reload_applies_abort_after(self):
+        """abort_after set by a reload (SIGHUP) applies to the connections already open."""
+        srv = self.server(delay=0.05, slow=2.0)
+        conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\n" % srv.port)
+        self.cleanups.append(lambda: os.unlink(conf))
+        d = Daemon(extra_args=["-c", conf])
+        self.cleanups.append(d.cleanup)
+        d.start()
+        unnice(d)
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        self.cleanups.append(s.close)
+        self.assertEqual(request(s)[1], 0)
+        with open(conf, "w") as f:
+            f.write("[dependency pay]\nmatch = 127.0.0.1:%d\nabort_after = 300ms\n" % srv.port)
+        d.proc.send_signal(signal.SIGHUP)
+        st = d.wait_for(lambda st: dependency(st, "pay")["abort_after_ms"] == 300)
+        self.assertEqual(dependency(st, "pay")["abort_after_ms"], 300)
+        took, err = request(s, b"slow\n")
+        self.assertIn(err, (errno.ECONNABORTED, errno.ECONNRESET))
+        self.assertLess(abs(took - 0.3), 0.05, "ended after %.0f ms" % (took * 1e3))
 
     def test_forced_open_only_what_was_asked(self):
         """A forced open aborts idle pooled connections of that dependency only:
