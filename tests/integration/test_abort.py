@@ -336,6 +336,14 @@ class AbortTest(unittest.TestCase):
         self.assertEqual(srv.resets, 5, "the server saw %d resets" % srv.resets)
         lines = [l for l in d.stderr_text().splitlines() if "reason=abort_after" in l]
         self.assertTrue(lines and "abort_after=300ms" in lines[0], d.stderr_text())
+        # rate-limited like the other alerts: 5 in a burst, the rest counted for the next line
+        for _ in range(2):
+            extra = socket.create_connection(("127.0.0.1", srv.port))
+            self.cleanups.append(extra.close)
+            self.assertNotEqual(request(extra, b"slow\n")[1], 0)
+        d.wait_for(lambda s: dependency(s, "pay")["aborted_timeout"] >= 7)
+        lines = [l for l in d.stderr_text().splitlines() if "reason=abort_after" in l]
+        self.assertEqual(len(lines), 5, "\n".join(lines))
         print("\n  abort_after 300ms: slow calls ended after %s ms"
               % ", ".join("%.0f" % (t * 1e3) for t, _ in errors))
 
