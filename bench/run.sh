@@ -79,7 +79,8 @@
 # arm), SPLIT (default 1; 0: no "split" configuration), STATS_RUNS (default
 # 1: BPF-statistics runs per configuration and arm, the arms alternating;
 # the cost of a line two CPUs write moves with where the hypervisor puts the
-# vCPUs, so one run can be a lucky one),
+# vCPUs, so one run can be a lucky one), POOL (default 1: bench/pool.py, the
+# worker pool with depwatch off / connect / abort; 0: skip),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
 # scale.py --quick).
@@ -141,6 +142,7 @@ ATTACHED_syscalls="not run"
 ATTACHED_before="not run"
 ATTACHED_floor="not run"
 SCALE=${SCALE:-1}
+POOL=${POOL:-1}
 SIZES=${SIZES-1 4096}
 CHURN=${CHURN:-1}
 CHURN_THREADS=${CHURN_THREADS:-2}
@@ -669,6 +671,15 @@ decide_phase() {
 	fi
 }
 
+# Issue 15: the worker pool against a dependency going from 200 ms to 9 s, depwatch off,
+# enforce = connect, enforce = abort; pool.md (with pool.png, gnuplot) joins the report.
+pool_phase() {
+	[ "$POOL" = 1 ] || return 0
+	echo "bench: worker pool, off / connect / abort" >&2
+	wait_quiet
+	DEPWATCH=$DEPWATCH python3 bench/pool.py --out "$work" >/dev/null || die "bench/pool.py failed"
+}
+
 scale_phase() {
 	local quick=()
 
@@ -690,6 +701,7 @@ main() {
 	pingpong_phase
 	dd_phase
 	decide_phase
+	pool_phase
 	scale_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
 		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK \
@@ -707,6 +719,11 @@ main() {
 	QUIET_WAITED=$(((QUIET_BUDGET * 4 - quiet_left) / 4))
 	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
 		"$work/scale.json" "$work/decide-fast.json" "$work/dd.tsv" >"$work/report.md"
+	if [ -f "$work/pool.md" ]; then
+		printf '\n' >>"$work/report.md"
+		cat "$work/pool.md" >>"$work/report.md"
+		[ -f "$work/pool.png" ] && cp "$work/pool.png" "$(dirname "$RESULTS")/pool.png"
+	fi
 	cp "$work/report.md" "$RESULTS"
 	cat "$work/report.md"
 	echo "bench: wrote $RESULTS (${ELAPSED}s, ${QUIET_WAITED}s of it" \

@@ -12,6 +12,7 @@
 #include <bpf/bpf_endian.h>
 #include "callmodel.bpf.h"
 #include "enforce.bpf.h"
+#include "abort.bpf.h"
 #include "syscalls.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -114,6 +114,9 @@ struct dw_dest_stats {
 	__u64 conns_multiplexed;	/* connections seen carrying overlapping requests (pipelined or multiplexed), once each */
 	__u64 calls_burst;		/* of the completed: timed on such a connection (a burst, not one request) */
 	__u64 calls_dropped;		/* started, then no call after all: a goodbye (see DW_GOODBYE_NS) */
+	__u64 conns_aborted_breaker;	/* established connections aborted (bpf_sock_destroy) while the breaker was open: enforce = abort */
+	__u64 conns_aborted_timeout;	/* connections aborted under a call older than abort_after */
+	__u64 calls_aborted;		/* of those aborted: a call was outstanding on them */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -147,11 +150,34 @@ struct dw_dest_detail {
 	struct dw_slice slices[DW_SLICES];	/* slot = slice % DW_SLICES */
 };
 
+/* dw_dep_cfg.enforce, bits: what the kernel does while the dependency's breaker is open. */
+#define DW_ENFORCE_CONNECT 1	/* fail connect() (enforce = connect, and abort) */
+#define DW_ENFORCE_ABORT 2	/* abort its established outbound connections (enforce = abort) */
+
 /* Per dependency, written by user space: what the kernel needs to classify a call. */
 struct dw_dep_cfg {
 	__u64 slow_call_ns;
-	__u32 enforce;		/* 1: fail connect() while the breaker is open */
+	__u32 enforce;		/* DW_ENFORCE_* bits; 0: nothing */
 	__u32 multiplexed;	/* 1: calls timed on multiplexed connections count in the slow-call rate (multiplexed = judge) */
+	__u64 abort_after_ns;	/* abort a connection whose call is older than this; 0: never */
+};
+
+/*
+ * The abort iterator (iter/tcp, run by the daemon on demand: at a breaker
+ * opening, at each poll while open, and when an abort_after deadline is
+ * due) writes one of these for each connection it aborted or failed to.
+ */
+enum dw_abort_reason { DW_ABORT_BREAKER = 1, DW_ABORT_TIMEOUT = 2 };
+
+struct dw_abort_record {
+	struct dw_dest_key dest;	/* the connection's destination (its row's key) */
+	__u32 dep_id;			/* its configured dependency, 0: none */
+	__u32 slot;
+	__u8 reason;			/* enum dw_abort_reason */
+	__u8 had_call;			/* a call was outstanding: its caller got the error */
+	__u8 failed;			/* bpf_sock_destroy() refused: counted, not retried */
+	__u8 pad;
+	__s32 err;			/* what bpf_sock_destroy() returned */
 };
 
 /*
@@ -233,7 +259,8 @@ struct dw_conn {
 	__u8 multiplexed;		/* seen carrying overlapping requests: its calls are burst timings */
 	__u8 goodbye;			/* inbound: the client closed right behind the outstanding request */
 	__u8 overlaps;			/* outbound: data seen that the peer sent before it had the request */
-	__u8 pad[2];
+	__u8 abort_failed;		/* bpf_sock_destroy() refused it once: the abort iterator leaves it alone */
+	__u8 pad;
 };
 
 /*
@@ -310,7 +337,9 @@ struct dw_abandon_key {
 	X(thread_map_full, thread_map_full,					\
 	  "Socket system calls not traced because the per-thread map was full (syscalls backend).") \
 	X(pending_table_full, pending_table_full,				\
-	  "Connections tracked without a pending-table entry: their outstanding calls have no age.")
+	  "Connections tracked without a pending-table entry: their outstanding calls have no age.") \
+	X(abort_failed, abort_failed,						\
+	  "Connections enforce = abort or abort_after meant to abort that bpf_sock_destroy() refused; not retried.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

@@ -84,7 +84,7 @@ static __always_inline int dw_enforce_connect(struct bpf_sock_addr *ctx, int fam
 	dest_of_connect(ctx, family, &dest);
 	key.dep_id = dep_of(&dest);
 	cfg = bpf_map_lookup_elem(&dep_cfg, &key.dep_id);
-	if (!cfg || !cfg->enforce)
+	if (!cfg || !(cfg->enforce & DW_ENFORCE_CONNECT))
 		return CGROUP_ALLOW;
 	if (!key.dep_id)
 		key.dest = dest;

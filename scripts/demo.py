@@ -5,6 +5,10 @@ A stand-in dependency serves open-loop traffic (40 calls/s) in 20 ms. At
 t=5s it slows to 3 s and returns no errors; at t=15s it recovers. depwatch
 sees the calls hang, opens the breaker, says so to syslog (shown here from
 the daemon's own log), and closes it again after the recovery.
+
+Then the cascade (issue 15, bench/pool.py, about 45 seconds more): a
+frontend's pool of 50 keep-alive workers against a dependency going from
+200 ms to 9 s, with depwatch off, enforce = connect, enforce = abort.
 """
 
 import json
@@ -74,5 +78,24 @@ def main():
         os.unlink(conf.name)
 
 
+def pool_story():
+    """Three arms of bench/pool.py, 12 s each: does the pool survive?"""
+    sys.path.insert(0, os.path.join(HERE, "..", "bench"))
+    import pool  # noqa: E402
+
+    pool.DEPWATCH = DEPWATCH
+    print("\nthe cascade: a pool of %d workers, each with a keep-alive connection to 'payments', %.0f requests/s "
+          "(40%% of the pool at 200 ms) and a health check served by the same pool; at t=%.0fs payments takes 9 s"
+          % (pool.POOL, pool.RATE, pool.CHANGE))
+    print("%-20s %12s %8s %18s %16s" % ("", "exhausted at", "peak", "health p99 after", "failed fast"))
+    for name in ("off", "connect", "abort"):
+        s = pool.summary(pool.run_arm(name, 12.0, PIN_DIR, RUN_DIR))
+        print("%-20s %12s %7.0f%% %15s ms %16d" % (
+            "depwatch off" if name == "off" else "enforce = " + name,
+            pool.fmt(s["exhausted_s"], "+%.2fs", "never"), s["peak_pct"],
+            pool.fmt(s["health_p99_after"], "%.1f", "-"), s["failed"]))
+
+
 if __name__ == "__main__":
     main()
+    pool_story()

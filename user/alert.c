@@ -213,3 +213,36 @@ void dw_alert_note(int severity, const char *fmt, ...)
 	syslog(severity, "%s", line);
 	dw_log(severity, "%s", line);
 }
+
+/* dependency=payments action=abort reason=breaker state=open connections=30 calls=30 failed=0 */
+void dw_alert_abort(const struct dw_abort_alert *a)
+{
+	struct dw_buf line = {}, json = {};
+	char after[DW_DURATION_STRLEN];
+	struct timespec ts;
+
+	dw_format_duration(a->abort_after_ns, after, sizeof(after));
+	dw_buf_printf(&line, "dependency=");
+	dw_escape_text(&line, a->dependency, 256);
+	dw_buf_printf(&line, " action=abort reason=%s state=%s", a->reason, a->state);
+	if (a->abort_after_ns)
+		dw_buf_printf(&line, " abort_after=%s", after);
+	dw_buf_printf(&line, " connections=%llu calls=%llu failed=%llu",
+		      (unsigned long long)a->connections, (unsigned long long)a->calls,
+		      (unsigned long long)a->failed);
+	if (a->suppressed)
+		dw_buf_printf(&line, " suppressed=%u", a->suppressed);
+	if (events_out) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		dw_buf_printf(&json, "{\"time\":%lld.%03ld,\"event\":\"abort\",\"dependency\":",
+			      (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+		dw_json_str(&json, a->dependency);
+		dw_buf_printf(&json, ",\"reason\":\"%s\",\"state\":\"%s\"", a->reason, a->state);
+		if (a->abort_after_ns)
+			dw_buf_printf(&json, ",\"abort_after_ms\":%.3f", a->abort_after_ns / 1e6);
+		dw_buf_printf(&json, ",\"connections\":%llu,\"calls\":%llu,\"failed\":%llu,\"suppressed\":%u}\n",
+			      (unsigned long long)a->connections, (unsigned long long)a->calls,
+			      (unsigned long long)a->failed, a->suppressed);
+	}
+	emit(a->severity, &line, &json);
+}

@@ -70,6 +70,20 @@ void dw_alert_set_facility(int facility);
 void dw_alert_close(void);
 void dw_alert_emit(const struct dw_alert *a);
 void dw_alert_service(const struct dw_service_alert *a);
+/* Connections the kernel aborted for one dependency (enforce = abort, abort_after). */
+struct dw_abort_alert {
+	int severity;
+	const char *dependency;
+	const char *reason;		/* "breaker" or "abort_after" */
+	const char *state;		/* its breaker state */
+	uint64_t abort_after_ns;	/* reason abort_after: the setting */
+	uint64_t connections;		/* aborted in this pass */
+	uint64_t calls;			/* of those, with a call outstanding */
+	uint64_t failed;		/* bpf_sock_destroy() refused (not retried) */
+	unsigned suppressed;		/* abort_after lines rate-limited away since the last one */
+};
+
+void dw_alert_abort(const struct dw_abort_alert *a);
 /* A line that is no breaker event (an operator's override): syslog and the daemon's log. */
 void dw_alert_note(int severity, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

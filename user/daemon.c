@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
+#include "abort.h"
 #include "collect.h"
 #include "cli.h"
 #include "commands.h"
@@ -52,6 +53,7 @@ struct daemon {
 	struct dw_collector coll;
 	struct dw_deps_io deps;		/* the dependencies, and what the kernel holds of them */
 	struct dw_services svcs;	/* polled after the dependencies */
+	struct dw_abort abort;		/* enforce = abort, abort_after: when the abort iterator runs */
 	struct dw_run_info info;
 	char programs[1024];
 	int run_lock_fd;
@@ -246,10 +248,13 @@ static void force(struct daemon *d, const char *args, struct dw_buf *out)
 
 		if (strncmp(args, verbs[i], n) || args[n] != ' ')
 			continue;
-		if (dw_deps_force(&d->deps, args + n + 1, states[i], dw_monotonic_ns()))
+		if (dw_deps_force(&d->deps, args + n + 1, states[i], dw_monotonic_ns())) {
 			dw_buf_printf(out, "error: no dependency named '%s'\n", args + n + 1);
-		else
-			dw_buf_printf(out, "ok\n");
+			return;
+		}
+		/* a forced open aborts as a judged one does, before the answer */
+		dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
+		dw_buf_printf(out, "ok\n");
 		return;
 	}
 	dw_buf_printf(out, "error: breaker takes open, close or auto and a dependency name\n");
@@ -330,7 +335,12 @@ static void report_kernel_trouble(struct daemon *d)
 static void arm_fast(struct daemon *d)
 {
 	uint64_t t = dw_deps_next_slow(&d->deps, &d->coll), now = dw_monotonic_ns();
+	uint64_t abort_t = dw_abort_next(&d->abort);
 	struct itimerspec its = {};
+
+	/* an abort_after deadline (or rescan) wakes the daemon the same way */
+	if (abort_t && (!t || abort_t < t))
+		t = abort_t;
 
 	if (t) {
 		if (t < now + FAST_GAP_NS)
@@ -352,6 +362,7 @@ static void poll_once(struct daemon *d)
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
 	dw_deps_poll(&d->deps, &d->coll);
+	dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
 	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
 	report_kernel_trouble(d);
 	if (d->opts.metrics)
@@ -378,6 +389,8 @@ static void on_fast(struct daemon *d)
 	if (err)
 		dw_err("re-reading the kernel maps failed: %s", strerror(-err));
 	dw_deps_rejudge(&d->deps, &d->coll);
+	/* a breaker that opened in this wakeup aborts in it, not a poll later */
+	dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
 	arm_fast(d);
 }
 
@@ -401,6 +414,7 @@ static void reload(struct daemon *d)
 	}
 	if (dw_services_sync(&d->svcs, &d->deps.set.cfg))
 		dw_err("out of memory: services dropped until the next reload");
+	dw_abort_reload(&d->abort, &d->deps.set);
 	dw_alert_set_facility(d->deps.set.cfg.syslog_facility);
 	dw_notice("reloaded %s: %u dependencies", d->deps.set.cfg.source, d->deps.set.cfg.ndeps);
 }
@@ -499,6 +513,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 	if (err)
 		return err;
 	dw_bpf_describe(&d->bpf, d->programs, sizeof(d->programs));
+	dw_abort_init(&d->abort, &d->deps.set, &d->bpf, d->opts.interval_ns);
 	adopted = dw_bpf_classify_existing(&d->bpf);
 	if (adopted < 0)
 		dw_warn("cannot classify connections open before start: %s", strerror(-adopted));
@@ -515,7 +530,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .backend = dw_backend_name(d->bpf.backend),
 					 .programs = d->programs };
 	poll_once(d);
-	err = dw_drop_privileges();
+	/* enforce = abort, abort_after: other network namespaces need setns (doc/enforcement.md) */
+	err = dw_drop_privileges(dw_abort_wants_netns(&d->abort, &d->deps.set));
 	if (err) {
 		dw_err("cannot drop capabilities: %s", strerror(-err));
 		return err;
@@ -543,6 +559,7 @@ static void stop(struct daemon *d)
 	if (d->fast_fd >= 0)
 		close(d->fast_fd);
 	dw_collect_free(&d->coll);
+	dw_abort_free(&d->abort);
 	dw_bpf_stop(&d->bpf);
 	dw_services_free(&d->svcs);
 	dw_deps_free(&d->deps);

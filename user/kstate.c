@@ -103,10 +103,18 @@ static void journal_undo(struct journal *j)
 
 /* --- dep_cfg --- */
 
+/* The kernel's DW_ENFORCE_* bits of one dependency's settings (enforce = abort: both). */
+static __u32 enforce_bits(const struct dw_dep_settings *s)
+{
+	return (s->enforce_connect ? DW_ENFORCE_CONNECT : 0) |
+	       (s->enforce_abort ? DW_ENFORCE_ABORT : 0);
+}
+
 static struct dw_dep_cfg dep_cfg_of(const struct dw_dep_settings *s)
 {
-	return (struct dw_dep_cfg){ .slow_call_ns = s->slow_call_ns, .enforce = s->enforce_connect,
-				    .multiplexed = s->judge_multiplexed };
+	return (struct dw_dep_cfg){ .slow_call_ns = s->slow_call_ns, .enforce = enforce_bits(s),
+				    .multiplexed = s->judge_multiplexed,
+				    .abort_after_ns = s->abort_after_ns };
 }
 
 /* Id 0 is every destination no match covers: the defaults. */

@@ -87,6 +87,8 @@ static const char *const syscalls_only[] = {
 #define HOOK_CONNECT4 "cgroup/connect4"
 #define HOOK_CONNECT6 "cgroup/connect6"
 #define HOOK_ADOPT "iter/tcp"
+/* the abort iterator (iter/tcp with the bpf_sock_destroy kfunc): enforce = abort, abort_after */
+#define HOOK_ABORT "sock_destroy"
 
 struct other_hook {
 	const char *name;
@@ -98,11 +100,12 @@ static const struct other_hook other_hooks[] = {
 	{ HOOK_CONNECT4, "IPv4 connects are not refused while a breaker is open (breakers are still judged)" },
 	{ HOOK_CONNECT6, "IPv6 connects are not refused while a breaker is open (breakers are still judged)" },
 	{ HOOK_ADOPT, "connections open before the start are not watched, only new ones" },
+	{ HOOK_ABORT, "enforce = abort falls back to connect, abort_after aborts nothing" },
 };
 
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))
-/* + the two cgroup hooks and iter/tcp */
-_Static_assert(NSPECS(prog_specs) + NSPECS(syscall_specs) + 3 <= DW_MAX_PROGS,
+/* + the two cgroup hooks, iter/tcp and sock_destroy */
+_Static_assert(NSPECS(prog_specs) + NSPECS(syscall_specs) + 4 <= DW_MAX_PROGS,
 	       "DW_MAX_PROGS too small");
 
 /* --without NAME: the daemon behaves as on a kernel lacking that hook (tests, and a way out of a broken one). */
@@ -381,6 +384,22 @@ static bool superseded(const struct dw_bpf *b, const char *name)
 	return false;
 }
 
+/*
+ * The abort iterator needs the bpf_sock_destroy kfunc (Linux 6.5+); without
+ * it (or with --without sock_destroy) dw_abort is not loaded and
+ * b->abort_why says why.
+ */
+static void probe_abort(struct dw_bpf *b, const struct btf *vmlinux)
+{
+	if (withheld(b, HOOK_ABORT))
+		snprintf(b->abort_why, sizeof(b->abort_why), "absent (--without)");
+	else if (btf__find_by_name_kind(vmlinux, "bpf_sock_destroy", BTF_KIND_FUNC) <= 0)
+		snprintf(b->abort_why, sizeof(b->abort_why),
+			 "this kernel has no kfunc bpf_sock_destroy (Linux 6.5+)");
+	if (b->abort_why[0])
+		no_autoload(b, "dw_abort");
+}
+
 /* Picks the backend and the tracing programs to load; fails when a required one cannot be. */
 static int probe_programs(struct dw_bpf *b, const char *want)
 {
@@ -427,6 +446,7 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 			err = -ENOTSUP;
 		}
 	}
+	probe_abort(b, vmlinux);
 	btf__free(vmlinux);
 	if (!b->max_conns)
 		b->max_conns = bpf_map__max_entries(b->skel->maps.pending);
@@ -449,7 +469,8 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 }
 
 /* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
-static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool *refused)
+static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool abort,
+			 bool *refused)
 {
 	int err;
 
@@ -470,6 +491,10 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 		return err;
 	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
+	if (!abort && !b->abort_why[0])
+		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
+	if (b->abort_why[0])
+		no_autoload(b, "dw_abort");
 	err = depwatch_bpf__load(b->skel);
 	*refused = err != 0;
 	return err;
@@ -483,13 +508,19 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 static int open_and_load(struct dw_bpf *b, const char *backend)
 {
 	bool refused;
-	int err = load_skeleton(b, backend, true, &refused);
+	int err = load_skeleton(b, backend, true, true, &refused);
 
+	if (refused && !b->abort_why[0]) {
+		dw_warn("the kernel refused the BPF object with the abort iterator (%s); loading it without it",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		err = load_skeleton(b, backend, true, false, &refused);
+	}
 	if (refused) {
 		dw_warn("the kernel refused the BPF object with the enforcement programs (%s); loading it without them",
 			strerror(-err));
 		depwatch_bpf__destroy(b->skel);
-		err = load_skeleton(b, backend, false, &refused);
+		err = load_skeleton(b, backend, false, false, &refused);
 	}
 	if (refused)
 		dw_err("cannot load the BPF programs: %s", strerror(-err));
@@ -631,6 +662,27 @@ static void note_adopt(struct dw_bpf *b)
 		snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", other_hooks[2].without);
 }
 
+/* The abort iterator's link, made once here, run by dw_bpf_abort_link()'s users on demand. */
+static void attach_abort(struct dw_bpf *b)
+{
+	struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+	ps->name = bpf_program__name(b->skel->progs.dw_abort);
+	ps->hook = HOOK_ABORT;
+	if (b->abort_why[0]) {
+		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, other_hooks[3].without);
+		return;
+	}
+	ps->link = bpf_program__attach_iter(b->skel->progs.dw_abort, NULL);
+	if (!ps->link) {
+		snprintf(b->abort_why, sizeof(b->abort_why), "attach failed: %s", strerror(errno));
+		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, other_hooks[3].without);
+		return;
+	}
+	ps->attached = true;
+	b->abort_link = ps->link;
+}
+
 static int required_attached(const struct dw_bpf *b)
 {
 	for (int i = 0; i < b->nprogs; i++)
@@ -681,6 +733,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	if (!err) {
 		attach_enforce(b, opts->cgroup);
 		note_adopt(b);
+		attach_abort(b);
 	}
 	if (err)
 		dw_bpf_stop(b);
@@ -697,6 +750,7 @@ void dw_bpf_stop(struct dw_bpf *b)
 		munmap((void *)b->details, b->details_len);
 	b->details = NULL;
 	b->details_rows = 0;
+	b->abort_link = NULL;
 	for (int i = 0; i < b->nprogs; i++) {
 		bpf_link__destroy(b->progs[i].link);
 		b->progs[i].link = NULL;

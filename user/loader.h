@@ -47,6 +47,9 @@ struct dw_bpf {
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */
 	char without_line[512];	/* what --without took away and what that costs; "" if nothing */
 	int group;		/* gid given read access to the pins (--group), -1: root only */
+	/* the abort iterator (enforce = abort, abort_after): its link, NULL if missing and why */
+	struct bpf_link *abort_link;
+	char abort_why[160];
 };
 
 struct dw_bpf_opts {

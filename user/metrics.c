@@ -488,6 +488,24 @@ static void breaker_family(struct dw_buf *o, const struct fig *figs, size_t n)
 		}
 }
 
+/* enforce = abort and abort_after: connections the kernel aborted, by reason. */
+static void aborted_family(struct dw_buf *o, const struct fig *figs, size_t n)
+{
+	static const char name[] = "depwatch_connections_aborted_total";
+
+	family(o, name, "counter",
+	       "Established connections to the dependency depwatch aborted in the kernel: reason breaker "
+	       "(enforce = abort, breaker open) or abort_after (a call older than abort_after).");
+	for (size_t i = 0; i < n; i++) {
+		series(o, name, sizeof(name) - 1, &figs[i], ",reason=\"breaker\"");
+		put_u64(o, figs[i].dep->aborted_breaker);
+		put(o, "\n", 1);
+		series(o, name, sizeof(name) - 1, &figs[i], ",reason=\"abort_after\"");
+		put_u64(o, figs[i].dep->aborted_timeout);
+		put(o, "\n", 1);
+	}
+}
+
 static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)
 {
 	static const char name[] = "depwatch_inflight_limit";
@@ -676,6 +694,7 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 	for (size_t i = 0; i < sizeof(simples) / sizeof(simples[0]); i++)
 		simple_family(o, &simples[i], figs, n);
 	breaker_family(o, figs, n);
+	aborted_family(o, figs, n);
 	limit_family(o, figs, n);
 	histogram(o, "depwatch_call_duration_seconds",
 		  "Durations of answered calls, request sent to first answer byte, since the daemon started.",

@@ -20,19 +20,22 @@
 #define CAP_BPF 39
 #endif
 
-static int kept(int cap)
-{
-	return cap == CAP_BPF || cap == CAP_PERFMON;
-}
-
-int dw_drop_privileges(void)
+int dw_drop_privileges(bool netns)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
 	__u64 keep = (1ULL << CAP_BPF) | (1ULL << CAP_PERFMON);
 
+	if (netns) {
+		/* only what it has: without them, the namespaces it can enter */
+		if (syscall(SYS_capget, &hdr, data))
+			return -errno;
+		keep |= ((1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_SYS_PTRACE)) &
+			(data[0].permitted | (__u64)data[1].permitted << 32);
+	}
 	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-		if (!kept(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
+		if (!(keep & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) &&
+		    errno != EINVAL)
 			return -errno;
 	memset(data, 0, sizeof(data));
 	data[0].effective = data[0].permitted = (__u32)keep;

@@ -2,14 +2,17 @@
 #ifndef DW_PRIVS_H
 #define DW_PRIVS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /*
  * Once everything is loaded and attached, the daemon keeps CAP_BPF (map
  * access) and CAP_PERFMON and drops every other capability, from the
- * bounding set too.
+ * bounding set too. netns: also keep CAP_SYS_ADMIN and CAP_SYS_PTRACE, to
+ * enter other network namespaces (setns on /proc/PID/ns/net) and run the
+ * abort iterator there (enforce = abort, abort_after; doc/enforcement.md).
  */
-int dw_drop_privileges(void);
+int dw_drop_privileges(bool netns);
 
 /*
  * Makes dirfd itself (name NULL) or the entry name in it owned by root with

@@ -184,8 +184,8 @@ static double rate_or_zero(double r)
 	return r >= 0 && r <= 1 ? r : 0;
 }
 
-static void json_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
-		     uint64_t now)
+static void json_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		     const struct dw_dep *dep, uint64_t now)
 {
 	bool burst;
 	uint64_t mux = dep_mux(c, dep, &burst);
@@ -212,6 +212,13 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->rejected,
 		      (unsigned long long)dep->conns, dep->s->enforce_connect ? "true" : "false",
 		      dep->forced >= 0 ? "true" : "false");
+	/* enforce = abort, abort_after: the mode in effect (abort: connect without sock_destroy) */
+	dw_buf_printf(out, ",\"enforce_mode\":\"%s\",\"abort_after_ms\":", dw_dep_enforce_mode(deps, dep));
+	dw_json_num(out, dep->s->abort_after_ns / 1e6, 3);
+	dw_buf_printf(out, ",\"aborted_breaker\":%llu,\"aborted_timeout\":%llu,\"calls_aborted\":%llu",
+		      (unsigned long long)dep->aborted_breaker,
+		      (unsigned long long)dep->aborted_timeout,
+		      (unsigned long long)dep->calls_aborted);
 	dw_json_field_opt(out, "oldest_inflight_ms", age_ms(now, dep->oldest_call_ns), 3);
 	dw_json_field_opt(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50), 3);
 	dw_json_field_opt(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99), 3);
@@ -354,7 +361,7 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 		if (!first)
 			dw_buf_putc(out, ',');
 		first = false;
-		json_dep(out, c, &deps->deps[i], now);
+		json_dep(out, c, deps, &deps->deps[i], now);
 	}
 	dw_buf_printf(out, "]");
 }
@@ -551,6 +558,7 @@ static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const stru
 		.forced = dep->forced >= 0,
 		.multiplexed_conns = mux,
 		.burst_timings = burst,
+		.aborted = dep->aborted_breaker + dep->aborted_timeout,
 	};
 
 	dw_top_tsv_row(out, &w);

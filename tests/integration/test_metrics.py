@@ -74,6 +74,8 @@ FAMILIES = {
     "depwatch_kernel_conn_storage_failures_total": "counter",
     "depwatch_kernel_thread_map_full_total": "counter",
     "depwatch_kernel_pending_table_full_total": "counter",
+    "depwatch_kernel_abort_failed_total": "counter",
+    "depwatch_connections_aborted_total": "counter",
 }
 
 

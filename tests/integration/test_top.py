@@ -508,7 +508,7 @@ class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
         t = self.tmux([harness.DEPWATCH, "top", "--run-dir", f.run_dir], 140)
         text = t.wait_screen(lambda s: "h2-idle" in s and LEGEND in s)
         _, titles, rows, _ = parse_frame(text)
-        self.assertEqual(titles.split()[-2:], ["FAILED", "MUX"], text)
+        self.assertEqual(titles.split()[-3:], ["FAILED", "MUX", "ABORTED"], text)
         self.assertEqual((rows["h2"]["MUX"], rows["plain"]["MUX"]), ("3", "0"), text)
         self.assertIn(LEGEND, text)
         self.assertQuits(t, "q")

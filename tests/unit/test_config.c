@@ -730,7 +730,7 @@ static void test_describe_multiplexed(void **state)
 static void test_err_bad_enum_values(void **state)
 {
 	(void)state;
-	expect_error("[defaults]\nenforce = yes\n", 2, "enforce: 'yes' is not off or connect");
+	expect_error("[defaults]\nenforce = yes\n", 2, "enforce: 'yes' is not off, connect or abort");
 	expect_error("[defaults]\nignore = maybe\n", 2, "ignore: 'maybe' is not yes or no");
 	expect_error("[defaults]\nsyslog_facility = local8\n", 2,
 		     "syslog_facility: 'local8' is not daemon, user or local0 to local7");
@@ -1748,6 +1748,111 @@ static void test_err_budget_untimed(void **state)
 	assert_non_null(strstr(err, "the deadline 2s"));
 }
 
+/* enforce = abort and abort_after (issue 15). */
+static void test_abort_keys(void **state)
+{
+	struct dw_config cfg, again;
+	struct dw_buf b = { 0 };
+
+	(void)state;
+	parse_ok("[defaults]\nenforce = abort\nabort_after = 300ms\n"
+		 "[dependency pay]\nmatch = 10.0.3.0/24\nenforce = connect\n"
+		 "[dependency cart]\nmatch = 10.0.2.0/24\nabort_after = 0\n"
+		 "[dependency auth]\nmatch = 10.0.1.0/24\nenforce = off\nabort_after = 1.5s\n",
+		 &cfg);
+	/* abort does everything connect does */
+	assert_true(cfg.defaults.enforce_connect);
+	assert_true(cfg.defaults.enforce_abort);
+	assert_int_equal(cfg.defaults.abort_after_ns, 300 * MS);
+	assert_true(cfg.deps[0].s.enforce_connect);
+	assert_false(cfg.deps[0].s.enforce_abort);
+	assert_int_equal(cfg.deps[0].s.abort_after_ns, 300 * MS);	/* inherited */
+	assert_true(cfg.deps[1].s.enforce_abort);			/* inherited */
+	assert_int_equal(cfg.deps[1].s.abort_after_ns, 0);
+	assert_false(cfg.deps[2].s.enforce_connect);
+	assert_false(cfg.deps[2].s.enforce_abort);
+	assert_int_equal(cfg.deps[2].s.abort_after_ns, 1500 * MS);
+	/* describe spells them out and parses back to the same */
+	dw_config_describe(&cfg, &b);
+	assert_non_null(strstr(b.data, "enforce = abort\nabort_after = 300ms\n"));
+	assert_non_null(strstr(b.data, "enforce = connect\nabort_after = 300ms\n"));
+	assert_non_null(strstr(b.data, "enforce = abort\nabort_after = 0\n"));
+	assert_non_null(strstr(b.data, "enforce = off\nabort_after = 1.5s\n"));
+	parse_ok(b.data, &again);
+	assert_true(again.deps[1].s.enforce_abort);
+	assert_int_equal(again.deps[2].s.abort_after_ns, 1500 * MS);
+	dw_config_free(&again);
+	dw_buf_free(&b);
+	dw_config_free(&cfg);
+	/* the built-in default: off, never */
+	dw_config_defaults(&cfg);
+	assert_false(cfg.defaults.enforce_abort);
+	assert_int_equal(cfg.defaults.abort_after_ns, 0);
+	dw_config_free(&cfg);
+}
+
+static void test_err_abort_keys(void **state)
+{
+	(void)state;
+	expect_error("[defaults]\nenforce = kill\n", 2, "enforce: 'kill' is not off, connect or abort");
+	expect_error("[defaults]\nabort_after = soon\n", 2,
+		     "abort_after: 'soon' is not 0 (off) or a duration from 1ms to 60m");
+	expect_error("[defaults]\nabort_after = 500us\n", 2, "abort_after: '500us' is not 0 (off)");
+	expect_error("[defaults]\nabort_after = 2h\n", 2, "abort_after: '2h' is not 0 (off)");
+	expect_error("[defaults]\nabort_after = -1s\n", 2, "abort_after: '-1s'");
+	/* with ignore = yes: rejected, at the later line, wherever each came from */
+	expect_error("[dependency stream]\nmatch = 10.0.0.0/8\nabort_after = 1s\nignore = yes\n", 4,
+		     "abort_after = 1s with ignore = yes in [dependency stream]");
+	expect_error("[dependency stream]\nmatch = 10.0.0.0/8\nignore = yes\nabort_after = 1s\n", 4,
+		     "set abort_after = 0 there");
+	expect_error("[defaults]\nabort_after = 2s\n[dependency stream]\nmatch = 10.0.0.0/8\nignore = yes\n",
+		     5, "abort_after = 2s with ignore = yes in [dependency stream]");
+	expect_error("[defaults]\nabort_after = 2s\nignore = yes\n", 3,
+		     "abort_after = 2s with ignore = yes in [defaults]");
+	/* an ignored dependency that turns abort_after off is fine */
+	struct dw_config cfg;
+
+	parse_ok("[defaults]\nabort_after = 2s\n[dependency stream]\nmatch = 10.0.0.0/8\nignore = yes\nabort_after = 0\n",
+		 &cfg);
+	dw_config_free(&cfg);
+}
+
+/* The budget takes min(timeout, abort_after) per hop, and says which it took. */
+static void test_budget_abort_after(void **state)
+{
+	struct dw_config cfg;
+	struct dw_buf b = { 0 };
+	uint64_t sum;
+
+	(void)state;
+	/* pay's abort_after (300ms) is shorter than its timeout: 100 + 300 + 500 fits 1s */
+	parse_ok("[dependency auth]\nmatch = 10.0.1.0/24\ntimeout = 100ms\n"
+		 "[dependency pay]\nmatch = 10.0.3.0/24\ntimeout = 2s\nabort_after = 300ms\n"
+		 "[dependency cart]\nmatch = 10.0.2.0/24\ntimeout = 500ms\nabort_after = 900ms\n"
+		 "[service web]\nlisten = 80\ndeadline = 1s\npath = auth, pay, cart\n",
+		 &cfg);
+	assert_int_equal(dw_service_path_timeout(&cfg, &cfg.services[0], &sum), 0);
+	assert_int_equal(sum, 900 * MS);
+	dw_config_describe(&cfg, &b);
+	assert_non_null(strstr(b.data, "# pay counts 300ms: its abort_after"));
+	assert_null(strstr(b.data, "# cart counts"));
+	assert_non_null(strstr(b.data, "# path timeouts 900ms of deadline 1s"));
+	dw_buf_free(&b);
+	dw_config_free(&cfg);
+	/* abort_after alone bounds a hop that has no timeout */
+	parse_ok("[dependency pay]\nmatch = 10.0.3.0/24\nabort_after = 300ms\n"
+		 "[service web]\nlisten = 80\ndeadline = 1s\npath = pay\n",
+		 &cfg);
+	assert_int_equal(dw_service_path_timeout(&cfg, &cfg.services[0], &sum), 0);
+	assert_int_equal(sum, 300 * MS);
+	dw_config_free(&cfg);
+	/* over: the message names the hop abort_after bounds */
+	expect_error("[dependency auth]\nmatch = 10.0.1.0/24\ntimeout = 800ms\n"
+		     "[dependency pay]\nmatch = 10.0.3.0/24\ntimeout = 2s\nabort_after = 700ms\n"
+		     "[service web]\nlisten = 80\ndeadline = 1s\npath = auth, pay\n",
+		     11, "add up to 1.5s (auth 800ms + pay 700ms (abort_after)), more than its deadline 1s");
+}
+
 /* A long path is cut in the message, never the deadline at its end. */
 static void test_budget_long_path(void **state)
 {
@@ -2119,6 +2224,9 @@ int main(void)
 		cmocka_unit_test(test_services),
 		cmocka_unit_test(test_service_listen_forms),
 		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_abort_keys),
+		cmocka_unit_test(test_err_abort_keys),
+		cmocka_unit_test(test_budget_abort_after),
 		cmocka_unit_test(test_err_budget_untimed),
 		cmocka_unit_test(test_budget_long_path),
 		cmocka_unit_test(test_err_service_unknown_key),

@@ -27,7 +27,8 @@ const char dw_default_config[] =
 	"open_for = 30s          # open -> half_open after this\n"
 	"half_open_calls = 5     # calls judged in half_open before closing or reopening\n"
 	"max_inflight = 0        # concurrency limit (bulkhead); 0 = none\n"
-	"enforce = off           # off | connect\n"
+	"enforce = off           # off | connect | abort\n"
+	"abort_after = 0         # abort a call's connection once it is this old; 0 = never\n"
 	"ignore = no             # yes: trace but never judge\n"
 	"multiplexed = ignore    # ignore | judge: burst timings (HTTP/2, pipelining) in slow_rate\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
@@ -50,12 +51,16 @@ const struct key_def cfg_keys[] = {
 	{ "half_open_calls", KIND_UINT, FIELD(half_open_calls), 1, 1000 },
 	{ "max_inflight", KIND_UINT, FIELD(max_inflight), 0, 1000000 },
 	{ "enforce", KIND_ENFORCE, FIELD(enforce_connect), 0, 0 },
+	/* 0 (off), or 1 ms to 1 h */
+	{ "abort_after", KIND_DURATION, FIELD(abort_after_ns), 0, NS_PER_H },
 	{ "ignore", KIND_BOOL, FIELD(ignore), 0, 0 },
 	{ "multiplexed", KIND_MULTIPLEXED, FIELD(judge_multiplexed), 0, 0 },
 };
 
 #define KEY_SAMPLE 3
 #define KEY_MIN_CALLS 5
+#define KEY_ABORT_AFTER 10
+#define KEY_IGNORE 11
 
 /*
  * A key outside struct dw_dep_settings (off unused): its value is read
@@ -250,7 +255,12 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 
 	switch (k->kind) {
 	case KIND_DURATION:
-		if (dw_parse_duration(val, &u) || u < k->min || u > k->max)
+		/* a key whose minimum is 0 is off at 0, and otherwise at least 1 ms */
+		if (!k->min && !strcmp(val, "0")) {
+			*(uint64_t *)field = 0;
+			return 0;
+		}
+		if (dw_parse_duration(val, &u) || u < (k->min ? k->min : NS_PER_MS) || u > k->max)
 			return -EINVAL;
 		*(uint64_t *)field = u;
 		return 0;
@@ -270,9 +280,11 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 		*(bool *)field = b;
 		return 0;
 	case KIND_ENFORCE:
-		if (strcasecmp(val, "off") && strcasecmp(val, "connect"))
+		/* abort is everything connect does, and more */
+		if (strcasecmp(val, "off") && strcasecmp(val, "connect") && strcasecmp(val, "abort"))
 			return -EINVAL;
-		*(bool *)field = strcasecmp(val, "connect") == 0;
+		*(bool *)field = strcasecmp(val, "off") != 0;
+		s->enforce_abort = strcasecmp(val, "abort") == 0;
 		return 0;
 	case KIND_MULTIPLEXED:
 		if (strcasecmp(val, "ignore") && strcasecmp(val, "judge"))
@@ -304,6 +316,8 @@ static void copy_key(const struct key_def *k, struct dw_dep_settings *dst,
 		     const struct dw_dep_settings *src)
 {
 	memcpy((char *)dst + k->off, (const char *)src + k->off, kind_size(k->kind));
+	if (k->kind == KIND_ENFORCE)
+		dst->enforce_abort = src->enforce_abort;
 }
 
 /* ---- sections and settings ---- */
@@ -568,6 +582,28 @@ static void check_min_calls(struct parser *p, const struct dw_dep_settings *s,
 		where);
 }
 
+/*
+ * abort_after cuts calls; ignore = yes says this dependency's calls are
+ * long-polls or streams that are slow by design. Both at once is an error,
+ * reported at the later of the two lines (or the section when both come
+ * from [defaults]).
+ */
+static void check_abort_after(struct parser *p, const struct dw_dep_settings *s,
+			      const int *key_line, int section_line, const char *where)
+{
+	char t[DW_DURATION_STRLEN];
+	int line = key_line[KEY_ABORT_AFTER];
+
+	if (!s->ignore || !s->abort_after_ns)
+		return;
+	if (key_line[KEY_IGNORE] > line)
+		line = key_line[KEY_IGNORE];
+	dw_format_duration(s->abort_after_ns, t, sizeof(t));
+	cfg_fail_at(p, line ? line : section_line, 0,
+		"abort_after = %s with ignore = yes%s: an ignored dependency's calls are long by design (long-poll, streaming), aborting them would cut them; set abort_after = 0 there",
+		t, where);
+}
+
 static int cmp_pdep_name(const void *a, const void *b)
 {
 	const struct pdep *x = *(const struct pdep *const *)a, *y = *(const struct pdep *const *)b;
@@ -656,6 +692,7 @@ static void resolve_dep(struct parser *p, struct pdep *d)
 			d->dep.name);
 	snprintf(where, sizeof(where), " in [dependency %s]", d->dep.name);
 	check_min_calls(p, &d->dep.s, d->key_line, where);
+	check_abort_after(p, &d->dep.s, d->key_line, d->dep.line, where);
 }
 
 /* Keys [defaults] did not set come from base; base NULL: every key must be set. */
@@ -680,6 +717,8 @@ static void resolve_defaults(struct parser *p, const struct dw_config *base)
 	if (!p->cgroup_line && base)
 		memcpy(p->cgroup, base->enforce_cgroup, sizeof(p->cgroup));
 	check_min_calls(p, &p->defaults, p->key_line, "");
+	check_abort_after(p, &p->defaults, p->key_line, p->defaults_line ? p->defaults_line : 1,
+			  " in [defaults]");
 }
 
 /* Dependency ids are 1..DW_MAX_DEPS-1 in the kernel; 0 is "no match covers it". */

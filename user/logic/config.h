@@ -10,6 +10,8 @@
  *	match = 10.0.3.0/24:443		CIDR[:PORT[-PORT]], repeatable, at least one
  *	slow_call = 500ms		overrides [defaults] wherever that section is
  *	timeout = 800ms			[dependency] only, no default: what callers wait
+ *	enforce = abort			off | connect | abort (see doc/enforcement.md)
+ *	abort_after = 300ms		0 (off) | a duration: the kernel aborts older calls
  *	multiplexed = judge		ignore (default) | judge: burst timings in slow_rate
  *	[service shop]			NAME as above, unique among services and dependencies
  *	listen = 8080			PORT, LOW-HIGH or cgroup:/PATH; exactly one
@@ -53,7 +55,11 @@ struct dw_dep_settings {
 	uint64_t slow_call_ns, window_ns, open_for_ns;
 	double slow_rate, failure_rate;	/* fractions, 0..1 */
 	unsigned sample, min_calls, half_open_calls, max_inflight;
+	/* enforce = connect sets enforce_connect; abort sets both (it does what connect does) */
 	bool enforce_connect, ignore;
+	bool enforce_abort;
+	/* abort_after: a call unanswered this long has its connection aborted; 0: never */
+	uint64_t abort_after_ns;
 	/*
 	 * multiplexed = judge: calls timed on a connection seen carrying
 	 * overlapping requests (HTTP/2, pipelining) count in slow_rate. Their

@@ -16,7 +16,7 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 	switch (k->kind) {
 	case KIND_DURATION:
 		dw_format_duration(*(const uint64_t *)field, d, sizeof(d));
-		dw_buf_printf(out, "%s", d);
+		dw_buf_printf(out, "%s", *(const uint64_t *)field || k->min ? d : "0");
 		return;
 	case KIND_PERCENT:
 		/* %.15g: 0.07 * 100 is 7.000000000000001, and must read "7%" */
@@ -29,7 +29,7 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 		dw_buf_printf(out, "%s", *(const bool *)field ? "yes" : "no");
 		return;
 	case KIND_ENFORCE:
-		dw_buf_printf(out, "%s", *(const bool *)field ? "connect" : "off");
+		dw_buf_printf(out, "%s", s->enforce_abort ? "abort" : *(const bool *)field ? "connect" : "off");
 		return;
 	case KIND_MULTIPLEXED:
 		dw_buf_printf(out, "%s", *(const bool *)field ? "judge" : "ignore");
@@ -130,6 +130,17 @@ static void describe_service(struct dw_buf *out, const struct dw_config *cfg,
 	for (k = 0; k < s->npath; k++)
 		dw_buf_printf(out, "%s%s", k ? ", " : "", cfg->deps[s->path[k]].name);
 	dw_buf_putc(out, '\n');
+	/* a hop held by abort_after (shorter than its timeout, or the only one) says so */
+	for (k = 0; k < s->npath; k++) {
+		const char *which;
+		char a[DW_DURATION_STRLEN];
+		uint64_t t = cfg_hop_budget(&cfg->deps[s->path[k]], &which);
+
+		dw_format_duration(t, a, sizeof(a));
+		if (t && strcmp(which, "timeout"))
+			dw_buf_printf(out, "# %s counts %s: its abort_after, shorter than its timeout or the only one\n",
+				      cfg->deps[s->path[k]].name, a);
+	}
 	if (!s->deadline_ns)
 		return;
 	dw_format_duration(total, sum, sizeof(sum));

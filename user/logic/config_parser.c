@@ -137,6 +137,9 @@ int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val)
 	case KIND_DURATION:
 		dw_format_duration(k->min, lo, sizeof(lo));
 		dw_format_duration(k->max, hi, sizeof(hi));
+		if (!k->min)
+			return fail(p, "%s: '%s' is not 0 (off) or a duration from 1ms to %s (units: us, ms, s, m)",
+				    k->name, val, hi);
 		return fail(p, "%s: '%s' is not a duration from %s to %s (units: us, ms, s, m)",
 			    k->name, val, lo, hi);
 	case KIND_PERCENT:
@@ -148,7 +151,7 @@ int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val)
 		return fail(p, "%s: '%s' is not yes or no (or on/off, true/false, 1/0)", k->name,
 			    val);
 	case KIND_ENFORCE:
-		return fail(p, "%s: '%s' is not off or connect", k->name, val);
+		return fail(p, "%s: '%s' is not off, connect or abort", k->name, val);
 	case KIND_MULTIPLEXED:
 		return fail(p, "%s: '%s' is not ignore or judge", k->name, val);
 	}

@@ -31,7 +31,7 @@ struct key_def {
 };
 
 /* The per-dependency keys (config.c), in the order describe prints them. */
-#define NKEYS 12
+#define NKEYS 13
 extern const struct key_def cfg_keys[NKEYS];
 
 struct facility_def {
@@ -125,5 +125,12 @@ int cfg_begin_service(struct parser *p, const char *name);
 int cfg_set_service_key(struct parser *p, const char *key, char *val);
 /* The checks of the services once the whole file is read; sorted: deps by name (NULL: none). */
 int cfg_check_services(struct parser *p, struct pdep *const *sorted);
+
+/*
+ * What one call to d can take at most: its timeout, or abort_after where
+ * that is shorter (or the only one set); *which names the one taken. 0:
+ * neither is set. (config_service.c)
+ */
+uint64_t cfg_hop_budget(const struct dw_dep_config *d, const char **which);
 
 #endif /* DW_CONFIG_PARSER_H */

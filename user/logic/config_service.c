@@ -158,23 +158,37 @@ int cfg_set_service_key(struct parser *p, const char *key, char *val)
 	return -ENOENT;
 }
 
+uint64_t cfg_hop_budget(const struct dw_dep_config *d, const char **which)
+{
+	uint64_t a = d->s.abort_after_ns;
+
+	*which = "timeout";
+	if (a && (!d->timeout_ns || a < d->timeout_ns)) {
+		*which = "abort_after";
+		return a;
+	}
+	return d->timeout_ns;
+}
+
 /*
  * "d1 800ms + d2 800ms" for the message of a path over its deadline; cut
  * short ("... + 12 more") where it would push the deadline out of err.
  */
 static void path_parts(const struct parser *p, const struct dw_service *s, char *buf, size_t len)
 {
-	char t[DW_DURATION_STRLEN], part[DW_DEP_NAME_MAX + DW_DURATION_STRLEN + 8];
+	char t[DW_DURATION_STRLEN], part[DW_DEP_NAME_MAX + DW_DURATION_STRLEN + 24];
 	const struct dw_dep_config *d;
 	size_t n = 0, room = sizeof(" + 4294967295 more");
+	const char *which;
 	unsigned k;
 	int w;
 
 	buf[0] = '\0';
 	for (k = 0; k < s->npath; k++) {
 		d = &p->deps[s->path[k]].dep;
-		dw_format_duration(d->timeout_ns, t, sizeof(t));
-		w = snprintf(part, sizeof(part), "%s%s %s", k ? " + " : "", d->name, t);
+		dw_format_duration(cfg_hop_budget(d, &which), t, sizeof(t));
+		w = snprintf(part, sizeof(part), "%s%s %s%s", k ? " + " : "", d->name, t,
+			     strcmp(which, "timeout") ? " (abort_after)" : "");
 		if (w < 0 || n + w + (k + 1 < s->npath ? room : 0) >= len) {
 			snprintf(buf + n, len - n, " + %u more", s->npath - k);
 			return;
@@ -189,7 +203,8 @@ static void check_budget(struct parser *p, const struct dw_service *s)
 {
 	char sum[DW_DURATION_STRLEN], dl[DW_DURATION_STRLEN], parts[256];
 	const struct dw_dep_config *d;
-	uint64_t total = 0;
+	uint64_t total = 0, t;
+	const char *which;
 	unsigned k;
 
 	if (!s->deadline_ns || !s->npath)
@@ -197,13 +212,14 @@ static void check_budget(struct parser *p, const struct dw_service *s)
 	dw_format_duration(s->deadline_ns, dl, sizeof(dl));
 	for (k = 0; k < s->npath; k++) {
 		d = &p->deps[s->path[k]].dep;
-		if (!d->timeout_ns) {
+		t = cfg_hop_budget(d, &which);
+		if (!t) {
 			cfg_fail_at(p, s->path_line, k + 1,
-				"dependency %s on the path of service %s has no timeout: set 'timeout = DURATION' in [dependency %s] so the path can be held to the deadline %s",
+				"dependency %s on the path of service %s has no timeout: set 'timeout = DURATION' in [dependency %s] (or abort_after) so the path can be held to the deadline %s",
 				d->name, s->name, d->name, dl);
 			return;
 		}
-		total += d->timeout_ns;	/* a line holds < 2100 names of 1 h at most: no overflow */
+		total += t;	/* a line holds < 2100 names of 1 h at most: no overflow */
 	}
 	if (total <= s->deadline_ns)
 		return;
@@ -458,6 +474,7 @@ int cfg_check_services(struct parser *p, struct pdep *const *sorted)
 int dw_service_path_timeout(const struct dw_config *cfg, const struct dw_service *svc,
 			    uint64_t *sum_ns)
 {
+	const char *which;
 	uint64_t t, sum = 0;
 	unsigned k;
 	int ret = 0;
@@ -467,7 +484,7 @@ int dw_service_path_timeout(const struct dw_config *cfg, const struct dw_service
 			ret = -EINVAL;
 			continue;
 		}
-		t = cfg->deps[svc->path[k]].timeout_ns;
+		t = cfg_hop_budget(&cfg->deps[svc->path[k]], &which);
 		if (!t && !ret)
 			ret = -ENODATA;
 		sum = sum + t < sum ? UINT64_MAX : sum + t;	/* a hand-made config */

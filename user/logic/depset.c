@@ -329,6 +329,7 @@ static void dep_zero(struct dw_dep *dep)
 	dep->calls = dep->failed = dep->slow = dep->inflight = dep->oldest_call_ns = 0;
 	dep->rejected = dep->conns = 0;
 	dep->started = dep->abandoned = dep->retried = 0;
+	dep->aborted_breaker = dep->aborted_timeout = dep->calls_aborted = 0;
 }
 
 /* One destination's figures into its dependency's. */
@@ -342,6 +343,9 @@ static void dep_count_dest(struct dw_dep *dep, const struct dw_dest *d)
 	dep->started += d->sum.calls_started;
 	dep->abandoned += d->sum.calls_abandoned;
 	dep->retried += d->sum.calls_retried;
+	dep->aborted_breaker += d->sum.conns_aborted_breaker;
+	dep->aborted_timeout += d->sum.conns_aborted_timeout;
+	dep->calls_aborted += d->sum.calls_aborted;
 	if (d->sum.conns_opened > d->sum.conns_closed)
 		dep->conns += d->sum.conns_opened - d->sum.conns_closed;
 	if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
@@ -731,4 +735,11 @@ uint64_t dw_depset_timeout_ns(const struct dw_deps *deps, const struct dw_dep *d
 		if (!strcmp(deps->cfg.deps[k].name, dep->name))
 			return deps->cfg.deps[k].timeout_ns;
 	return 0;
+}
+
+const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep *dep)
+{
+	if (dep->s->enforce_abort && deps->can_abort)
+		return "abort";
+	return dep->s->enforce_connect ? "connect" : "off";
 }

@@ -41,6 +41,8 @@ struct dw_dep {
 	bool rejection_alerted;		/* the first rejection of this open period was raised */
 	int forced;			/* -1, or the state an operator forced */
 	bool published;			/* the last breaker plan gave it an entry */
+	/* connections the kernel aborted since start (dest_stats): enforce = abort, abort_after */
+	uint64_t aborted_breaker, aborted_timeout, calls_aborted;
 	/* retries: cumulative counts, and rates smoothed over the polls */
 	uint64_t started, abandoned, retried;
 	uint64_t rate_prev_started, rate_prev_ns;
@@ -59,6 +61,7 @@ struct dw_deps {
 	uint64_t lease_ns;		/* how long a breakers map entry is good for */
 	/* the overflow row mixes unrelated destinations: traced, never judged */
 	struct dw_dep_settings overflow_settings;
+	bool can_abort;			/* the abort iterator runs: enforce = abort is in force */
 };
 
 /* What the caller raises: every dependency event that used to be a syslog line. */
@@ -145,5 +148,7 @@ const struct dw_dep *dw_depset_at(const struct dw_deps *deps, int index);
 uint64_t dw_depset_timeout_ns(const struct dw_deps *deps, const struct dw_dep *dep);
 /* Percentile over the window of every destination of dep, in ms; -1 when no calls. */
 double dw_dep_percentile_ms(const struct dw_dep *dep, double q);
+/* enforce in effect: "off", "connect", or "abort" (only where the kernel can abort). */
+const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep *dep);
 
 #endif /* DW_DEPSET_H */

@@ -14,7 +14,7 @@
 
 /* ---- the answer's fields ---- */
 
-const char *const dw_top_field_names[DW_TOP_NFIELDS_MUX] = {
+const char *const dw_top_field_names[DW_TOP_NFIELDS_ALL] = {
 #define FIELD_NAME(f, kind) [DW_TOP_F_##f] = #f,
 	DW_TOP_FIELDS(FIELD_NAME)
 #undef FIELD_NAME
@@ -22,7 +22,7 @@ const char *const dw_top_field_names[DW_TOP_NFIELDS_MUX] = {
 
 void dw_top_tsv_header(struct dw_buf *out)
 {
-	for (int i = 0; i < DW_TOP_NFIELDS_MUX; i++)
+	for (int i = 0; i < DW_TOP_NFIELDS_ALL; i++)
 		dw_buf_printf(out, "%s%s", i ? "\t" : "", dw_top_field_names[i]);
 	dw_buf_putc(out, '\n');
 }
@@ -198,10 +198,10 @@ static int parse_reals(char **f, struct dw_top_row *r)
 	return 0;
 }
 
-int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *row)
+int dw_top_parse_row(char *line, size_t nfields, int mux, struct dw_top_row *row)
 {
-	char *f[DW_TOP_NFIELDS_MUX];
-	size_t want = mux ? DW_TOP_NFIELDS_MUX : DW_TOP_NFIELDS;
+	char *f[DW_TOP_NFIELDS_ALL];
+	size_t want = !mux ? DW_TOP_NFIELDS : mux == 1 ? DW_TOP_NFIELDS_MUX : DW_TOP_NFIELDS_ALL;
 
 	if (nfields < want || split_tabs(line, f, want) != nfields)
 		return -EINVAL;
@@ -214,6 +214,9 @@ int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *ro
 		    (strcmp(F(burst_timings), "0") && strcmp(F(burst_timings), "1"))))
 		return -EINVAL;
 	row->burst = mux && F(burst_timings)[0] == '1';
+	row->aborted = 0;
+	if (want == DW_TOP_NFIELDS_ALL && parse_count(F(aborted), &row->aborted))
+		return -EINVAL;
 	if (!*F(name) || parse_counts(f, row) || parse_reals(f, row) ||
 	    parse_word(F(breaker), row->breaker) || parse_word(F(reason), row->reason))
 		return -EINVAL;
@@ -232,12 +235,12 @@ int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *ro
  * The number of header fields, or 0 when the header does not start with
  * top's fields; *mux: the two multiplexed-connection fields follow them.
  */
-static size_t parse_header(char *line, bool *mux)
+static size_t parse_header(char *line, int *mux)
 {
-	char *f[DW_TOP_NFIELDS_MUX];
-	size_t n = split_tabs(line, f, DW_TOP_NFIELDS_MUX);
+	char *f[DW_TOP_NFIELDS_ALL];
+	size_t n = split_tabs(line, f, DW_TOP_NFIELDS_ALL);
 
-	*mux = false;
+	*mux = 0;
 	if (n < DW_TOP_NFIELDS)
 		return 0;
 	for (size_t i = 0; i < DW_TOP_NFIELDS; i++)
@@ -246,6 +249,9 @@ static size_t parse_header(char *line, bool *mux)
 	*mux = n >= DW_TOP_NFIELDS_MUX;
 	for (size_t i = DW_TOP_NFIELDS; *mux && i < DW_TOP_NFIELDS_MUX; i++)
 		*mux = !strcmp(f[i], dw_top_field_names[i]);
+	/* 2: the aborted count follows too */
+	if (*mux && n >= DW_TOP_NFIELDS_ALL && !strcmp(f[DW_TOP_F_aborted], "aborted"))
+		*mux = 2;
 	return n;
 }
 
@@ -263,7 +269,7 @@ static struct dw_top_row *new_row(struct dw_top_frame *f)
 	return &f->rows[f->n];
 }
 
-static int add_line(struct dw_top_frame *f, char *line, size_t nfields, bool mux)
+static int add_line(struct dw_top_frame *f, char *line, size_t nfields, int mux)
 {
 	struct dw_top_row *row = new_row(f);
 
@@ -326,7 +332,7 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 {
 	char *copy = malloc(len + 1), *line;
 	size_t off = 0, n, nfields = 0;
-	bool mux = false;
+	int mux = 0;
 	int err = 0;
 
 	memset(f, 0, sizeof(*f));
@@ -600,6 +606,11 @@ static const char *cell_mux(const struct dw_top_row *r, char *buf)
 	return cell_count(r->mux_conns, buf);
 }
 
+static const char *cell_aborted(const struct dw_top_row *r, char *buf)
+{
+	return cell_count(r->aborted, buf);
+}
+
 /* ---- columns and lines ---- */
 
 struct column {
@@ -629,6 +640,7 @@ static const struct column columns[DW_TOP_NCOLS] = {
 	[DW_TOP_COL_CALLS] = { "CALLS", 9, 12, false, cell_calls, NULL },
 	[DW_TOP_COL_FAILED] = { "FAILED", 8, 13, false, cell_failed, NULL },
 	[DW_TOP_COL_MUX] = { "MUX", 5, 14, false, cell_mux, NULL },
+	[DW_TOP_COL_ABORTED] = { "ABORTED", 7, 15, false, cell_aborted, NULL },
 };
 
 const char *dw_top_cell(const struct dw_top_row *r, enum dw_top_col col, bool brief, char *buf)

@@ -41,21 +41,23 @@
 	X(conns, COUNT)                                                                            \
 	X(forced, FLAG)                                                                            \
 	X(multiplexed_conns, COUNT)                                                                \
-	X(burst_timings, FLAG)
+	X(burst_timings, FLAG)                                                                     \
+	X(aborted, COUNT)
 
 /* DW_TOP_F_name, DW_TOP_F_dests, ...: a field's place in a row. */
 enum dw_top_field {
 #define DW_TOP_F_ENUM_(f, kind) DW_TOP_F_##f,
 	DW_TOP_FIELDS(DW_TOP_F_ENUM_)
 #undef DW_TOP_F_ENUM_
-	/* all of them: a daemon with multiplexed-connection counters */
-	DW_TOP_NFIELDS_MUX
+	DW_TOP_NFIELDS_ALL
 };
+/* A daemon with multiplexed-connection counters sends these; one with aborts (issue 15) all. */
+#define DW_TOP_NFIELDS_MUX DW_TOP_F_aborted
 /* The fields every daemon sends; the rest are read when the header names them. */
 #define DW_TOP_NFIELDS DW_TOP_F_multiplexed_conns
 
 /* "name", "dests", ...: the header line's words, by enum dw_top_field. */
-extern const char *const dw_top_field_names[DW_TOP_NFIELDS_MUX];
+extern const char *const dw_top_field_names[DW_TOP_NFIELDS_ALL];
 
 /* One row as the daemon writes it; the C type of each kind. */
 #define DW_TOP_T_TEXT const char *	/* at most DW_DEP_NAME_LEN bytes are written */
@@ -97,6 +99,7 @@ struct dw_top_row {
 	bool forced;
 	unsigned long long mux_conns;	/* connections seen multiplexed (0 from an older daemon) */
 	bool burst;			/* its percentiles are burst timings: P50 gets a '*' */
+	unsigned long long aborted;	/* by enforce = abort or abort_after (0 from an older daemon) */
 };
 
 /* Services shown above the table, one line each ("@service" lines of the daemon's answer). */
@@ -133,6 +136,7 @@ enum dw_top_col {
 	DW_TOP_COL_CALLS,
 	DW_TOP_COL_FAILED,
 	DW_TOP_COL_MUX,
+	DW_TOP_COL_ABORTED,
 	DW_TOP_NCOLS
 };
 
@@ -152,11 +156,12 @@ void dw_top_clean(char *dst, size_t dstlen, const char *src, size_t n);
 
 /*
  * One row line (no newline; split in place at tabs) with nfields fields,
- * of which the first DW_TOP_NFIELDS are read, and DW_TOP_NFIELDS_MUX when
- * mux (the header names the two). 0, or -EINVAL for a line that is not a
+ * of which the first DW_TOP_NFIELDS are read, DW_TOP_NFIELDS_MUX when mux
+ * is 1 (the header names the two), and DW_TOP_NFIELDS_ALL when it is 2
+ * (the header names aborted too). 0, or -EINVAL for a line that is not a
  * well-formed row, with row then undefined.
  */
-int dw_top_parse_row(char *line, size_t nfields, bool mux, struct dw_top_row *row);
+int dw_top_parse_row(char *line, size_t nfields, int mux, struct dw_top_row *row);
 
 /*
  * The whole answer: the header, then rows; malformed rows are counted in

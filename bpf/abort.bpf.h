@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Aborting connections: enforce = abort and abort_after. An iter/tcp
+ * program the daemon runs on demand (bpf_iter_create() + read()), never on
+ * its own: a dead or hung daemon aborts nothing. It walks the TCP sockets
+ * of the reader's network namespace and destroys (bpf_sock_destroy(): a
+ * reset to the peer, ECONNABORTED to the local caller) each established
+ * outbound connection that depwatch tracks and that
+ * - belongs to a dependency with enforce = abort whose `breakers` entry is
+ *   open under a live lease (half_open is left alone: its probes pass), or
+ * - has had a call outstanding for longer than its dependency's
+ *   abort_after (not on a multiplexed connection, whose outstanding "call"
+ *   may be a control frame nobody answers).
+ * Inbound (accepted) connections, connections depwatch does not track and
+ * dependencies without either setting are never touched. Each aborted (or
+ * refused) connection is written out as a struct dw_abort_record and
+ * counted in its row; the call model sees the close through
+ * inet_sock_set_state like any other, and fails the outstanding call.
+ */
+#ifndef DEPWATCH_ABORT_BPF_H
+#define DEPWATCH_ABORT_BPF_H
+
+#include "callmodel.bpf.h"
+
+/* Linux 6.5+; weak: the object still loads where the loader leaves dw_abort out. */
+extern int bpf_sock_destroy(struct sock_common *sk) __ksym __weak;
+
+/* Why conn should be aborted now; 0: it should not. */
+static __always_inline int abort_reason(const struct dw_conn *conn, __u32 dep_id)
+{
+	struct dw_breaker_key key = {};
+	struct dw_breaker_value *b;
+	struct dw_dep_cfg *cfg;
+	__u64 now = bpf_ktime_get_ns(), start;
+
+	cfg = bpf_map_lookup_elem(&dep_cfg, &dep_id);
+	if (!cfg)
+		return 0;
+	if (cfg->enforce & DW_ENFORCE_ABORT) {
+		key.dep_id = dep_id;
+		if (!dep_id)
+			key.dest = conn->dest;
+		b = bpf_map_lookup_elem(&breakers, &key);
+		if (b && now <= b->lease_expires_ns && b->state == DW_BREAKER_OPEN)
+			return DW_ABORT_BREAKER;
+	}
+	start = conn->call_start_ns;
+	if (cfg->abort_after_ns && start && !conn->multiplexed && now > start &&
+	    now - start >= cfg->abort_after_ns)
+		return DW_ABORT_TIMEOUT;
+	return 0;
+}
+
+SEC("iter/tcp")
+int dw_abort(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct dw_abort_record rec = {};
+	struct dw_dest_stats *st;
+	struct dw_conn *conn;
+	struct tcp_sock *tp;
+	int reason;
+
+	if (!skc || skc->skc_state != TCP_ESTABLISHED)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	conn = conn_of((struct sock *)tp);
+	if (!conn || conn->role != DW_ROLE_OUTBOUND || conn->slot == DW_SLOT_OVERFLOW ||
+	    conn->abort_failed)
+		return 0;
+	rec.dep_id = dep_id_of(conn);
+	reason = abort_reason(conn, rec.dep_id);
+	if (!reason)
+		return 0;
+	/* read before the destroy: the syscalls backend's entry goes with the close */
+	rec.dest = conn->dest;
+	rec.slot = conn->slot;
+	rec.reason = reason;
+	rec.had_call = conn->call_start_ns != 0;
+	st = stats_of(conn);
+	rec.err = bpf_sock_destroy(skc);
+	if (rec.err) {
+		rec.failed = 1;
+		conn->abort_failed = 1;	/* counted once, not retried at every pass */
+		global_count(G_abort_failed);
+	} else if (st) {
+		if (reason == DW_ABORT_BREAKER)
+			st->conns_aborted_breaker++;
+		else
+			st->conns_aborted_timeout++;
+		if (rec.had_call)
+			st->calls_aborted++;
+	}
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	return 0;
+}
+
+#endif /* DEPWATCH_ABORT_BPF_H */

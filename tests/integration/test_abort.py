@@ -1,0 +1,647 @@
+"""enforce = abort and abort_after against the real kernel (issue 15): a
+keep-alive worker pool calling a dependency that starts hanging is released
+with an error once its breaker opens (enforce = connect leaves it blocked),
+a call older than abort_after has its connection aborted, and nothing else
+is touched: idle connections by abort_after, other dependencies, inbound
+connections. Real sockets; the ground truth is what the workers and the
+stand-in server saw themselves."""
+
+import errno
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import urllib.request
+
+from harness import DEPWATCH, Daemon, dependency, free_port, start_configured, write_config
+from realtraffic import nginx_server, start_nginx, tempdir
+
+SLOW_CALL = 0.5
+
+
+class StandIn:
+    """A keep-alive server: answers each line after `delay` seconds (None: never,
+    until the delay changes); a line "slow" waits `slow` seconds instead.
+    Counts the resets its connections saw."""
+
+    def __init__(self, delay=0.02, slow=None):
+        self.delay = delay
+        self.slow = slow
+        self.changed = threading.Condition()
+        self.resets = 0
+        self.stopped = False
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(256)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def set_delay(self, delay):
+        with self.changed:
+            self.delay = delay
+            self.changed.notify_all()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _wait(self, line):
+        start = time.monotonic()
+        with self.changed:
+            while not self.stopped:
+                delay = self.slow if line.startswith(b"slow") and self.slow else self.delay
+                left = None if delay is None else start + delay - time.monotonic()
+                if left is not None and left <= 0:
+                    return True
+                self.changed.wait(left)
+        return False
+
+    def _serve(self, c):
+        buf = b""
+        try:
+            while True:
+                data = c.recv(4096)
+                if not data:
+                    return
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if not self._wait(line):
+                        return
+                    c.sendall(b"ok\n")
+        except (ConnectionResetError, BrokenPipeError):
+            with self.changed:
+                self.resets += 1
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        with self.changed:
+            self.stopped = True
+            self.changed.notify_all()
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+class Worker(threading.Thread):
+    """One pool worker: one keep-alive connection, a call every `pause` s;
+    on an error it closes and reconnects (refused connects count as failed calls).
+    Records (start, end, ok, errno) per call."""
+
+    def __init__(self, port, pause=0.02):
+        super().__init__(daemon=True)
+        self.port = port
+        self.pause = pause
+        self.calls = []
+        self.stop = threading.Event()
+        self.sock = None
+
+    def _call(self):
+        t0 = time.monotonic()
+        try:
+            if self.sock is None:
+                self.sock = socket.create_connection(("127.0.0.1", self.port))
+            self.sock.sendall(b"req\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = self.sock.recv(64)
+                if not chunk:
+                    raise OSError(errno.ECONNRESET, "closed by the peer")
+                data += chunk
+            self.calls.append((t0, time.monotonic(), True, 0))
+        except OSError as e:
+            self.calls.append((t0, time.monotonic(), False, e.errno))
+            if self.sock is not None:
+                self.sock.close()
+            self.sock = None
+
+    def run(self):
+        while not self.stop.is_set():
+            self._call()
+            self.stop.wait(self.pause)
+
+    def close(self):
+        self.stop.set()
+        self.join(5)
+        if self.sock is not None:
+            self.sock.close()
+
+
+def unnice(d):
+    """The daemon runs as a system service does, at nice 0: a `nice` test run must not make its
+    wakeups (the abort_after deadline, the opening) late. It sleeps nearly all the time."""
+    os.setpriority(os.PRIO_PROCESS, d.proc.pid, 0)
+
+
+def pool(cleanups, port, n):
+    ws = [Worker(port) for _ in range(n)]
+    for w in ws:
+        w.start()
+        cleanups.append(w.close)
+    return ws
+
+
+def request(sock, line=b"req\n"):
+    """One call on sock: (seconds, errno or 0)."""
+    t0 = time.monotonic()
+    try:
+        sock.sendall(line)
+        data = sock.recv(64)
+        return time.monotonic() - t0, 0 if data else errno.ECONNRESET
+    except OSError as e:
+        return time.monotonic() - t0, e.errno
+
+
+class AbortTest(unittest.TestCase):
+    def setUp(self):
+        self.cleanups = []
+        # 34 Python threads on 2 cores: a thread waiting for the GIL would add its 5 ms
+        # switch interval to a call it is timing
+        self.cleanups.append(lambda v=sys.getswitchinterval(): sys.setswitchinterval(v))
+        sys.setswitchinterval(0.0002)
+
+    def tearDown(self):
+        for fn in reversed(self.cleanups):
+            fn()
+
+    def daemon(self, conf_text):
+        d = start_configured(self.cleanups.append, conf_text)
+        unnice(d)
+        start = [l for l in d.stderr_text().splitlines() if l.startswith("depwatch: started (")][0]
+        self.assertNotIn("sock_destroy", start.split("not attached")[1],
+                         "the abort iterator is not attached: " + start)
+        return d
+
+    def server(self, **kw):
+        s = StandIn(**kw)
+        self.cleanups.append(s.close)
+        return s
+
+    def hanging_pool(self, enforce):
+        """30 workers on `pay`, 4 on `other`; pay hangs at t_change. Returns the figures."""
+        pay, other = self.server(), self.server()
+        d = self.daemon("[defaults]\nslow_call = 500ms\nopen_for = 5s\nhalf_open_calls = 3\n"
+                        "[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = %s\n"
+                        "[dependency other]\nmatch = 127.0.0.1:%d\nenforce = %s\n"
+                        % (pay.port, enforce, other.port, enforce))
+        workers = pool(self.cleanups, pay.port, 30)
+        others = pool(self.cleanups, other.port, 4)
+        time.sleep(1.5)
+        for w in workers:
+            self.assertTrue(w.calls and all(c[2] for c in w.calls), "warm-up calls failed")
+        t_change = time.monotonic()
+        pay.set_delay(None)
+        return d, pay, workers, others, t_change
+
+    def test_abort_releases_hanging_pool(self):
+        d, pay, workers, others, t_change = self.hanging_pool("abort")
+        # every worker's hanging call ends with an error within slow_call + 1 s
+        deadline = t_change + SLOW_CALL + 1.0
+        time.sleep(max(0, deadline + 0.3 - time.monotonic()))
+        released = []
+        for w in workers:
+            ends = [c for c in list(w.calls) if c[0] <= t_change <= c[1] or c[0] >= t_change]
+            failed = [c for c in ends if not c[2]]
+            self.assertTrue(failed, "a worker is still blocked %.1f s after the hang; status:\n%s"
+                            % (time.monotonic() - t_change, json.dumps(dependency(d.status(), "pay"))))
+            released.append(failed[0][1] - t_change)
+            self.assertIn(failed[0][3], (errno.ECONNABORTED, errno.ECONNRESET, errno.EPIPE),
+                          "released with errno %s" % failed[0][3])
+        self.assertLessEqual(max(released), SLOW_CALL + 1.0)
+        # later calls fail at once (the reconnect is refused), while the breaker stays open
+        time.sleep(1.0)
+        t_later = t_change + max(released) + 0.05
+        later = [c for w in workers for c in list(w.calls) if c[0] >= t_later]
+        st = d.status()
+        row = dependency(st, "pay")
+        self.assertEqual(row["breaker"], "open", json.dumps(row))
+        self.assertTrue(later)
+        self.assertFalse([c for c in later if c[2]], "a call succeeded against a hanging dependency")
+        durations = sorted(c[1] - c[0] for c in later)
+        slowest = durations[-1]
+        print("\n  abort: released %.0f..%.0f ms after the hang; %d later calls, median %.2f ms, p99 %.2f ms, max %.2f ms"
+              % (min(released) * 1e3, max(released) * 1e3, len(later), durations[len(durations) // 2] * 1e3,
+                 durations[int(len(durations) * 0.99)] * 1e3, slowest * 1e3))
+        # refused in the kernel at once: under 10 ms each. The tolerance: 1% of them, for a
+        # worker thread the scheduler left waiting on a loaded, shared 2-core machine (nice'd)
+        p99 = durations[int(len(durations) * 0.99)]
+        self.assertLess(p99, 0.010, "later calls: p99 %.1f ms" % (p99 * 1e3))
+        self.assertEqual(row["enforce_mode"], "abort")
+        self.assertGreaterEqual(row["aborted_breaker"], 30, json.dumps(row))
+        self.assertGreaterEqual(row["calls_aborted"], 30)
+        self.assertEqual(row["aborted_timeout"], 0)
+        # the other dependency's workers never saw an error
+        for w in others:
+            self.assertTrue(all(c[2] for c in list(w.calls)), "the other dependency's worker failed")
+        self.assertEqual(dependency(st, "other")["aborted_breaker"], 0)
+        # one syslog line for the open period, with what it aborted; as an event too
+        # (a loaded machine may reach half_open, open_for = 5 s, and reopen on a hanging probe:
+        # a second open period, with its own line)
+        log = d.stderr_text().splitlines()
+        lines = [l for l in log if "action=abort" in l]
+        opens = [l for l in log if "dependency=pay" in l and " state=open from=" in l]
+        self.assertEqual(len(lines), len(opens), "\n".join(lines + opens))
+        self.assertGreaterEqual(len(lines), 1)
+        self.assertIn("dependency=pay action=abort reason=breaker state=open", lines[0])
+        with open(d.events) as f:
+            events = [json.loads(l) for l in f if '"abort"' in l]
+        self.assertEqual(len(events), len(lines))
+        self.assertGreaterEqual(events[0]["connections"], 30)
+        # recovery: half_open admits probes, the breaker closes, the workers succeed again
+        pay.set_delay(0.02)
+        # the server's threads held the hanging requests: answering them meets the resets
+        deadline = time.monotonic() + 2
+        while pay.resets < 30 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertGreaterEqual(pay.resets, 30, "the server saw %d resets" % pay.resets)
+        st = d.wait_for(lambda s: dependency(s, "pay")["breaker"] == "closed", timeout=15)
+        self.assertEqual(dependency(st, "pay")["breaker"], "closed", json.dumps(dependency(st, "pay")))
+        t_closed = time.monotonic()
+        time.sleep(0.5)
+        for w in workers:
+            after = [c for c in list(w.calls) if c[0] >= t_closed]
+            self.assertTrue(after and all(c[2] for c in after), "a worker does not succeed after recovery")
+
+    def test_connect_leaves_pool_blocked(self):
+        """The same with enforce = connect: the keep-alive workers stay blocked until the server answers."""
+        d, pay, workers, others, t_change = self.hanging_pool("connect")
+        st = d.wait_for(lambda s: dependency(s, "pay")["breaker"] == "open", timeout=5)
+        self.assertEqual(dependency(st, "pay")["breaker"], "open")
+        time.sleep(max(0, t_change + SLOW_CALL + 1.5 - time.monotonic()))
+        t_answer = time.monotonic()
+        pay.set_delay(0.02)
+        time.sleep(0.5)
+        blocked = 0
+        for w in workers:
+            # its call made after the change (a call just before it may have been answered in time)
+            hung = [c for c in list(w.calls) if c[0] >= t_change + 0.05]
+            self.assertTrue(hung)
+            # its hanging call ended only when the server answered, and without an error
+            self.assertTrue(hung[0][2], "enforce = connect failed a call on an existing connection")
+            self.assertGreaterEqual(hung[0][1], t_answer)
+            blocked += 1
+        self.assertEqual(dependency(d.status(), "pay")["aborted_breaker"], 0)
+        print("\n  connect: %d of 30 workers blocked until the server answered (%.1f s after the hang)"
+              % (blocked, t_answer - t_change))
+
+    def test_abort_after(self):
+        srv = self.server(delay=0.05, slow=2.0)
+        d = self.daemon("[defaults]\nslow_call = 10s\n"
+                        "[dependency pay]\nmatch = 127.0.0.1:%d\nabort_after = 300ms\n" % srv.port)
+        idle = socket.create_connection(("127.0.0.1", srv.port))
+        self.cleanups.append(idle.close)
+        self.assertEqual(request(idle)[1], 0)
+        errors = []
+        for _ in range(5):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            self.cleanups.append(s.close)
+            took, err = request(s, b"slow\n")
+            errors.append((took, err))
+            fast = socket.create_connection(("127.0.0.1", srv.port))
+            self.cleanups.append(fast.close)
+            for _ in range(3):
+                took_fast, err_fast = request(fast)
+                self.assertEqual(err_fast, 0, "a 50 ms call was aborted")
+        # each pass of the iterator walks every TCP socket of the namespace, TIME_WAIT ones too
+        with open("/proc/net/sockstat") as f:
+            sockets = f.read().split("TCP:")[1].split("\n")[0].strip()
+        for took, err in errors:
+            self.assertIn(err, (errno.ECONNABORTED, errno.ECONNRESET), "errno %s" % err)
+            self.assertLess(abs(took - 0.3), 0.05, "a slow call ended after %.0f ms (TCP sockets on the host: %s)"
+                            % (took * 1e3, sockets))
+        # the idle keep-alive connection (no call outstanding) is still usable
+        time.sleep(0.7)
+        self.assertEqual(request(idle)[1], 0, "the idle connection was aborted")
+        st = d.wait_for(lambda s: dependency(s, "pay")["aborted_timeout"] >= 5)
+        row = dependency(st, "pay")
+        self.assertEqual(row["aborted_timeout"], 5, json.dumps(row))
+        self.assertEqual(row["aborted_breaker"], 0)
+        deadline = time.monotonic() + 3
+        while srv.resets < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(srv.resets, 5, "the server saw %d resets" % srv.resets)
+        lines = [l for l in d.stderr_text().splitlines() if "reason=abort_after" in l]
+        self.assertTrue(lines and "abort_after=300ms" in lines[0], d.stderr_text())
+        # rate-limited like the other alerts: 5 in a burst, the rest counted for the next line
+        for _ in range(2):
+            extra = socket.create_connection(("127.0.0.1", srv.port))
+            self.cleanups.append(extra.close)
+            self.assertNotEqual(request(extra, b"slow\n")[1], 0)
+        d.wait_for(lambda s: dependency(s, "pay")["aborted_timeout"] >= 7)
+        lines = [l for l in d.stderr_text().splitlines() if "reason=abort_after" in l]
+        self.assertEqual(len(lines), 5, "\n".join(lines))
+        print("\n  abort_after 300ms: slow calls ended after %s ms"
+              % ", ".join("%.0f" % (t * 1e3) for t, _ in errors))
+
+    def test_reload_applies_abort_after(self):
+        """abort_after set by a reload (SIGHUP) applies to the connections already open."""
+        srv = self.server(delay=0.05, slow=2.0)
+        conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\n" % srv.port)
+        self.cleanups.append(lambda: os.unlink(conf))
+        d = Daemon(extra_args=["-c", conf])
+        self.cleanups.append(d.cleanup)
+        d.start()
+        unnice(d)
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        self.cleanups.append(s.close)
+        self.assertEqual(request(s)[1], 0)
+        with open(conf, "w") as f:
+            f.write("[dependency pay]\nmatch = 127.0.0.1:%d\nabort_after = 300ms\n" % srv.port)
+        d.proc.send_signal(signal.SIGHUP)
+        st = d.wait_for(lambda st: dependency(st, "pay")["abort_after_ms"] == 300)
+        self.assertEqual(dependency(st, "pay")["abort_after_ms"], 300)
+        took, err = request(s, b"slow\n")
+        self.assertIn(err, (errno.ECONNABORTED, errno.ECONNRESET))
+        self.assertLess(abs(took - 0.3), 0.05, "ended after %.0f ms" % (took * 1e3))
+
+    def test_forced_open_only_what_was_asked(self):
+        """A forced open aborts idle pooled connections of that dependency only:
+        not another dependency's (enforce = connect), not inbound ones."""
+        pay, other = self.server(), self.server()
+        d = self.daemon("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n"
+                        "[dependency other]\nmatch = 127.0.0.1:%d\nenforce = connect\n"
+                        % (pay.port, other.port))
+        idle = [socket.create_connection(("127.0.0.1", pay.port)) for _ in range(3)]
+        kept = socket.create_connection(("127.0.0.1", other.port))
+        for s in idle + [kept]:
+            self.cleanups.append(s.close)
+            self.assertEqual(request(s)[1], 0)
+        # an inbound connection on a listener that is inside pay's match
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(4)
+        self.cleanups.append(lst.close)
+        r = subprocess.run([DEPWATCH, "breaker", "open", "pay", "--run-dir", d.run_dir],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for s in idle:
+            took, err = request(s)
+            self.assertNotEqual(err, 0, "an idle pooled connection survived the forced open")
+            self.assertLess(took, 0.010)
+        self.assertEqual(request(kept)[1], 0, "another dependency's connection was aborted")
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", pay.port))
+        row = d.wait_for(lambda s: dependency(s, "pay")["aborted_breaker"] >= 3)
+        self.assertEqual(dependency(row, "pay")["aborted_breaker"], 3)
+        self.assertEqual(dependency(row, "pay")["calls_aborted"], 0)
+
+    def test_metrics_and_events(self):
+        """What a forced open aborted, in Prometheus and as an --events JSON line."""
+        srv = self.server()
+        port = free_port()
+        conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % srv.port)
+        self.cleanups.append(lambda: os.unlink(conf))
+        events = conf + ".events"
+        self.cleanups.append(lambda: os.path.exists(events) and os.unlink(events))
+        d = Daemon(extra_args=["-c", conf, "--events", events, "--metrics", "127.0.0.1:%d" % port])
+        self.cleanups.append(d.cleanup)
+        d.start()
+        conns = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(2)]
+        for s in conns:
+            self.cleanups.append(s.close)
+            self.assertEqual(request(s)[1], 0)
+        r = subprocess.run([DEPWATCH, "breaker", "open", "pay", "--run-dir", d.run_dir],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d.wait_for(lambda s: dependency(s, "pay")["aborted_breaker"] >= 2)
+        want = {'depwatch_connections_aborted_total{dependency="pay",reason="breaker"} 2',
+                'depwatch_connections_aborted_total{dependency="pay",reason="abort_after"} 0'}
+        deadline = time.monotonic() + 5
+        while True:
+            body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+            if want <= set(body.splitlines()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertTrue(want <= set(body.splitlines()),
+                        "\n".join(l for l in body.splitlines() if "aborted" in l))
+        with open(events) as f:
+            ev = [json.loads(l) for l in f if '"abort"' in l]
+        self.assertEqual(len(ev), 1)
+        self.assertEqual((ev[0]["dependency"], ev[0]["reason"], ev[0]["connections"], ev[0]["calls"]),
+                         ("pay", "breaker", 2, 0))
+
+    def test_without_sock_destroy_falls_back(self):
+        srv = self.server()
+        conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % srv.port)
+        self.cleanups.append(lambda: os.unlink(conf))
+        d = Daemon(extra_args=["-c", conf, "--without", "sock_destroy"])
+        self.cleanups.append(d.cleanup)
+        d.start()
+        text = d.stderr_text()
+        start = [l for l in text.splitlines() if l.startswith("depwatch: started (")][0]
+        self.assertIn("sock_destroy (absent (--without)", start)
+        self.assertEqual(text.count("warning: cannot abort connections"), 1, text)
+        self.assertEqual(dependency(d.status(), "pay")["enforce_mode"], "connect")
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        self.cleanups.append(s.close)
+        r = subprocess.run([DEPWATCH, "breaker", "open", "pay", "--run-dir", d.run_dir],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(request(s)[1], 0, "aborted without sock_destroy")
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", srv.port))
+
+
+NETNS_CHILD = r"""
+import socket, sys, threading
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(8)
+def answer(c):
+    try:
+        while c.recv(64):
+            c.sendall(b"ok\n")
+    except OSError:
+        pass
+def serve():
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=answer, args=(c,), daemon=True).start()
+threading.Thread(target=serve, daemon=True).start()
+print(srv.getsockname()[1], flush=True)
+sys.stdin.readline()
+conn = socket.create_connection(("127.0.0.1", srv.getsockname()[1]))
+conn.sendall(b"req\n")
+conn.recv(64)
+print("connected", flush=True)
+sys.stdin.readline()
+try:
+    conn.sendall(b"req\n")
+    print("answer" if conn.recv(64) else "closed", flush=True)
+except OSError as e:
+    print("errno", e.errno, flush=True)
+"""
+
+
+class NetnsAbortTest(unittest.TestCase):
+    """A connection in another network namespace (a container's) is aborted too:
+    the daemon enters the namespace the kernel's rows name to run the iterator there."""
+
+    def setUp(self):
+        self.cleanups = []
+
+    def tearDown(self):
+        for fn in reversed(self.cleanups):
+            fn()
+
+    def test_other_netns(self):
+        child = subprocess.Popen(["unshare", "-n", "sh", "-c", "ip link set lo up && exec python3 -c '%s'"
+                                  % NETNS_CHILD.replace("'", "'\\''")],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.cleanups.append(lambda: child.kill() or child.wait())
+        port = int(child.stdout.readline())
+        d = start_configured(self.cleanups.append, "[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % port)
+        child.stdin.write("connect\n")
+        child.stdin.flush()
+        self.assertEqual(child.stdout.readline().strip(), "connected")
+        d.wait_for(lambda s: dependency(s, "pay")["connections"] == 1)
+        netns = os.stat("/proc/%d/ns/net" % child.pid).st_ino
+        self.assertNotEqual(netns, os.stat("/proc/self/ns/net").st_ino)
+        r = subprocess.run([DEPWATCH, "breaker", "open", "pay", "--run-dir", d.run_dir],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        said = child.stdout.readline().split()
+        self.assertEqual(said[0], "errno", "the connection in the other namespace was not aborted: %s" % said)
+        st = d.wait_for(lambda s: dependency(s, "pay")["aborted_breaker"] >= 1)
+        self.assertEqual(dependency(st, "pay")["aborted_breaker"], 1, d.stderr_text())
+        # the privilege that keeps: CAP_SYS_ADMIN (setns) and CAP_SYS_PTRACE (/proc/PID/ns/net of any process)
+        with open("/proc/%d/status" % d.proc.pid) as f:
+            eff = int(re.search(r"CapEff:\s*([0-9a-f]+)", f.read()).group(1), 16)
+        self.assertEqual(eff, (1 << 39) | (1 << 38) | (1 << 21) | (1 << 19), "%x" % eff)
+
+
+class HttpStandIn(StandIn):
+    """The stand-in as an HTTP/1.1 keep-alive server (for nginx's upstream pool)."""
+
+    def _serve(self, c):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = c.recv(4096)
+                    if not data:
+                        return
+                    buf += data
+                _, buf = buf.split(b"\r\n\r\n", 1)
+                if not self._wait(b""):
+                    return
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+        except (ConnectionResetError, BrokenPipeError):
+            with self.changed:
+                self.resets += 1
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+
+def http_get(port):
+    """One GET through nginx on a new connection: (start, end, status or 0)."""
+    t0 = time.monotonic()
+    try:
+        s = socket.create_connection(("127.0.0.1", port))
+        try:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else 0
+    except OSError:
+        status = 0
+    return t0, time.monotonic(), status
+
+
+class NginxAbortTest(unittest.TestCase):
+    """A real, unmodified frontend: nginx with a keep-alive upstream pool to a
+    stand-in that starts hanging. With enforce = abort its clients get a 502 once
+    the breaker opens, instead of waiting out the hang (nginx's proxy_read_timeout, 60 s)."""
+
+    def setUp(self):
+        self.cleanups = []
+
+    def tearDown(self):
+        for fn in reversed(self.cleanups):
+            fn()
+
+    def test_nginx_clients_get_fast_502(self):
+        up = HttpStandIn(delay=0.02)
+        self.cleanups.append(up.close)
+        front = free_port()
+        d = start_configured(self.cleanups.append,
+                             "[dependency upstream]\nmatch = 127.0.0.1:%d\nenforce = abort\n"
+                             "slow_call = 500ms\nopen_for = 30s\n" % up.port)
+        unnice(d)
+        body = ("    upstream backend {\n        server 127.0.0.1:%d;\n        keepalive 16;\n    }\n" % up.port
+                + nginx_server("127.0.0.1:%d" % front,
+                               "            proxy_pass http://backend;\n            proxy_http_version 1.1;\n"
+                               "            proxy_set_header Connection \"\";\n"))
+        start_nginx(self, tempdir(self), body, [front])
+        results, stop = [], threading.Event()
+
+        def client():
+            while not stop.is_set():
+                results.append(http_get(front))
+                stop.wait(0.02)
+
+        threads = [threading.Thread(target=client, daemon=True) for _ in range(8)]
+        for t in threads:
+            t.start()
+        self.cleanups.append(lambda: [stop.set()] + [t.join(5) for t in threads])
+        time.sleep(1.5)
+        self.assertTrue(results and all(r[2] == 200 for r in list(results)), "warm-up through nginx failed")
+        t_change = time.monotonic()
+        up.set_delay(None)
+        st = d.wait_for(lambda s: dependency(s, "upstream")["breaker"] == "open", timeout=5)
+        self.assertEqual(dependency(st, "upstream")["breaker"], "open")
+        t_open = time.monotonic()
+        time.sleep(2.0)
+        stop.set()
+        for t in threads:
+            t.join(5)
+        hung = [r for r in results if r[0] < t_open and r[1] >= t_change]
+        after = [r for r in results if r[0] >= t_open]
+        self.assertTrue(hung and after)
+        # the requests that hung: a 502 within slow_call + 1 s of the change, not at nginx's 60 s timeout
+        for r in hung:
+            self.assertEqual(r[2], 502)
+            self.assertLess(r[1] - t_change, SLOW_CALL + 1.0)
+        # every later request: a fast 502
+        self.assertEqual(set(r[2] for r in after), {502})
+        slowest = max(r[1] - r[0] for r in after)
+        self.assertLess(slowest, 0.05, "a request took %.1f ms once the breaker was open" % (slowest * 1e3))
+        row = dependency(d.status(), "upstream")
+        # at least the upstream connections that carried a request at the change
+        self.assertGreaterEqual(row["aborted_breaker"], len([r for r in results if r[0] < t_change <= r[1]]))
+        print("\n  nginx: %d requests in flight from the change to the open got 502, %.0f..%.0f ms after the change; %d later requests, 502 in at most %.1f ms"
+              % (len(hung), min(r[1] - t_change for r in hung) * 1e3, max(r[1] - t_change for r in hung) * 1e3,
+                 len(after), slowest * 1e3))
+
+
+if __name__ == "__main__":
+    unittest.main()
