@@ -147,8 +147,13 @@ $(OUT)/loadgen: tests/load/loadgen.c | $(OUT)
 integration: $(OUT)/loadgen
 
 # Everything, as CI runs it (root, real kernel).
+# The Debian package is built once here (nocheck: the unit tests run below) for both backend
+# runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
+# again and says why.
+DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
 test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen | deps
-	$(Q)OUT=$(OUT) bash tests/run-all.sh $(UNIT_BINS)
+	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
+	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 
 # Build, install what is missing, start the daemon on its embedded default config.
 run: $(OUT)/depwatch | deps
@@ -197,6 +202,7 @@ DEB_DIR = $(abspath $(OUT))
 deb: | $(OUT)
 	$(call msg,DEB,$(OUT)/depwatch_$(VERSION)_$(DEB_ARCH).deb)
 	$(Q)$(call need,dpkg-buildpackage,dpkg-dev)
+	$(Q)rm -f $(DEB_FILE) $(DEB_DIR)/depwatch-dbgsym_$(VERSION)_$(DEB_ARCH).deb
 	$(Q)DW_DEB_DIR=$(DEB_DIR) dpkg-buildpackage -b -us -uc --post-clean \
 		--buildinfo-option=-u$(DEB_DIR) --changes-option=-u$(DEB_DIR) \
 		--buildinfo-file=$(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).buildinfo \
