@@ -11,6 +11,12 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -I$(OUT) -Ibpf -Iuser -D_GNU_SOURCE
+# The version: debian/changelog's first entry is the one source (a native package, so
+# no Debian revision); `depwatch --version` and `make deb` take it from there.
+VERSION := $(shell sed -n '1s/^depwatch (\([0-9A-Za-z.+~]*\)) .*/\1/p' debian/changelog 2>/dev/null)
+ifeq ($(VERSION),)
+$(error cannot read the version from debian/changelog's first line)
+endif
 LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -34,8 +40,10 @@ UNIT_OBJS := $(patsubst %.c,$(OUT)/obj-san/%.o,$(UNIT_SRCS))
 # Building needs no root: a plain `make` only checks the tools are there. The targets
 # that run things as root install what is missing first (scripts/deps.sh): for them,
 # every step that uses a tool waits for `deps`.
-DEPS_GOALS := deps run test demo integration bench install
-DEPS_FIRST := $(if $(filter $(DEPS_GOALS),$(MAKECMDGOALS)),deps)
+# NODEPS=1 (debian/rules: a package build, whose Build-Depends dpkg-buildpackage checked) never
+# runs it.
+DEPS_GOALS := deps run test demo integration bench install deb
+DEPS_FIRST := $(if $(NODEPS),,$(if $(filter $(DEPS_GOALS),$(MAKECMDGOALS)),deps))
 need = command -v $(1) >/dev/null 2>&1 || { echo "missing $(2): run \`make deps\` as root" >&2; exit 1; }
 
 ifeq ($(V),1)
@@ -46,7 +54,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all deps test unit integration run demo fuzz clean bench install uninstall
+.PHONY: all deps test unit integration run demo fuzz clean bench install uninstall deb
 all: $(OUT)/depwatch
 
 # Installs what a fresh machine lacks; a quick no-op when everything is there.
@@ -54,7 +62,9 @@ deps:
 	$(Q)bash scripts/deps.sh
 
 # These run (or install) as root: they install what is missing first, as `run` and `test`.
-demo integration bench install: | deps
+ifeq ($(NODEPS),)
+demo integration bench install deb: | deps
+endif
 
 $(OUT):
 	$(Q)mkdir -p $(OUT) $(OUT)/tests
@@ -78,7 +88,11 @@ $(OUT)/depwatch.skel.h: $(OUT)/depwatch.bpf.o
 $(OUT)/obj/%.o: %.c | $(DEPS_FIRST)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# `depwatch --version`: main.o alone carries the version, rebuilt when the changelog changes.
+$(OUT)/obj/user/main.o: private CFLAGS += -DDW_VERSION='"$(VERSION)"'
+$(OUT)/obj/user/main.o: debian/changelog
 
 # The skeleton is generated before any daemon object (the .d files then name it
 # for those that include it); the logic does not include it.
@@ -133,8 +147,13 @@ $(OUT)/loadgen: tests/load/loadgen.c | $(OUT)
 integration: $(OUT)/loadgen
 
 # Everything, as CI runs it (root, real kernel).
+# The Debian package is built once here (nocheck: the unit tests run below) for both backend
+# runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
+# again and says why.
+DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
 test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen | deps
-	$(Q)OUT=$(OUT) bash tests/run-all.sh $(UNIT_BINS)
+	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
+	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 
 # Build, install what is missing, start the daemon on its embedded default config.
 run: $(OUT)/depwatch | deps
@@ -155,6 +174,9 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+# The config's owner; debian/rules empties it (a package build is not root: dpkg-deb makes
+# every file root's).
+INSTALL_OWNER ?= -o 0 -g 0
 
 $(OUT)/depwatch.service: dist/depwatch.service.in | $(OUT)
 	$(call msg,GEN,$@)
@@ -168,8 +190,24 @@ install: $(OUT)/depwatch $(OUT)/depwatch.service
 	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/depwatch/depwatch.conf ]; then \
 		echo "  kept $(DESTDIR)$(SYSCONFDIR)/depwatch/depwatch.conf (exists; the example is examples/depwatch.conf)"; \
 	else \
-		install -m 0644 -o 0 -g 0 examples/depwatch.conf $(DESTDIR)$(SYSCONFDIR)/depwatch/depwatch.conf; \
+		install -m 0644 $(INSTALL_OWNER) examples/depwatch.conf $(DESTDIR)$(SYSCONFDIR)/depwatch/depwatch.conf; \
 	fi
+
+# The Debian package, $(OUT)/depwatch_$(VERSION)_$(DEB_ARCH).deb (and depwatch-dbgsym_*.deb,
+# .buildinfo, .changes): dpkg-buildpackage from this tree, built in debian/build with
+# Debian's build flags, unsigned, its log in $(OUT)/deb.log; the tree is left as it was
+# (--post-clean). Its unit tests run unless DEB_BUILD_OPTIONS=nocheck. doc/install.md.
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_DIR = $(abspath $(OUT))
+deb: | $(OUT)
+	$(call msg,DEB,$(OUT)/depwatch_$(VERSION)_$(DEB_ARCH).deb)
+	$(Q)$(call need,dpkg-buildpackage,dpkg-dev)
+	$(Q)rm -f $(DEB_FILE) $(DEB_DIR)/depwatch-dbgsym_$(VERSION)_$(DEB_ARCH).deb
+	$(Q)DW_DEB_DIR=$(DEB_DIR) dpkg-buildpackage -b -us -uc --post-clean \
+		--buildinfo-option=-u$(DEB_DIR) --changes-option=-u$(DEB_DIR) \
+		--buildinfo-file=$(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).buildinfo \
+		--changes-file=$(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).changes \
+		$(if $(filter 1,$(V)),,>$(OUT)/deb.log 2>&1 || { tail -n 40 $(OUT)/deb.log; echo "make deb: failed, the whole log is $(OUT)/deb.log" >&2; exit 1; })
 
 # Leaves the config: it is the admin's now.
 uninstall:

@@ -9,6 +9,10 @@
 #include "cli.h"
 #include "commands.h"
 
+#ifndef DW_VERSION
+#error "DW_VERSION: the Makefile passes debian/changelog's version"
+#endif
+
 struct cmd {
 	const char *name;
 	int (*handler)(int argc, char **argv);
@@ -37,6 +41,7 @@ static void usage(FILE *f)
 	for (i = 0; i < NCMDS; i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
 	fputs("\n`depwatch <command> --help` shows a command's options.\n", f);
+	fputs("`depwatch --version` prints the version.\n", f);
 }
 
 static const struct cmd *cmd_select(const char *name)
@@ -59,6 +64,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
+		return DW_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("depwatch %s\n", DW_VERSION);
 		return DW_EXIT_OK;
 	}
 	c = cmd_select(argv[1]);
