@@ -20,6 +20,7 @@
 #include "config_file.h"
 #include "control.h"
 #include "alert.h"
+#include "cgroups.h"
 #include "deps.h"
 #include "loader.h"
 #include "log.h"
@@ -475,6 +476,21 @@ static int open_events(struct daemon *d)
 	return 0;
 }
 
+/* Callers' names (issue 16): without a cgroup v2 mount they are shown as cgroup:<id>. */
+static void open_cgroups(struct daemon *d)
+{
+	char root[4096];
+	int err = dw_cgroup2_mount(NULL, root, sizeof(root));
+
+	if (err) {
+		dw_warn("callers are not named: no cgroup v2 mount (%s)", strerror(-err));
+		return;
+	}
+	d->coll.cgroups = dw_cgroups_new(root, 0, 0);
+	if (!d->coll.cgroups)
+		dw_warn("callers are not named: cannot open %s: %s", root, strerror(errno));
+}
+
 static int start(struct daemon *d, struct dw_config *cfg)
 {
 	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
@@ -503,6 +519,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 	if (adopted < 0)
 		dw_warn("cannot classify connections open before start: %s", strerror(-adopted));
 	err = dw_collect_init(&d->coll, d->opts.window_ns / d->opts.interval_ns);
+	if (!err)
+		open_cgroups(d);
 	if (!err)
 		err = open_fds(d);
 	if (err)
@@ -542,6 +560,8 @@ static void stop(struct daemon *d)
 		close(d->timer_fd);
 	if (d->fast_fd >= 0)
 		close(d->fast_fd);
+	dw_cgroups_free(d->coll.cgroups);
+	d->coll.cgroups = NULL;
 	dw_collect_free(&d->coll);
 	dw_bpf_stop(&d->bpf);
 	dw_services_free(&d->svcs);

@@ -6,9 +6,19 @@
 #include "collect.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
+#include "logic/topn.h"
 #include "logic/topview.h"
 #include "report.h"
 #include "services.h"
+
+/* Callers listed on their own per dependency in status; the rest are summed into ~other. */
+#define DW_STATUS_CALLERS 20
+
+/* The callers of one dependency: a range of dw_collect_callers' array. */
+struct dep_callers {
+	const struct dw_caller_fig *v;
+	size_t n;
+};
 
 /* A destination seen for the first time in this very poll has no dependency yet. */
 static const char v_unassigned[] = "";
@@ -184,8 +194,73 @@ static double rate_or_zero(double r)
 	return r >= 0 && r <= 1 ? r : 0;
 }
 
+/* One caller of a dependency (issue 16): its cgroup's name and kind, its figures. */
+static void json_caller(struct dw_buf *out, const struct dw_collector *c, const struct dw_caller_fig *f,
+			const char *other, uint64_t now)
+{
+	struct dw_cgname name;
+
+	if (other) {
+		memset(&name, 0, sizeof(name));
+		snprintf(name.name, sizeof(name.name), "%s", other);
+		name.kind = DW_CG_PATH;
+	} else {
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+	}
+	dw_buf_printf(out, "{\"caller\":");
+	dw_json_str(out, name.name);
+	dw_buf_printf(out, ",\"kind\":\"%s\"", dw_cg_kind_name(name.kind));
+	if (name.pod[0]) {
+		dw_buf_printf(out, ",\"pod\":");
+		dw_json_str(out, name.pod);
+	}
+	if (!other)
+		dw_buf_printf(out, ",\"cgroup_id\":%llu", (unsigned long long)f->cgroup_id);
+	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu",
+		      (unsigned long long)f->calls, (unsigned long long)f->failed,
+		      (unsigned long long)f->slow, (unsigned long long)f->inflight);
+	dw_json_field_opt(out, "oldest_inflight_ms", f->oldest_ns ? age_ms(now, f->oldest_ns) : -1, 3);
+	dw_json_field_opt(out, "p50_ms", dw_caller_percentile_ns(f->hist, 0.50) / 1e6, 3);
+	dw_json_field_opt(out, "p99_ms", dw_caller_percentile_ns(f->hist, 0.99) / 1e6, 3);
+	dw_buf_putc(out, '}');
+}
+
+/*
+ * A dependency's callers, most in flight first: the first DW_STATUS_CALLERS
+ * on their own, the rest summed into one "~other" (callers_folded says how many).
+ */
+static void json_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
+			 uint64_t now)
+{
+	struct dw_caller_fig *other = NULL;
+	size_t folded = 0;
+
+	dw_buf_printf(out, ",\"callers\":[");
+	for (size_t i = 0; cl && i < cl->n; i++) {
+		if (i >= DW_STATUS_CALLERS) {
+			if (!other) {
+				other = calloc(1, sizeof(*other));
+				if (!other)
+					break;
+			}
+			dw_caller_fig_add(other, &cl->v[i]);
+			folded++;
+			continue;
+		}
+		if (i)
+			dw_buf_putc(out, ',');
+		json_caller(out, c, &cl->v[i], NULL, now);
+	}
+	if (other) {
+		dw_buf_putc(out, ',');
+		json_caller(out, c, other, DW_TOPN_OTHER, now);
+		free(other);
+	}
+	dw_buf_printf(out, "],\"callers_folded\":%zu", folded);
+}
+
 static void json_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
-		     uint64_t now)
+		     const struct dep_callers *cl, uint64_t now)
 {
 	bool burst;
 	uint64_t mux = dep_mux(c, dep, &burst);
@@ -224,9 +299,11 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	dw_json_field_opt(out, "call_rate", dep->call_rate, 2);
 	dw_json_field_opt(out, "call_rate_baseline", dep->call_rate_baseline, 2);
 	dw_buf_printf(out, ",\"retry_storm\":%s,\"multiplexed\":\"%s\",\"multiplexed_conns\":%llu,"
-		      "\"burst_timings\":%s}", dep->retry_storm ? "true" : "false",
+		      "\"burst_timings\":%s", dep->retry_storm ? "true" : "false",
 		      dep->s->judge_multiplexed ? "judge" : "ignore", (unsigned long long)mux,
 		      burst ? "true" : "false");
+	json_callers(out, c, cl, now);
+	dw_buf_putc(out, '}');
 }
 
 static void json_listen(struct dw_buf *out, const struct dw_service *cfg)
@@ -345,18 +422,30 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 static void json_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		      uint64_t now)
 {
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
 	bool first = true;
 
 	dw_buf_printf(out, ",\"dependencies\":[");
 	for (unsigned i = 0; i < deps->n; i++) {
+		struct dep_callers cl = { callers + k, 0 };
+
+		/* callers are ordered by dependency index */
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
 		if (!dep_shown(&deps->deps[i]))
 			continue;
 		if (!first)
 			dw_buf_putc(out, ',');
 		first = false;
-		json_dep(out, c, &deps->deps[i], now);
+		json_dep(out, c, &deps->deps[i], &cl, now);
 	}
 	dw_buf_printf(out, "]");
+	free(callers);
 }
 
 void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
