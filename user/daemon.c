@@ -41,6 +41,7 @@ struct run_opts {
 	uint64_t window_ns;
 	unsigned max_dests;
 	unsigned max_conns;		/* --max-conns, 0: the map's own size */
+	unsigned max_series;		/* --max-series: per output, 0 no cap (issue 16) */
 	bool keep_pinned;
 	int group;			/* --group: gid with read access, -1: root only */
 	const char *without[DW_MAX_PROGS + 1];	/* --without hooks, NULL-terminated */
@@ -68,7 +69,7 @@ static const char run_usage[] =
 	"usage: depwatch run [-c FILE] [--pin-dir DIR] [--run-dir DIR] [--interval DUR] [--window DUR]\n"
 	"                    [--max-dests N] [--max-conns N] [--events FILE|-] [--metrics ADDR:PORT]\n"
 	"                    [--backend sock|syscalls] [--without HOOK[,HOOK]|list] [--group GROUP]\n"
-	"                    [--keep-pinned] [-v]\n";
+	"                    [--max-series N] [--keep-pinned] [-v]\n";
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -93,6 +94,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "without", required_argument, NULL, 'W' },
 		{ "group", required_argument, NULL, 'G' },
+		{ "max-series", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -102,7 +104,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 
 	*o = (struct run_opts){ .pin_dir = DW_DEFAULT_PIN_DIR, .run_dir = DW_DEFAULT_RUN_DIR,
 				.interval_ns = 250000000ULL, .window_ns = 10000000000ULL,
-				.max_dests = 4096, .group = -1 };
+				.max_dests = 4096, .group = -1, .max_series = DW_MAX_SERIES_DEFAULT };
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o->config = optarg; break;
@@ -134,6 +136,11 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 			if (dw_parse_uint(optarg, 16, 1000000, &n))
 				return dw_usage_error("--max-dests: '%s' is not a number from 16 to 1000000", optarg);
 			o->max_dests = n;
+			break;
+		case 'S':
+			if (dw_parse_uint(optarg, 0, 1000000, &n))
+				return dw_usage_error("--max-series: '%s' is not a number from 0 to 1000000", optarg);
+			o->max_series = n;
 			break;
 		case 'C':
 			if (dw_parse_uint(optarg, 1, 16777216, &n))
@@ -510,6 +517,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		err = lock_run_dir(d);
 	if (!err && d->opts.metrics)
 		err = dw_metrics_start(d->opts.metrics);
+	dw_metrics_set_max_series(d->opts.max_series);
 	if (!err)
 		err = dw_bpf_start(&d->bpf, &bopts);
 	if (err)
@@ -529,6 +537,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .interval_ns = d->opts.interval_ns,
 					 .window_ns = d->opts.window_ns,
 					 .max_dests = d->opts.max_dests,
+					 .max_series = d->opts.max_series,
 					 .max_conns = d->bpf.max_conns,
 					 .backend = dw_backend_name(d->bpf.backend),
 					 .programs = d->programs };
