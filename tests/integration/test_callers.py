@@ -6,6 +6,7 @@ named and of the right kind. A cgroup removed while its connection stays
 open shows as gone:<id>.
 """
 
+import json
 import os
 import random
 import subprocess
@@ -110,7 +111,8 @@ class TestCallers(unittest.TestCase):
         self.addCleanup(srv.close)
         hold = LoopbackServer(host, mode="hold")
         self.addCleanup(hold.close)
-        d = start_configured(self.addCleanup, "[dependency store]\nmatch = %s\n" % host)
+        # three calls held in flight open the breaker (max_inflight): the open line names the callers
+        d = start_configured(self.addCleanup, "[dependency store]\nmatch = %s\nmax_inflight = 2\n" % host)
         unit = os.path.join(self.slice, "payments-api.service")
         cid = "%064x" % random.getrandbits(256)
         box = os.path.join(self.slice, "docker-%s.scope" % cid)
@@ -154,6 +156,16 @@ class TestCallers(unittest.TestCase):
         self.assertEqual(dep["calls"], 40)
         self.assertEqual(dep["callers_folded"], 0)
         self.assertEqual(d.status()["kernel"]["caller_map_full"], 0)
+        opened = None
+        deadline = time.monotonic() + 5
+        while not opened and time.monotonic() < deadline:
+            with open(d.events) as f:
+                lines = [json.loads(l) for l in f if l.strip()]
+            opened = [e for e in lines if e.get("event") == "transition" and e.get("state") == "open"]
+            time.sleep(0.1)
+        self.assertTrue(opened, "no open event")
+        self.assertTrue(opened[0]["callers"].startswith("payments-api.service:1,docker:%s:1" % cid[:12]),
+                        opened[0])
         hold.release()
 
 
