@@ -542,18 +542,62 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	return burst;
 }
 
+/* Callers shown under each dependency in the status table. */
+#define DW_TEXT_CALLERS 3
+
+/* Under a dependency's line: its top callers (most in flight first), in the same columns. */
+static void text_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
+			 uint64_t now)
+{
+	char oldest[16], p50[16], p99[16];
+	struct dw_cgname name;
+	int pad;
+
+	for (size_t i = 0; i < cl->n && i < DW_TEXT_CALLERS; i++) {
+		const struct dw_caller_fig *f = &cl->v[i];
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		dw_buf_printf(out, "  <- ");
+		pad = (int)out->len;
+		dw_escape_text(out, name.name, 52);
+		pad = 56 - ((int)out->len - pad);
+		dw_buf_printf(out, "%*s %8llu %6llu %5llu %7s %7s %7s\n", pad > 0 ? pad : 1, "",
+			      (unsigned long long)f->calls, (unsigned long long)f->failed,
+			      (unsigned long long)f->inflight,
+			      cell_ms(f->oldest_ns ? age_ms(now, f->oldest_ns) : -1, oldest, sizeof(oldest)),
+			      cell_ms(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, p50, sizeof(p50)),
+			      cell_ms(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, p99, sizeof(p99)));
+	}
+	if (cl->n > DW_TEXT_CALLERS)
+		dw_buf_printf(out, "  <- (%zu more callers)\n", cl->n - DW_TEXT_CALLERS);
+}
+
 /* Returns whether a row is marked as burst timings. */
 static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		      uint64_t now)
 {
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
 	bool burst = false;
 
 	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
 		      "BREAKER", "REASON", "SLOW", "FAIL", "CALLS", "FAILED", "INFL", "OLDEST", "P50",
 		      "P99");
-	for (unsigned i = 0; i < deps->n; i++)
-		if (dep_shown(&deps->deps[i]))
-			burst |= text_dep(out, c, &deps->deps[i], now);
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dep_callers cl = { callers + k, 0 };
+
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
+		if (!dep_shown(&deps->deps[i]))
+			continue;
+		burst |= text_dep(out, c, &deps->deps[i], now);
+		text_callers(out, c, &cl, now);
+	}
+	free(callers);
 	dw_buf_putc(out, '\n');
 	return burst;
 }
@@ -586,11 +630,65 @@ static void text_services(struct dw_buf *out, const struct dw_deps *deps,
 	dw_buf_putc(out, '\n');
 }
 
+/* What the destinations table's cap folded: one "~other" line. */
+struct folded_rows {
+	size_t n;
+	uint64_t calls, failed, inflight, connects, cfail;
+};
+
+/*
+ * --max-series for the destinations table: the destinations of configured
+ * dependencies and the busiest by calls in the window keep their rows (in
+ * their order); the rest are summed into *f. Returns the rows kept.
+ */
+static size_t cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
+			struct folded_rows *f)
+{
+	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
+	struct dw_topn_result res;
+	bool *fold;
+	size_t kept = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!items)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		const struct dw_dest *d = views[i].d;
+
+		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = views[i].window_calls,
+						  .pinned = d->dep >= 0 && deps->deps[d->dep].id };
+	}
+	dw_topn_choose(items, n, cap, &res);
+	fold = res.folded ? calloc(n, sizeof(*fold)) : NULL;
+	if (!fold) {
+		free(items);
+		return n;
+	}
+	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
+		const struct dw_dest *d = views[items[i].key].d;
+
+		fold[items[i].key] = true;
+		f->calls += d->sum.calls_completed;
+		f->failed += d->sum.calls_failed;
+		f->inflight += dw_dest_inflight(d);
+		f->connects += d->sum.connect_attempts;
+		f->cfail += dw_dest_connect_failures(d);
+	}
+	f->n = res.folded;
+	for (size_t i = 0; i < n; i++)
+		if (!fold[i])
+			views[kept++] = views[i];
+	free(fold);
+	free(items);
+	return kept;
+}
+
 void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		    const struct dw_services *svcs, const struct dw_run_info *info)
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
+	struct folded_rows folded = { 0 };
 	bool burst;
 
 	dw_buf_printf(out, "depwatch: %zu destinations, up %.0fs, percentiles over %llus; %s\n",
@@ -605,10 +703,17 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %5s %s\n", "DEST", "CALLS",
 		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
 		      "RETX", "MUX", "LAST CALLER");
+	n = views ? cap_views(views, n, deps, info->max_series, &folded) : 0;
 	for (size_t i = 0; views && i < n; i++) {
 		text_row(out, &views[i]);
 		burst |= views[i].burst;
 	}
+	if (folded.n)
+		dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5s %6s %5s (%zu destinations)\n",
+			      DW_TOPN_OTHER, (unsigned long long)folded.calls,
+			      (unsigned long long)folded.failed, (unsigned long long)folded.inflight, "-",
+			      "-", "-", "-", (unsigned long long)folded.connects,
+			      (unsigned long long)folded.cfail, "-", "-", "-", folded.n);
 	if (burst)
 		dw_buf_printf(out, "\n" BURST_LEGEND);
 	free(views);

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from harness import LoopbackServer, dependency, start_configured, unique_name
+from harness import DEPWATCH, LoopbackServer, dependency, start_configured, unique_name
 import unittest
 
 # A client process: joins its cgroup, makes CALLS calls on one connection, then sends
@@ -156,6 +156,14 @@ class TestCallers(unittest.TestCase):
         self.assertEqual(dep["calls"], 40)
         self.assertEqual(dep["callers_folded"], 0)
         self.assertEqual(d.status()["kernel"]["caller_map_full"], 0)
+        # the status table: the top callers under the dependency's line
+        text = subprocess.run([DEPWATCH, "status", "--run-dir", d.run_dir], capture_output=True, text=True,
+                              timeout=10).stdout
+        lines = text.splitlines()
+        at = [i for i, l in enumerate(lines) if l.startswith("store ")]
+        self.assertTrue(at, text)
+        self.assertTrue(lines[at[0] + 1].startswith("  <- payments-api.service "), text)
+        self.assertTrue(lines[at[0] + 2].startswith("  <- docker:%s " % cid[:12]), text)
         opened = None
         deadline = time.monotonic() + 5
         while not opened and time.monotonic() < deadline:
