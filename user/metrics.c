@@ -71,6 +71,7 @@ static struct {
 	bool *kept;			/* per dependency index: its own series this render */
 	size_t kept_cap;
 	size_t folded_deps, folded_callers;
+	uint64_t render_ns;		/* how long the last page took to render */
 } m = { .lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .max_series = DW_MAX_SERIES_DEFAULT };
 
 void dw_metrics_set_max_series(unsigned n)
@@ -775,6 +776,11 @@ static void fold_families(struct dw_buf *o)
 	       "destinations) and callers.");
 	dw_buf_printf(o, "depwatch_series_folded{series=\"dependency\"} %zu\n", m.folded_deps);
 	dw_buf_printf(o, "depwatch_series_folded{series=\"caller\"} %zu\n", m.folded_callers);
+	family(o, "depwatch_metrics_render_seconds", "gauge",
+	       "How long rendering the previous page took (this page's is not known yet).");
+	put_str(o, "depwatch_metrics_render_seconds ");
+	put_seconds(o, m.render_ns);
+	put(o, "\n", 1);
 }
 
 static void render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
@@ -866,6 +872,7 @@ static size_t cap_figs(const struct dw_deps *deps, size_t n)
 void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps,
 			const struct dw_services *svcs)
 {
+	uint64_t t0 = dw_monotonic_ns();
 	struct dw_buf tmp;
 	size_t n = 0;
 
@@ -907,6 +914,7 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 		return;
 	}
 	m.oom_logged = false;
+	m.render_ns = dw_monotonic_ns() - t0;
 	pthread_mutex_lock(&m.lock);
 	tmp = m.cur;
 	m.cur = m.next;

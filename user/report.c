@@ -573,11 +573,54 @@ static void text_callers(struct dw_buf *out, const struct dw_collector *c, const
 }
 
 /* Returns whether a row is marked as burst timings. */
+/*
+ * --max-series for the dependencies table: configured dependencies always,
+ * then the busiest by call rate; a calloc'ed flag per dependency index
+ * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
+ * *inflight: what was folded.
+ */
+static bool *fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
+{
+	struct dw_topn_item *items = deps->n ? calloc(deps->n, sizeof(*items)) : NULL;
+	struct dw_topn_result res;
+	bool *fold = NULL;
+	size_t n = 0;
+
+	*nfolded = 0;
+	if (!items)
+		return NULL;
+	for (unsigned i = 0; i < deps->n; i++) {
+		const struct dw_dep *dep = &deps->deps[i];
+
+		if (!dep_shown(dep))
+			continue;
+		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
+						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
+	}
+	dw_topn_choose(items, n, cap, &res);
+	if (res.folded)
+		fold = calloc(deps->n, sizeof(*fold));
+	for (size_t i = res.kept; fold && i < res.kept + res.folded; i++) {
+		const struct dw_dep *dep = &deps->deps[items[i].key];
+
+		fold[items[i].key] = true;
+		sum[0] += dep->calls;
+		sum[1] += dep->failed;
+		sum[2] += dep->inflight;
+	}
+	if (fold)
+		*nfolded = res.folded;
+	free(items);
+	return fold;
+}
+
 static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		      uint64_t now)
+		      uint64_t now, unsigned cap)
 {
 	struct dw_caller_fig *callers;
-	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded;
+	uint64_t sum[3] = { 0 };
+	bool *fold = fold_deps(deps, cap, &nfolded, sum);
 	bool burst = false;
 
 	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
@@ -592,11 +635,16 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 			cl.n++;
 			k++;
 		}
-		if (!dep_shown(&deps->deps[i]))
+		if (!dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		burst |= text_dep(out, c, &deps->deps[i], now);
 		text_callers(out, c, &cl, now);
 	}
+	if (nfolded)
+		dw_buf_printf(out, "%-24.24s %-9s %-12s %6s %6s %8llu %6llu %5llu %7s %7s %7s (%zu dependencies)\n",
+			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum[0],
+			      (unsigned long long)sum[1], (unsigned long long)sum[2], "-", "-", "-", nfolded);
+	free(fold);
 	free(callers);
 	dw_buf_putc(out, '\n');
 	return burst;
@@ -697,7 +745,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	if (c->globals.dest_map_full)
 		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
 			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
-	burst = text_deps(out, c, deps, c->now_ns);
+	burst = text_deps(out, c, deps, c->now_ns, info->max_series);
 	text_services(out, deps, svcs);
 	/* MUX: connections seen carrying overlapping requests, since start */
 	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %5s %s\n", "DEST", "CALLS",

@@ -80,6 +80,7 @@ FAMILIES = {
     "depwatch_caller_inflight": "gauge",
     "depwatch_series_cap": "gauge",
     "depwatch_series_folded": "gauge",
+    "depwatch_metrics_render_seconds": "gauge",
 }
 
 
