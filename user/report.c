@@ -810,13 +810,49 @@ static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const stru
 		      (unsigned long long)svc->inflight, svc->cfg->pool, svc->fc.exhausted_in_s);
 }
 
+/* Callers sent to top per dependency. */
+#define DW_TOP_CALLERS 5
+
+/* "@caller<TAB>name<TAB>calls<TAB>inflight<TAB>p99_ms" (calls: completed and failed). */
+static void tsv_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl)
+{
+	struct dw_cgname name;
+
+	for (size_t i = 0; i < cl->n && i < DW_TOP_CALLERS; i++) {
+		const struct dw_caller_fig *f = &cl->v[i];
+		double p99 = dw_caller_percentile_ns(f->hist, 0.99);
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		dw_buf_printf(out, "@caller\t");
+		/* cgroup names are chosen by whoever makes cgroups: escaped (no tab, no newline) */
+		dw_escape_text(out, name.name, sizeof(name.name));
+		dw_buf_printf(out, "\t%llu\t%llu\t%.3f\n", (unsigned long long)(f->calls + f->failed),
+			      (unsigned long long)f->inflight, p99 < 0 ? -1 : p99 / 1e6);
+	}
+}
+
 void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		   const struct dw_services *svcs)
 {
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
+
 	dw_top_tsv_header(out);
-	for (unsigned i = 0; i < deps->n; i++)
-		if (dep_shown(&deps->deps[i]))
-			tsv_dep(out, c, &deps->deps[i], c->now_ns);
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dep_callers cl = { callers + k, 0 };
+
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
+		if (!dep_shown(&deps->deps[i]))
+			continue;
+		tsv_dep(out, c, &deps->deps[i], c->now_ns);
+		tsv_callers(out, c, &cl);
+	}
+	free(callers);
 	for (unsigned i = 0; i < svcs->n; i++)
 		tsv_service(out, &svcs->svc[i], deps);
 }

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import test_top
 from harness import DEPWATCH, LoopbackServer, dependency, start_configured, unique_name
 import unittest
 
@@ -164,6 +165,16 @@ class TestCallers(unittest.TestCase):
         self.assertTrue(at, text)
         self.assertTrue(lines[at[0] + 1].startswith("  <- payments-api.service "), text)
         self.assertTrue(lines[at[0] + 2].startswith("  <- docker:%s " % cid[:12]), text)
+        # top: 'c' shows each dependency's callers under its row
+        t = test_top.Tmux([DEPWATCH, "top", "--run-dir", d.run_dir], 140, 30) if test_top.TMUX else None
+        if t:
+            self.addCleanup(t.close)
+            t.wait_screen(lambda s: "store" in s)
+            t.keys("c")
+            screen = t.wait_screen(lambda s: "<- payments-api.service" in s)
+            self.assertIn("<- payments-api.service", screen)
+            self.assertIn("<- docker:%s" % cid[:12], screen)
+            t.keys("q")
         opened = None
         deadline = time.monotonic() + 5
         while not opened and time.monotonic() < deadline:
