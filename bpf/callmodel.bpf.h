@@ -400,10 +400,9 @@ static __always_inline void caller_end(const struct dw_conn *conn, int failed, _
 		__sync_fetch_and_add(&row->calls_failed, 1);
 		return;
 	}
-	__sync_fetch_and_add(&row->calls_completed, 1);
 	if (slow)
 		__sync_fetch_and_add(&row->calls_slow, 1);
-	__sync_fetch_and_add(&row->call_ns_sum, dur);
+	/* the completed calls are the histogram's sum */
 	b = dw_caller_bucket(dur);
 	barrier_var(b);
 	if (b >= DW_CALLER_BUCKETS)

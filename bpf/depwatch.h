@@ -358,11 +358,14 @@ struct dw_caller_stats {
 	__u64 cgroup_id;
 	__u32 slot;
 	__u32 taken;		/* 1 once cgroup_id and slot are written (after the key's insert) */
-	__u64 calls_completed;
 	__u64 calls_failed;
 	__u64 calls_slow;	/* completed, slower than their dependency's slow_call */
-	__u64 call_ns_sum;
-	__u32 call[DW_CALLER_BUCKETS];	/* completed call durations (dw_caller_bucket); u32 wraps */
+	/*
+	 * Completed call durations (dw_caller_bucket); u32 wraps, readers take
+	 * deltas. Their sum is the completed calls: a completion is one atomic
+	 * add here (and one more when slow), nothing else.
+	 */
+	__u32 call[DW_CALLER_BUCKETS];
 };
 
 /*

@@ -325,18 +325,18 @@ static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 	/* the destination's key was published after its slot: take it once it is there */
 	if (row.slot != DW_SLOT_OVERFLOW && a->key.family == DW_FAMILY_OVERFLOW)
 		a->key = b->details[row.slot].dest;
-	ended = row.calls_completed + row.calls_failed;
-	a->fig.recent = ended - a->prev_ended;
-	a->prev_ended = ended;
-	a->fig.calls = row.calls_completed;
-	a->fig.failed = row.calls_failed;
-	a->fig.slow = row.calls_slow;
 	for (unsigned i = 0; i < DW_CALLER_BUCKETS; i++) {
 		__u32 delta = row.call[i] - a->seen[i];
 
 		a->fig.hist[i] += delta;
+		a->fig.calls += delta;	/* completed: the histogram's sum */
 		a->seen[i] = row.call[i];
 	}
+	a->fig.failed = row.calls_failed;
+	a->fig.slow = row.calls_slow;
+	ended = a->fig.calls + a->fig.failed;
+	a->fig.recent = ended - a->prev_ended;
+	a->prev_ended = ended;
 }
 
 /* Every caller row in use; then their cgroups named (at most one walk of the tree). */
