@@ -263,6 +263,20 @@ static void force(struct daemon *d, const char *args, struct dw_buf *out)
 	dw_buf_printf(out, "error: breaker takes open, close or auto and a dependency name\n");
 }
 
+/* "status json N" (status --json --max-series N): the JSON under a cap of N series. */
+static void status_json_capped(struct daemon *d, const char *arg, struct dw_buf *out)
+{
+	struct dw_run_info info = d->info;
+	uint64_t n;
+
+	if (dw_parse_uint(arg, 0, 1000000, &n)) {
+		dw_buf_printf(out, "error: --max-series: not a number from 0 to 1000000\n");
+		return;
+	}
+	info.json_max_series = n;
+	dw_report_json(out, &d->coll, &d->deps.set, &d->svcs, &info);
+}
+
 static void answer(struct daemon *d, int client, const char *req)
 {
 	struct dw_buf out = {};
@@ -273,6 +287,8 @@ static void answer(struct daemon *d, int client, const char *req)
 		force(d, req + 8, &out);
 	else if (!strcmp(req, "status json"))
 		dw_report_json(&out, &d->coll, &d->deps.set, &d->svcs, &d->info);
+	else if (!strncmp(req, "status json ", 12))
+		status_json_capped(d, req + 12, &out);
 	else if (!strcmp(req, "top tsv"))
 		dw_report_tsv(&out, &d->coll, &d->deps.set, &d->svcs);
 	else if (!strcmp(req, "status text"))

@@ -419,11 +419,107 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 	free(dense);
 }
 
+/* What the destinations table's cap folded: one "~other" line. */
+struct folded_rows {
+	size_t n;
+	uint64_t calls, failed, inflight, connects, cfail;
+};
+
+/*
+ * --max-series for the destinations table: the destinations of configured
+ * dependencies and the busiest by calls in the window keep their rows (in
+ * their order); the rest are summed into *f. Returns the rows kept.
+ */
+static size_t cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
+			struct folded_rows *f)
+{
+	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
+	struct dw_topn_result res;
+	bool *fold;
+	size_t kept = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!items)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		const struct dw_dest *d = views[i].d;
+
+		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = views[i].window_calls,
+						  .pinned = d->dep >= 0 && deps->deps[d->dep].id };
+	}
+	dw_topn_choose(items, n, cap, &res);
+	fold = res.folded ? calloc(n, sizeof(*fold)) : NULL;
+	if (!fold) {
+		free(items);
+		return n;
+	}
+	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
+		const struct dw_dest *d = views[items[i].key].d;
+
+		fold[items[i].key] = true;
+		f->calls += d->sum.calls_completed;
+		f->failed += d->sum.calls_failed;
+		f->inflight += dw_dest_inflight(d);
+		f->connects += d->sum.connect_attempts;
+		f->cfail += dw_dest_connect_failures(d);
+	}
+	f->n = res.folded;
+	for (size_t i = 0; i < n; i++)
+		if (!fold[i])
+			views[kept++] = views[i];
+	free(fold);
+	free(items);
+	return kept;
+}
+
+/*
+ * --max-series for the dependencies table: configured dependencies always,
+ * then the busiest by call rate; a calloc'ed flag per dependency index
+ * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
+ * *inflight: what was folded.
+ */
+static bool *fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
+{
+	struct dw_topn_item *items = deps->n ? calloc(deps->n, sizeof(*items)) : NULL;
+	struct dw_topn_result res;
+	bool *fold = NULL;
+	size_t n = 0;
+
+	*nfolded = 0;
+	if (!items)
+		return NULL;
+	for (unsigned i = 0; i < deps->n; i++) {
+		const struct dw_dep *dep = &deps->deps[i];
+
+		if (!dep_shown(dep))
+			continue;
+		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
+						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
+	}
+	dw_topn_choose(items, n, cap, &res);
+	if (res.folded)
+		fold = calloc(deps->n, sizeof(*fold));
+	for (size_t i = res.kept; fold && i < res.kept + res.folded; i++) {
+		const struct dw_dep *dep = &deps->deps[items[i].key];
+
+		fold[items[i].key] = true;
+		sum[0] += dep->calls;
+		sum[1] += dep->failed;
+		sum[2] += dep->inflight;
+	}
+	if (fold)
+		*nfolded = res.folded;
+	free(items);
+	return fold;
+}
+
 static void json_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		      uint64_t now)
+		      uint64_t now, unsigned cap)
 {
 	struct dw_caller_fig *callers;
-	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded = 0;
+	uint64_t sum[3] = { 0 };
+	bool *fold = cap ? fold_deps(deps, cap, &nfolded, sum) : NULL;
 	bool first = true;
 
 	dw_buf_printf(out, ",\"dependencies\":[");
@@ -437,14 +533,20 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 			cl.n++;
 			k++;
 		}
-		if (!dep_shown(&deps->deps[i]))
+		if (!dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		if (!first)
 			dw_buf_putc(out, ',');
 		first = false;
 		json_dep(out, c, &deps->deps[i], &cl, now);
 	}
-	dw_buf_printf(out, "]");
+	if (nfolded)
+		dw_buf_printf(out, "%s{\"name\":\"" DW_TOPN_OTHER "\",\"configured\":false,\"folded\":%zu,"
+			      "\"calls\":%llu,\"failed\":%llu,\"inflight\":%llu}", first ? "" : ",", nfolded,
+			      (unsigned long long)sum[0], (unsigned long long)sum[1],
+			      (unsigned long long)sum[2]);
+	dw_buf_printf(out, "],\"dependencies_folded\":%zu", nfolded);
+	free(fold);
 	free(callers);
 }
 
@@ -453,6 +555,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
+	struct folded_rows folded = { 0 };
 
 	dw_buf_printf(out, "{\"uptime_s\":");
 	dw_json_num(out, (c->now_ns - info->started_ns) / 1e9, 3);
@@ -460,16 +563,24 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->interval_ns / 1000000),
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
-	json_deps(out, c, deps, c->now_ns);
+	json_deps(out, c, deps, c->now_ns, info->json_max_series);
 	json_services(out, deps, svcs, c->now_ns);
 	json_inbound(out, c, svcs);
+	if (views && info->json_max_series)
+		n = cap_views(views, n, deps, info->json_max_series, &folded);
 	dw_buf_printf(out, ",\"destinations\":[");
 	for (size_t i = 0; views && i < n; i++) {
 		if (i)
 			dw_buf_putc(out, ',');
 		json_dest(out, &views[i], deps);
 	}
-	dw_buf_printf(out, "]}\n");
+	if (folded.n)
+		dw_buf_printf(out, "%s{\"dest\":\"" DW_TOPN_OTHER "\",\"folded\":%zu,\"calls\":%llu,"
+			      "\"failed\":%llu,\"inflight\":%llu,\"connects\":%llu,\"connect_failures\":%llu}",
+			      n ? "," : "", folded.n, (unsigned long long)folded.calls,
+			      (unsigned long long)folded.failed, (unsigned long long)folded.inflight,
+			      (unsigned long long)folded.connects, (unsigned long long)folded.cfail);
+	dw_buf_printf(out, "],\"destinations_folded\":%zu}\n", folded.n);
 	free(views);
 }
 
@@ -573,47 +684,6 @@ static void text_callers(struct dw_buf *out, const struct dw_collector *c, const
 }
 
 /* Returns whether a row is marked as burst timings. */
-/*
- * --max-series for the dependencies table: configured dependencies always,
- * then the busiest by call rate; a calloc'ed flag per dependency index
- * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
- * *inflight: what was folded.
- */
-static bool *fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
-{
-	struct dw_topn_item *items = deps->n ? calloc(deps->n, sizeof(*items)) : NULL;
-	struct dw_topn_result res;
-	bool *fold = NULL;
-	size_t n = 0;
-
-	*nfolded = 0;
-	if (!items)
-		return NULL;
-	for (unsigned i = 0; i < deps->n; i++) {
-		const struct dw_dep *dep = &deps->deps[i];
-
-		if (!dep_shown(dep))
-			continue;
-		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
-						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
-	}
-	dw_topn_choose(items, n, cap, &res);
-	if (res.folded)
-		fold = calloc(deps->n, sizeof(*fold));
-	for (size_t i = res.kept; fold && i < res.kept + res.folded; i++) {
-		const struct dw_dep *dep = &deps->deps[items[i].key];
-
-		fold[items[i].key] = true;
-		sum[0] += dep->calls;
-		sum[1] += dep->failed;
-		sum[2] += dep->inflight;
-	}
-	if (fold)
-		*nfolded = res.folded;
-	free(items);
-	return fold;
-}
-
 static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		      uint64_t now, unsigned cap)
 {
@@ -676,59 +746,6 @@ static void text_services(struct dw_buf *out, const struct dw_deps *deps,
 			      svc->fc.level ? "  " : "", svc->fc.level ? dw_pool_level_name(svc->fc.level) : "");
 	}
 	dw_buf_putc(out, '\n');
-}
-
-/* What the destinations table's cap folded: one "~other" line. */
-struct folded_rows {
-	size_t n;
-	uint64_t calls, failed, inflight, connects, cfail;
-};
-
-/*
- * --max-series for the destinations table: the destinations of configured
- * dependencies and the busiest by calls in the window keep their rows (in
- * their order); the rest are summed into *f. Returns the rows kept.
- */
-static size_t cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
-			struct folded_rows *f)
-{
-	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
-	struct dw_topn_result res;
-	bool *fold;
-	size_t kept = 0;
-
-	memset(f, 0, sizeof(*f));
-	if (!items)
-		return n;
-	for (size_t i = 0; i < n; i++) {
-		const struct dw_dest *d = views[i].d;
-
-		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = views[i].window_calls,
-						  .pinned = d->dep >= 0 && deps->deps[d->dep].id };
-	}
-	dw_topn_choose(items, n, cap, &res);
-	fold = res.folded ? calloc(n, sizeof(*fold)) : NULL;
-	if (!fold) {
-		free(items);
-		return n;
-	}
-	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
-		const struct dw_dest *d = views[items[i].key].d;
-
-		fold[items[i].key] = true;
-		f->calls += d->sum.calls_completed;
-		f->failed += d->sum.calls_failed;
-		f->inflight += dw_dest_inflight(d);
-		f->connects += d->sum.connect_attempts;
-		f->cfail += dw_dest_connect_failures(d);
-	}
-	f->n = res.folded;
-	for (size_t i = 0; i < n; i++)
-		if (!fold[i])
-			views[kept++] = views[i];
-	free(fold);
-	free(items);
-	return kept;
 }
 
 void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,

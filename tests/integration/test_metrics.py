@@ -22,7 +22,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port
+from harness import DEPWATCH, REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port
 
 DELAY = 0.1     # the server's answer delay, seconds
 CALLS = 20
@@ -418,6 +418,11 @@ MANY_PORTS = 4          # servers on 0.0.0.0: each 127.0.0.0/8 address x these p
 MANY_ADDRS = 1250       # x 4 ports = 5 000 destinations
 
 
+def dependency(st, name):
+    rows = [x for x in st["dependencies"] if x["name"] == name]
+    return rows[0] if rows else None
+
+
 def calls_by_dep(st):
     """{dependency name: calls + failed} of a status --json."""
     return {d["name"]: d["calls"] + d["failed"] for d in st["dependencies"]}
@@ -485,6 +490,15 @@ class Test05MaxSeries(PrometheusMixin, MetricsTestCase):
         self.assertIsNotNone(promtool, "promtool not installed: run `make deps` (Debian package prometheus)")
         r = subprocess.run([promtool, "check", "metrics"], input=body.encode(), capture_output=True, timeout=30)
         self.assertEqual(r.returncode, 0, "promtool check metrics: %s %s" % (r.stdout.decode(), r.stderr.decode()))
+        # status --json under the same cap: each list ends with one ~other entry
+        r = subprocess.run([DEPWATCH, "status", "--json", "--max-series", str(SERIES_CAP), "--run-dir", d.run_dir],
+                           capture_output=True, timeout=30)
+        capped = json.loads(r.stdout)
+        for key in ("destinations", "dependencies"):
+            self.assertLessEqual(len(capped[key]), SERIES_CAP, key)
+            self.assertGreater(capped[key + "_folded"], 0, key)
+        self.assertEqual(capped["destinations"][-1]["dest"], "~other")
+        self.assertIsNotNone(dependency(capped, "web"))
         self.start_prometheus("127.0.0.1:%d" % mport)
         up = self.wait_query('up{job="depwatch"}', lambda v: v == 1, 20)
         self.assertEqual(up, 1, "prometheus scrape: " + self.prom_tail())
