@@ -691,6 +691,19 @@ scale_phase() {
 		--out "$work/scale.json" >/dev/null || die "bench/scale.py failed (log: $work/dwscale.log)"
 }
 
+# Bounded outputs (issue 16): /metrics and status sizes and render times, without a cap and at
+# the default --max-series, at 2 000 and 10 000 destinations and 50 callers (--quick: 2 000).
+pages_phase() {
+	local quick=()
+
+	[ "$SCALE" = 1 ] || return 0
+	[ "$BENCH_QUICK" = 1 ] && quick=(--quick)
+	echo "bench: pages" >&2
+	wait_quiet
+	DEPWATCH=$DEPWATCH python3 bench/pages.py "${quick[@]}" >"$work/pages.md" ||
+		die "bench/pages.py failed (log: /tmp/dwpages.log)"
+}
+
 main() {
 	local start
 
@@ -703,6 +716,7 @@ main() {
 	decide_phase
 	pool_phase
 	scale_phase
+	pages_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
 		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK \
 		ATTACHED_before ATTACHED_floor BEFORE_ID BEFORE_LABEL TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE TW_OVERFLOW TW_BUCKETS
@@ -723,6 +737,10 @@ main() {
 		printf '\n' >>"$work/report.md"
 		cat "$work/pool.md" >>"$work/report.md"
 		[ -f "$work/pool.png" ] && cp "$work/pool.png" "$(dirname "$RESULTS")/pool.png"
+	fi
+	if [ -s "$work/pages.md" ]; then
+		printf '\n## Bounded outputs (bench/pages.py)\n\n' >>"$work/report.md"
+		cat "$work/pages.md" >>"$work/report.md"
 	fi
 	cp "$work/report.md" "$RESULTS"
 	cat "$work/report.md"

@@ -385,6 +385,32 @@ static __always_inline __u64 call_release(struct dw_conn *conn)
 	return start;
 }
 
+/* A call's end in its caller's row: the one array update per call that callers cost. */
+static __always_inline void caller_end(const struct dw_conn *conn, int failed, __u32 slow, __u64 dur)
+{
+	__u32 idx = conn->caller, b;
+	struct dw_caller_stats *row;
+
+	if (!idx)
+		return;
+	row = bpf_map_lookup_elem(&caller_stats, &idx);
+	if (!row)
+		return;
+	if (failed) {
+		__sync_fetch_and_add(&row->calls_failed, 1);
+		return;
+	}
+	if (slow)
+		__sync_fetch_and_add(&row->calls_slow, 1);
+	/* the completed calls are the histogram's sum */
+	b = dw_caller_bucket(dur);
+	barrier_var(b);
+	if (b >= DW_CALLER_BUCKETS)
+		return;
+	barrier_var(b);
+	__sync_fetch_and_add(&row->call[b], 1);
+}
+
 /*
  * Whether a completed call of conn counts in its start slice, which the
  * slow-call rate is judged from: not a burst timing on a multiplexed
@@ -421,6 +447,8 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 		if (outcome == OUTCOME_COMPLETED)
 			hist_add(detail->call, dur);
 	}
+	if (outcome != OUTCOME_DROPPED)
+		caller_end(conn, outcome == OUTCOME_FAILED, field == 1, dur);
 	st = stats_of(conn);
 	if (!st)
 		return;
@@ -629,10 +657,56 @@ static __always_inline __u32 dest_claim(struct dw_dest_key *dest)
 }
 
 /*
- * Connection level: marks sk outbound, towards its current peer, or
- * inbound, on its listening port's row.
+ * The cgroup v2 id of the socket's owner: the cgroup of the task that
+ * created it (an accepted socket is a copy of its listener's). 0 where the
+ * kernel keeps none (no CONFIG_SOCK_CGROUP_DATA): an unknown caller.
  */
-static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 role)
+static __always_inline __u64 sk_cgroup_id(const struct sock *sk)
+{
+	if (!bpf_core_field_exists(sk->sk_cgrp_data.cgroup))
+		return 0;
+	return BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+}
+
+/*
+ * The caller row of (slot, cgroup_id), taken on first sight like a
+ * destination's slot (see dest_claim); 0 with none left, counted.
+ */
+static __always_inline __u32 caller_claim(__u32 slot, __u64 cgroup_id)
+{
+	struct dw_caller_key key = { .cgroup_id = cgroup_id, .slot = slot };
+	struct dw_caller_stats *row;
+	__u32 *have, idx;
+
+	have = bpf_map_lookup_elem(&caller_slots, &key);
+	if (have)
+		return *have;
+	idx = *(volatile __u32 *)&dw_callers_taken + 1;
+	if (idx < DW_CALLER_ROWS_DEFAULT)
+		idx = __sync_fetch_and_add(&dw_callers_taken, 1) + 1;
+	if (idx >= DW_CALLER_ROWS_DEFAULT ||
+	    bpf_map_update_elem(&caller_slots, &key, &idx, BPF_NOEXIST)) {
+		have = bpf_map_lookup_elem(&caller_slots, &key);
+		if (have)
+			return *have;
+		global_count(G_caller_map_full);
+		return 0;
+	}
+	row = bpf_map_lookup_elem(&caller_stats, &idx);
+	if (row) {
+		row->cgroup_id = cgroup_id;
+		row->slot = slot;
+		/* after the insert and the key: a taken row is never a race's loser */
+		__sync_fetch_and_add(&row->taken, 1);
+	}
+	return idx;
+}
+
+/*
+ * Connection level: marks sk outbound, towards its current peer, or
+ * inbound, on its listening port's row, called by cgroup_id.
+ */
+static __always_inline struct dw_conn *conn_adopt_as(const struct sock *sk, __u8 role, __u64 cgroup_id)
 {
 	struct dw_pending_entry *e;
 	struct dw_conn *conn;
@@ -647,6 +721,7 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 	else
 		dest_of(sk, &conn->dest);
 	conn->slot = dest_claim(&conn->dest);
+	conn->caller = caller_claim(conn->slot, cgroup_id);
 	conn->role = role;
 	conn->call_start_ns = 0;
 	conn->connect_start_ns = 0;
@@ -665,9 +740,16 @@ static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 ro
 		e->call_start_ns = 0;
 		e->connect_start_ns = 0;
 		e->slot = conn->slot;
+		e->caller = conn->caller;
 		e->flags = 0;
 	}
 	return conn;
+}
+
+/* The same, the caller being the socket's owner: accepted and adopted connections. */
+static __always_inline struct dw_conn *conn_adopt(const struct sock *sk, __u8 role)
+{
+	return conn_adopt_as(sk, role, sk_cgroup_id(sk));
 }
 
 static __always_inline void dw_on_connect_start(const struct sock *sk)
@@ -678,7 +760,8 @@ static __always_inline void dw_on_connect_start(const struct sock *sk)
 
 	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
 		return;
-	conn = conn_adopt(sk, DW_ROLE_OUTBOUND);
+	/* connect() runs in the calling task: its cgroup is the caller */
+	conn = conn_adopt_as(sk, DW_ROLE_OUTBOUND, bpf_get_current_cgroup_id());
 	if (!conn)
 		return;
 	conn->connect_start_ns = conn->last_ns;

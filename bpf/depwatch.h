@@ -261,6 +261,7 @@ struct dw_conn {
 	__u8 overlaps;			/* outbound: data seen that the peer sent before it had the request */
 	__u8 abort_failed;		/* bpf_sock_destroy() refused it once: the abort iterator leaves it alone */
 	__u8 pad;
+	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
 };
 
 /*
@@ -291,7 +292,7 @@ struct dw_pending_entry {
 	__u32 caller_netns;	/* outbound: the inbound row whose request the sending thread held, 0: none */
 	__u16 caller_port;
 	__u16 flags;		/* DW_PEND_MULTIPLEXED */
-	__u16 pad[2];
+	__u32 caller;		/* the connection's caller row (struct dw_caller_stats), 0: none */
 };
 
 /*
@@ -339,13 +340,61 @@ struct dw_abandon_key {
 	X(pending_table_full, pending_table_full,				\
 	  "Connections tracked without a pending-table entry: their outstanding calls have no age.") \
 	X(abort_failed, abort_failed,						\
-	  "Connections enforce = abort or abort_after meant to abort that bpf_sock_destroy() refused; not retried.")
+	  "Connections enforce = abort or abort_after meant to abort that bpf_sock_destroy() refused; not retried.") \
+	X(caller_map_full, caller_map_full,					\
+	  "Connections whose caller found no row left: their calls count for the destination only.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {
 #define DW_GLOBAL_FIELD(field, metric, help) __u64 field;
 	DW_GLOBAL_COUNTERS(DW_GLOBAL_FIELD)
 #undef DW_GLOBAL_FIELD
+};
+
+/*
+ * Callers (issue 16, doc/callers.md). A caller is the cgroup v2 id of the
+ * task that connect()ed (outbound), or of the socket's owner for accepted
+ * and adopted connections (the cgroup the socket was created in: for an
+ * accepted one, its listener's). Each (destination slot, cgroup id) gets a
+ * row once, at the connection's connect, accept or adoption (caller_slots
+ * maps the key to the row); the connection keeps the row number, and each
+ * call's end adds to caller_stats[row]: one array lookup, a few atomic
+ * adds. Row 0 is never handed out: a connection that found no row left has
+ * caller 0, and its calls count for the destination only (caller_map_full).
+ * In flight and the oldest outstanding call come from the pending table
+ * (dw_pending_entry.caller).
+ *
+ * The histogram: 1.024 us units (ns >> 10); values below 4 units each have
+ * a bucket, above that every power of two is split into 4 linear
+ * sub-buckets: a bucket is at most 25% of its lower bound wide (a
+ * percentile within +-12.5% taking the bucket's middle), from 4 us to
+ * 2^33 us; the last bucket takes everything above.
+ */
+#define DW_CALLER_UNIT_SHIFT 10
+#define DW_CALLER_SUB_BITS 2
+#define DW_CALLER_SUB (1U << DW_CALLER_SUB_BITS)
+#define DW_CALLER_BUCKETS 128
+#define DW_CALLER_ROWS_DEFAULT 4096
+
+struct dw_caller_key {
+	__u64 cgroup_id;	/* 0: the owner could not be found (unknown) */
+	__u32 slot;		/* the destination's slot */
+	__u32 pad;
+};
+
+/* One caller row, shared by all CPUs (atomic adds); all zero until taken. */
+struct dw_caller_stats {
+	__u64 cgroup_id;
+	__u32 slot;
+	__u32 taken;		/* 1 once cgroup_id and slot are written (after the key's insert) */
+	__u64 calls_failed;
+	__u64 calls_slow;	/* completed, slower than their dependency's slow_call */
+	/*
+	 * Completed call durations (dw_caller_bucket); u32 wraps, readers take
+	 * deltas. Their sum is the completed calls: a completion is one atomic
+	 * add here (and one more when slow), nothing else.
+	 */
+	__u32 call[DW_CALLER_BUCKETS];
 };
 
 /*
@@ -385,6 +434,20 @@ static __always_inline __u32 dw_hist_bucket(__u64 ns)
 		return DW_HIST_BUCKETS - 1;
 	return DW_HIST_SUB + (k - DW_HIST_SUB_BITS) * DW_HIST_SUB +
 	       ((v >> (k - DW_HIST_SUB_BITS)) & (DW_HIST_SUB - 1));
+}
+
+/* The caller histogram bucket of a duration in nanoseconds; the same in kernel and user space. */
+static __always_inline __u32 dw_caller_bucket(__u64 ns)
+{
+	__u64 v = ns >> DW_CALLER_UNIT_SHIFT;
+	__u32 k, b;
+
+	if (v < DW_CALLER_SUB)
+		return v;
+	k = dw_log2(v);
+	b = DW_CALLER_SUB + (k - DW_CALLER_SUB_BITS) * DW_CALLER_SUB +
+	    ((v >> (k - DW_CALLER_SUB_BITS)) & (DW_CALLER_SUB - 1));
+	return b < DW_CALLER_BUCKETS ? b : DW_CALLER_BUCKETS - 1;
 }
 
 #endif /* DEPWATCH_H */

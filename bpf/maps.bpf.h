@@ -123,6 +123,32 @@ const volatile __u32 dw_max_pend = 262144;
 /* Entries handed out in order so far; user space reads it to bound its scan. */
 __u32 dw_pend_taken;
 
+/*
+ * Callers (issue 16): (destination slot, cgroup id) -> row, looked up once
+ * per connection; the per-call path indexes caller_stats with the row the
+ * connection keeps. Rows are handed out in order (dw_callers_taken), never
+ * reused while the maps live; row 0 is none (see struct dw_caller_stats).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DW_CALLER_ROWS_DEFAULT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dw_caller_key);
+	__type(value, __u32);
+} caller_slots SEC(".maps");
+
+/* Per caller row, shared by all CPUs (atomic adds), like dest_details; read in place. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DW_CALLER_ROWS_DEFAULT);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dw_caller_stats);
+} caller_stats SEC(".maps");
+
+/* Rows handed out so far besides row 0; user space reads it to bound its scan. */
+__u32 dw_callers_taken;
+
 /* slow_call per dependency; index 0 for destinations no match covers. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

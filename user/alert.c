@@ -87,6 +87,10 @@ static void format_line(struct dw_buf *b, const struct dw_alert *a)
 	if (a->retry_ratio > 0)
 		dw_buf_printf(b, " retry_ratio=%.2f call_rate=%.1f/s baseline=%.1f/s", a->retry_ratio,
 			      a->call_rate, a->call_rate_baseline);
+	if (a->callers) {
+		dw_buf_printf(b, " callers=");
+		dw_escape_text(b, a->callers, 512);
+	}
 	if (a->suppressed)
 		dw_buf_printf(b, " suppressed=%u", a->suppressed);
 }
@@ -113,6 +117,10 @@ static void format_json(struct dw_buf *b, const struct dw_alert *a)
 		dw_json_field_opt(b, "retry_ratio", a->retry_ratio, 3);
 		dw_json_field_opt(b, "call_rate", a->call_rate, 2);
 		dw_json_field_opt(b, "call_rate_baseline", a->call_rate_baseline, 2);
+	}
+	if (a->callers) {
+		dw_buf_printf(b, ",\"callers\":");
+		dw_json_str(b, a->callers);
 	}
 	dw_buf_printf(b, ",\"suppressed\":%u}\n", a->suppressed);
 }

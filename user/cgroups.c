@@ -26,7 +26,8 @@
 struct entry {
 	uint64_t id;			/* 0: free (no cgroup has id 0) */
 	uint64_t used;			/* c->tick when last resolved or looked up */
-	bool provisional;		/* gone by an incomplete walk: look again */
+	bool provisional;		/* gone by an incomplete walk, or moved: look again */
+	char *path;			/* where it was found, relative to the root; NULL: gone */
 	struct dw_cgname name;
 };
 
@@ -159,6 +160,7 @@ static struct entry *insert(struct dw_cgroups *c, uint64_t id)
 {
 	struct entry *e = c->n < c->max ? &c->entries[c->n++] : evict(c);
 
+	free(e->path);
 	memset(e, 0, sizeof(*e));
 	e->id = id;
 	e->used = c->tick;
@@ -174,6 +176,8 @@ static void remember(struct dw_cgroups *c, uint64_t id, const char *path)
 		e = insert(c, id);
 	e->provisional = false;
 	e->used = c->tick;
+	free(e->path);
+	e->path = strdup(path);
 	dw_cgname_of_path(path, &e->name);
 }
 
@@ -185,6 +189,8 @@ static void remember_gone(struct dw_cgroups *c, uint64_t id, bool provisional)
 		e = insert(c, id);
 	e->provisional = provisional;
 	e->used = c->tick;
+	free(e->path);
+	e->path = NULL;
 	dw_cgname_gone(id, &e->name);
 	c->st.gone += !provisional;
 }
@@ -236,6 +242,8 @@ void dw_cgroups_free(struct dw_cgroups *c)
 		return;
 	if (c->root_fd >= 0)
 		close(c->root_fd);
+	for (size_t i = 0; c->entries && i < c->n; i++)
+		free(c->entries[i].path);
 	free(c->entries);
 	free(c->index);
 	free(c);
@@ -432,6 +440,31 @@ static void walk_tree(struct dw_cgroups *c, struct wanted *want, size_t n)
 /* ---- resolving ---- */
 
 /*
+ * A cgroup removed since it was named is gone:<id> from then on (its
+ * connections may outlive it): each cached id of ids whose path no longer
+ * leads to it is looked for again (renamed: the walk finds its new path;
+ * removed: the walk marks it gone). One fstatat per cached id.
+ */
+static void recheck(struct dw_cgroups *c, const uint64_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = ids[i] ? find(c, ids[i]) : NULL;
+		struct stat st;
+
+		if (!e || !e->path || e->provisional)
+			continue;
+		if (fstatat(c->root_fd, e->path[0] == '/' ? e->path + 1 : ".", &st, AT_SYMLINK_NOFOLLOW)) {
+			/* cannot tell: keep the name */
+			if (errno != ENOENT && errno != ENOTDIR)
+				continue;
+		} else if (st.st_ino == e->id && st.st_dev == c->dev) {
+			continue;
+		}
+		e->provisional = true;
+	}
+}
+
+/*
  * The ids of ids[] to look for, sorted, once each: the provisional ones, and
  * as many new ones as there is room for beside the cached ids in ids, which
  * are marked used now so that none of them is evicted for a new one.
@@ -499,6 +532,7 @@ int dw_cgroups_resolve(struct dw_cgroups *c, const uint64_t *ids, size_t n)
 	if (!want)
 		return -ENOMEM;
 	c->tick++;
+	recheck(c, ids, n);
 	np = pending(c, ids, n, want);
 	left = try_handles(c, want, np);
 	if (left)

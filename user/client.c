@@ -18,14 +18,29 @@
 /* ---- status ---- */
 
 static const char status_usage[] =
-	"usage: depwatch status [--json] [--pin-dir DIR] [--run-dir DIR]";
+	"usage: depwatch status [--json [--max-series N]] [--pin-dir DIR] [--run-dir DIR]";
+
+struct status_opts {
+	bool json;
+	const char *max_series;	/* --max-series N: the JSON capped (checked by the daemon too) */
+};
 
 static int status_opt(int opt, const char *arg, void *ctx)
 {
-	(void)arg;
-	if (opt != 'j')
+	struct status_opts *o = ctx;
+	uint64_t n;
+
+	if (opt == 'j') {
+		o->json = true;
+		return 0;
+	}
+	if (opt != 'S')
 		return DW_EXIT_USAGE;
-	*(bool *)ctx = true;
+	if (dw_parse_uint(arg, 0, 1000000, &n)) {
+		dw_usage_error("--max-series: '%s' is not a number from 0 to 1000000", arg);
+		return DW_EXIT_USAGE;
+	}
+	o->max_series = arg;
 	return 0;
 }
 
@@ -33,19 +48,28 @@ int dw_cmd_status(int argc, char **argv)
 {
 	static const struct option own[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "max-series", required_argument, NULL, 'S' },
 		{}
 	};
-	bool json = false;
+	struct status_opts o = { 0 };
 	const struct dw_cli_client cmd = { .usage = status_usage, .shortopts = "j", .own = own,
-					   .fn = status_opt, .ctx = &json };
+					   .fn = status_opt, .ctx = &o };
 	struct dw_client_opts c;
+	char req[64];
 	int ret;
 
 	ret = dw_cli_client_parse(argc, argv, &cmd, &c);
 	if (ret >= 0)
 		return ret;
-	return dw_control_ask(c.run_dir, json ? "status json" : "status text") ? DW_EXIT_ERROR :
-										  DW_EXIT_OK;
+	if (o.max_series && !o.json) {
+		dw_usage_error("--max-series goes with --json (the table follows run --max-series)");
+		return DW_EXIT_USAGE;
+	}
+	if (o.max_series)
+		snprintf(req, sizeof(req), "status json %s", o.max_series);
+	else
+		snprintf(req, sizeof(req), "%s", o.json ? "status json" : "status text");
+	return dw_control_ask(c.run_dir, req) ? DW_EXIT_ERROR : DW_EXIT_OK;
 }
 
 /* ---- breaker ---- */

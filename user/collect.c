@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <bpf/bpf.h>
+#include "cgroups.h"
 #include "collect.h"
 #include "loader.h"
 #include "log.h"
@@ -83,6 +84,7 @@ void dw_collect_free(struct dw_collector *c)
 	}
 	free(c->dests);
 	free(c->waits);
+	free(c->callers);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -282,6 +284,153 @@ static void pending_push(struct dw_dest *d, uint64_t start_ns)
 	d->pending_start[d->pending_calls++] = start_ns;
 }
 
+/* ---- callers (issue 16) ---- */
+
+static int callers_room(struct dw_collector *c, unsigned n)
+{
+	struct dw_caller_acc *p;
+	unsigned cap;
+
+	if (n <= c->callers_cap)
+		return 0;
+	cap = c->callers_cap ? c->callers_cap : 16;
+	while (cap < n)
+		cap *= 2;
+	p = realloc(c->callers, (size_t)cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p + c->callers_cap, 0, (size_t)(cap - c->callers_cap) * sizeof(*p));
+	c->callers = p;
+	c->callers_cap = cap;
+	return 0;
+}
+
+static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
+{
+	struct dw_caller_stats row;
+	struct dw_caller_acc *a = &c->callers[r];
+	uint64_t ended;
+
+	/* one copy: the kernel keeps adding */
+	memcpy(&row, (const void *)&b->callers[r], sizeof(row));
+	if (!row.taken || row.slot >= b->details_rows)
+		return;
+	if (!a->used) {
+		a->used = true;
+		a->fig.cgroup_id = row.cgroup_id;
+		a->fig.slot = row.slot;
+		a->fig.dep = -1;
+		a->key = b->details[row.slot].dest;
+	}
+	/* the destination's key was published after its slot: take it once it is there */
+	if (row.slot != DW_SLOT_OVERFLOW && a->key.family == DW_FAMILY_OVERFLOW)
+		a->key = b->details[row.slot].dest;
+	for (unsigned i = 0; i < DW_CALLER_BUCKETS; i++) {
+		__u32 delta = row.call[i] - a->seen[i];
+
+		a->fig.hist[i] += delta;
+		a->fig.calls += delta;	/* completed: the histogram's sum */
+		a->seen[i] = row.call[i];
+	}
+	a->fig.failed = row.calls_failed;
+	a->fig.slow = row.calls_slow;
+	ended = a->fig.calls + a->fig.failed;
+	a->fig.recent = ended - a->prev_ended;
+	a->prev_ended = ended;
+}
+
+/* Every caller row in use; then their cgroups named (at most one walk of the tree). */
+static int read_callers(struct dw_collector *c, struct dw_bpf *b)
+{
+	unsigned n;
+	uint64_t *ids;
+	size_t nids = 0;
+	int err = dw_bpf_map_callers(b, &n);
+
+	if (err || n <= 1)
+		return err;
+	if (callers_room(c, n))
+		return -ENOMEM;
+	if (n > c->ncallers)
+		c->ncallers = n;
+	for (unsigned r = 1; r < n; r++)
+		read_caller(c, b, r);
+	if (!c->cgroups)
+		return 0;
+	ids = malloc((size_t)n * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (unsigned r = 1; r < n; r++)
+		if (c->callers[r].used && c->callers[r].fig.cgroup_id)
+			ids[nids++] = c->callers[r].fig.cgroup_id;
+	dw_cgroups_resolve(c->cgroups, ids, nids);
+	free(ids);
+	return 0;
+}
+
+static void callers_clear_pending(struct dw_collector *c)
+{
+	for (unsigned r = 0; r < c->ncallers; r++) {
+		c->callers[r].fig.inflight = 0;
+		c->callers[r].fig.oldest_ns = 0;
+	}
+}
+
+static void caller_pending(struct dw_collector *c, const struct dw_pending_entry *rec)
+{
+	struct dw_caller_fig *f;
+
+	if (!rec->caller || rec->caller >= c->ncallers || !c->callers[rec->caller].used)
+		return;
+	f = &c->callers[rec->caller].fig;
+	f->inflight++;
+	if (!f->oldest_ns || rec->call_start_ns < f->oldest_ns)
+		f->oldest_ns = rec->call_start_ns;
+}
+
+size_t dw_collect_callers(const struct dw_collector *c, struct dw_caller_fig **out)
+{
+	struct dw_caller_fig *v;
+	size_t n = 0;
+
+	*out = NULL;
+	if (!c->ncallers)
+		return 0;
+	v = malloc((size_t)c->ncallers * sizeof(*v));
+	if (!v)
+		return 0;
+	for (unsigned r = 1; r < c->ncallers; r++) {
+		const struct dw_caller_acc *a = &c->callers[r];
+		const struct dw_dest *d;
+
+		if (!a->used)
+			continue;
+		d = slot_for(c->dests, c->cap, &a->key);
+		v[n] = a->fig;
+		v[n].dep = d->used ? d->dep : -1;
+		n++;
+	}
+	n = dw_callers_merge(v, n);
+	*out = v;
+	return n;
+}
+
+void dw_collect_caller_name(const struct dw_collector *c, uint64_t id, struct dw_cgname *out)
+{
+	const struct dw_cgname *name = id && c->cgroups ? dw_cgroups_lookup(c->cgroups, id) : NULL;
+
+	if (name) {
+		*out = *name;
+		return;
+	}
+	memset(out, 0, sizeof(*out));
+	out->kind = DW_CG_PATH;
+	if (id)
+		snprintf(out->name, sizeof(out->name), "cgroup:%llu", (unsigned long long)id);
+	else
+		snprintf(out->name, sizeof(out->name), "unknown");
+}
+
 /* An outstanding call made on behalf of an inbound request: who waits on whom. */
 static void wait_add(struct dw_collector *c, const struct dw_pending_entry *rec, struct dw_dest *callee)
 {
@@ -321,6 +470,9 @@ static void on_pending(const struct dw_pending_entry *rec, const struct dw_dest_
 		/* waits are counted once per poll (a refresh re-reads only some destinations) */
 		if (rec->caller_port && !c->refreshing)
 			wait_add(c, rec, d);
+		/* so are callers' calls in flight */
+		if (!c->refreshing)
+			caller_pending(c, rec);
 		/* a multiplexed connection's may be a control frame nothing answers: shown, not judged */
 		if (!(rec->flags & DW_PEND_MULTIPLEXED))
 			pending_push(d, rec->call_start_ns);
@@ -375,7 +527,10 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
 	int err;
 
 	start_interval(c);
+	callers_clear_pending(c);
 	err = read_dests(c, b);
+	if (!err)
+		err = read_callers(c, b);
 	/* reading the pending table is the costly part: only when a call or connect is out */
 	if (!err && c->busy)
 		err = dw_bpf_scan_pending(b, on_pending, c);

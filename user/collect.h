@@ -10,9 +10,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "logic/callers.h"
+#include "logic/cgname.h"
 #include "logic/dest.h"
 
 struct dw_bpf;
+struct dw_cgroups;
+
+/* One kernel caller row (issue 16) as the collector keeps it: figures, and what it last read. */
+struct dw_caller_acc {
+	struct dw_caller_fig fig;	/* dep is -1 here: the outputs assign it (dw_collect_callers) */
+	struct dw_dest_key key;		/* its destination */
+	bool used;
+	uint64_t prev_ended;		/* completed + failed at the poll before */
+	__u32 seen[DW_CALLER_BUCKETS];	/* the kernel histogram at the last read */
+};
 
 /* Outstanding calls to one destination made while holding a request of one inbound row. */
 struct dw_wait {
@@ -36,6 +48,10 @@ struct dw_collector {
 	bool busy;			/* the last poll saw calls or connects outstanding */
 	bool refreshing;		/* in dw_collect_refresh: only hot destinations take pending calls */
 	uint64_t refreshes;
+	/* callers (issue 16): by kernel row; row 0 is none */
+	struct dw_caller_acc *callers;
+	unsigned ncallers, callers_cap;
+	struct dw_cgroups *cgroups;	/* names them; NULL: shown as cgroup:<id> (set by the daemon) */
 };
 
 int dw_collect_init(struct dw_collector *c, unsigned nslots);
@@ -60,6 +76,14 @@ uint64_t dw_collect_gen(const struct dw_collector *c);
  */
 bool dw_dest_burst_timed(const struct dw_collector *c, const struct dw_dest *d);
 
+/*
+ * The callers of every dependency, merged per (dependency, cgroup) and
+ * ordered (dw_callers_merge): a new array in *out (free it), its length
+ * returned; 0 with none (or out of memory).
+ */
+size_t dw_collect_callers(const struct dw_collector *c, struct dw_caller_fig **out);
+/* The name of a caller's cgroup: cached, "unknown" for id 0, "cgroup:<id>" until resolved. */
+void dw_collect_caller_name(const struct dw_collector *c, uint64_t id, struct dw_cgname *out);
 
 uint64_t dw_monotonic_ns(void);
 

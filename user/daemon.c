@@ -21,6 +21,7 @@
 #include "config_file.h"
 #include "control.h"
 #include "alert.h"
+#include "cgroups.h"
 #include "deps.h"
 #include "loader.h"
 #include "log.h"
@@ -41,6 +42,7 @@ struct run_opts {
 	uint64_t window_ns;
 	unsigned max_dests;
 	unsigned max_conns;		/* --max-conns, 0: the map's own size */
+	unsigned max_series;		/* --max-series: per output, 0 no cap (issue 16) */
 	bool keep_pinned;
 	int group;			/* --group: gid with read access, -1: root only */
 	const char *without[DW_MAX_PROGS + 1];	/* --without hooks, NULL-terminated */
@@ -69,7 +71,7 @@ static const char run_usage[] =
 	"usage: depwatch run [-c FILE] [--pin-dir DIR] [--run-dir DIR] [--interval DUR] [--window DUR]\n"
 	"                    [--max-dests N] [--max-conns N] [--events FILE|-] [--metrics ADDR:PORT]\n"
 	"                    [--backend sock|syscalls] [--without HOOK[,HOOK]|list] [--group GROUP]\n"
-	"                    [--keep-pinned] [-v]\n";
+	"                    [--max-series N] [--keep-pinned] [-v]\n";
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -94,6 +96,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "without", required_argument, NULL, 'W' },
 		{ "group", required_argument, NULL, 'G' },
+		{ "max-series", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -103,7 +106,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 
 	*o = (struct run_opts){ .pin_dir = DW_DEFAULT_PIN_DIR, .run_dir = DW_DEFAULT_RUN_DIR,
 				.interval_ns = 250000000ULL, .window_ns = 10000000000ULL,
-				.max_dests = 4096, .group = -1 };
+				.max_dests = 4096, .group = -1, .max_series = DW_MAX_SERIES_DEFAULT };
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o->config = optarg; break;
@@ -135,6 +138,11 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 			if (dw_parse_uint(optarg, 16, 1000000, &n))
 				return dw_usage_error("--max-dests: '%s' is not a number from 16 to 1000000", optarg);
 			o->max_dests = n;
+			break;
+		case 'S':
+			if (dw_parse_uint(optarg, 0, 1000000, &n))
+				return dw_usage_error("--max-series: '%s' is not a number from 0 to 1000000", optarg);
+			o->max_series = n;
 			break;
 		case 'C':
 			if (dw_parse_uint(optarg, 1, 16777216, &n))
@@ -260,6 +268,20 @@ static void force(struct daemon *d, const char *args, struct dw_buf *out)
 	dw_buf_printf(out, "error: breaker takes open, close or auto and a dependency name\n");
 }
 
+/* "status json N" (status --json --max-series N): the JSON under a cap of N series. */
+static void status_json_capped(struct daemon *d, const char *arg, struct dw_buf *out)
+{
+	struct dw_run_info info = d->info;
+	uint64_t n;
+
+	if (dw_parse_uint(arg, 0, 1000000, &n)) {
+		dw_buf_printf(out, "error: --max-series: not a number from 0 to 1000000\n");
+		return;
+	}
+	info.json_max_series = n;
+	dw_report_json(out, &d->coll, &d->deps.set, &d->svcs, &info);
+}
+
 static void answer(struct daemon *d, int client, const char *req)
 {
 	struct dw_buf out = {};
@@ -270,6 +292,8 @@ static void answer(struct daemon *d, int client, const char *req)
 		force(d, req + 8, &out);
 	else if (!strcmp(req, "status json"))
 		dw_report_json(&out, &d->coll, &d->deps.set, &d->svcs, &d->info);
+	else if (!strncmp(req, "status json ", 12))
+		status_json_capped(d, req + 12, &out);
 	else if (!strcmp(req, "top tsv"))
 		dw_report_tsv(&out, &d->coll, &d->deps.set, &d->svcs);
 	else if (!strcmp(req, "status text"))
@@ -489,6 +513,21 @@ static int open_events(struct daemon *d)
 	return 0;
 }
 
+/* Callers' names (issue 16): without a cgroup v2 mount they are shown as cgroup:<id>. */
+static void open_cgroups(struct daemon *d)
+{
+	char root[4096];
+	int err = dw_cgroup2_mount(NULL, root, sizeof(root));
+
+	if (err) {
+		dw_warn("callers are not named: no cgroup v2 mount (%s)", strerror(-err));
+		return;
+	}
+	d->coll.cgroups = dw_cgroups_new(root, 0, 0);
+	if (!d->coll.cgroups)
+		dw_warn("callers are not named: cannot open %s: %s", root, strerror(errno));
+}
+
 static int start(struct daemon *d, struct dw_config *cfg)
 {
 	struct dw_bpf_opts bopts = { .pin_dir = d->opts.pin_dir, .max_dests = d->opts.max_dests,
@@ -508,6 +547,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		err = lock_run_dir(d);
 	if (!err && d->opts.metrics)
 		err = dw_metrics_start(d->opts.metrics);
+	dw_metrics_set_max_series(d->opts.max_series);
 	if (!err)
 		err = dw_bpf_start(&d->bpf, &bopts);
 	if (err)
@@ -519,6 +559,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		dw_warn("cannot classify connections open before start: %s", strerror(-adopted));
 	err = dw_collect_init(&d->coll, d->opts.window_ns / d->opts.interval_ns);
 	if (!err)
+		open_cgroups(d);
+	if (!err)
 		err = open_fds(d);
 	if (err)
 		return err;
@@ -526,6 +568,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .interval_ns = d->opts.interval_ns,
 					 .window_ns = d->opts.window_ns,
 					 .max_dests = d->opts.max_dests,
+					 .max_series = d->opts.max_series,
 					 .max_conns = d->bpf.max_conns,
 					 .backend = dw_backend_name(d->bpf.backend),
 					 .programs = d->programs };
@@ -558,6 +601,8 @@ static void stop(struct daemon *d)
 		close(d->timer_fd);
 	if (d->fast_fd >= 0)
 		close(d->fast_fd);
+	dw_cgroups_free(d->coll.cgroups);
+	d->coll.cgroups = NULL;
 	dw_collect_free(&d->coll);
 	dw_abort_free(&d->abort);
 	dw_bpf_stop(&d->bpf);

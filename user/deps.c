@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -107,12 +108,47 @@ static bool alert_allowed(struct dw_deps_io *io, const struct dw_dep_event *ev, 
 	return true;
 }
 
+/* Callers named on an open line: the top ones by calls in flight. */
+#define ALERT_CALLERS 3
+
+/*
+ * "frontend.service:118,cron.service:2": the dependency's top callers by
+ * calls in flight (then by calls), into buf; "" when none is known.
+ */
+static void top_callers(const struct dw_collector *c, unsigned dep, char *buf, size_t len)
+{
+	struct dw_caller_fig *v;
+	size_t n = c ? dw_collect_callers(c, &v) : 0, used = 0;
+	unsigned shown = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && shown < ALERT_CALLERS; i++) {
+		struct dw_cgname name;
+		int w;
+
+		if (v[i].dep != (int)dep)
+			continue;
+		dw_collect_caller_name(c, v[i].cgroup_id, &name);
+		w = snprintf(buf + used, len - used, "%s%s:%llu", shown ? "," : "", name.name,
+			     (unsigned long long)v[i].inflight);
+		if (w < 0 || (size_t)w >= len - used) {
+			buf[used] = '\0';
+			break;
+		}
+		used += w;
+		shown++;
+	}
+	if (n)
+		free(v);
+}
+
 /* One breaker event as a syslog line (and --events JSON), from the dependency's figures. */
 static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 {
 	const struct dw_dep *dep = &io->set.deps[ev->dep];
 	bool transition = ev->kind == DW_DEP_TRANSITION;
 	bool closing = transition && ev->state == DW_BREAKER_CLOSED;
+	char callers[3 * (DW_CG_NAME_LEN + 24)];
 	struct dw_alert a = {
 		.dependency = dep->name,
 		.event = transition ? "transition" : "warning",
@@ -137,6 +173,10 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 		a.call_rate_baseline = dep->call_rate_baseline;
 	}
 	a.p99_ms = dw_dep_percentile_ms(dep, 0.99);
+	if (transition && ev->state == DW_BREAKER_OPEN) {
+		top_callers(io->coll, ev->dep, callers, sizeof(callers));
+		a.callers = callers[0] ? callers : NULL;
+	}
 	dw_alert_emit(&a);
 }
 
@@ -172,6 +212,7 @@ static void apply(struct dw_deps_io *io)
 
 void dw_deps_poll(struct dw_deps_io *io, struct dw_collector *c)
 {
+	io->coll = c;
 	dw_depset_poll(&io->set, c->dests, c->cap, c->now_ns, &io->out);
 	apply(io);
 }
@@ -183,6 +224,7 @@ uint64_t dw_deps_next_slow(struct dw_deps_io *io, struct dw_collector *c)
 
 void dw_deps_rejudge(struct dw_deps_io *io, struct dw_collector *c)
 {
+	io->coll = c;
 	dw_depset_rejudge(&io->set, c->now_ns, &io->out);
 	apply(io);
 }

@@ -23,6 +23,7 @@ struct dw_deps_io {
 	struct dw_depset_out out;		/* reused by every step */
 	struct dw_alert_bucket *buckets;	/* by dependency index (never reused) */
 	unsigned nbuckets;
+	const struct dw_collector *coll;	/* the last poll's figures: callers on an open line */
 };
 
 /* Takes cfg over (it is freed with the deps). b: the kernel side, loaded later. */

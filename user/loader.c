@@ -751,6 +751,10 @@ void dw_bpf_stop(struct dw_bpf *b)
 	b->details = NULL;
 	b->details_rows = 0;
 	b->abort_link = NULL;
+	if (b->callers)
+		munmap((void *)b->callers, b->callers_len);
+	b->callers = NULL;
+	b->callers_rows = 0;
 	for (int i = 0; i < b->nprogs; i++) {
 		bpf_link__destroy(b->progs[i].link);
 		b->progs[i].link = NULL;
@@ -931,6 +935,27 @@ int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
 				 &b->details_len, &b->details_rows };
 
 	return map_rows(&m, rows);
+}
+
+int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows)
+{
+	struct mapped_rows m = { "caller_stats", bpf_map__fd(b->skel->maps.caller_stats),
+				 sizeof(struct dw_caller_stats), DW_CALLER_ROWS_DEFAULT,
+				 (void **)&b->callers, &b->callers_len, &b->callers_rows };
+	/* row 0 and those handed out; racing claims may push the counter past the end */
+	unsigned n = *(volatile __u32 *)&b->skel->bss->dw_callers_taken + 1;
+	int err;
+
+	if (n > DW_CALLER_ROWS_DEFAULT)
+		n = DW_CALLER_ROWS_DEFAULT;
+	*rows = 0;
+	if (n <= 1)
+		return 0;
+	err = map_rows(&m, n);
+	if (err)
+		return err;
+	*rows = n < b->callers_rows ? n : b->callers_rows;
+	return 0;
 }
 
 /* The pending table, likewise: up to the entries handed out so far. */

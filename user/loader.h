@@ -42,6 +42,9 @@ struct dw_bpf {
 	size_t pending_len;
 	unsigned pending_rows;
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
+	const struct dw_caller_stats *callers;	/* caller_stats, mapped read-only: rows 0 .. callers_rows-1 */
+	size_t callers_len;
+	unsigned callers_rows;
 	bool keep_pinned;
 	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */
@@ -111,6 +114,12 @@ int dw_bpf_map_details(struct dw_bpf *b, unsigned rows);
 
 /* Rows of dest_stats and dest_details that may be in use: slots 0 .. n-1. */
 unsigned dw_bpf_slots_used(const struct dw_bpf *b);
+
+/*
+ * The caller rows (issue 16) that may be in use, mapped: *rows set to how
+ * many of b->callers to read (row 0 is none and stays zero).
+ */
+int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows);
 
 /* Sums the per-CPU global counters. */
 int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out);

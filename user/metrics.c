@@ -35,6 +35,7 @@
 #include "log.h"
 #include "logic/hist.h"
 #include "logic/jsonw.h"
+#include "logic/topn.h"
 #include "metrics.h"
 #include "services.h"
 
@@ -63,7 +64,20 @@ static struct {
 	struct fig *figs;
 	size_t figs_cap;
 	char addr[128];			/* as given, for messages */
-} m = { .lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1 };
+	unsigned max_series;		/* --max-series: 0 no cap */
+	struct dw_topn_item *items;	/* the choice of series, per render */
+	size_t items_cap;
+	struct dw_dep other;		/* the dependency "~other": what the cap folded */
+	bool *kept;			/* per dependency index: its own series this render */
+	size_t kept_cap;
+	size_t folded_deps, folded_callers;
+	uint64_t render_ns;		/* how long the last page took to render */
+} m = { .lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .max_series = DW_MAX_SERIES_DEFAULT };
+
+void dw_metrics_set_max_series(unsigned n)
+{
+	m.max_series = n;
+}
 
 /* ---- ADDR:PORT */
 
@@ -264,6 +278,12 @@ void dw_metrics_stop(void)
 	free(m.figs);
 	m.figs = NULL;
 	m.figs_cap = 0;
+	free(m.items);
+	m.items = NULL;
+	m.items_cap = 0;
+	free(m.kept);
+	m.kept = NULL;
+	m.kept_cap = 0;
 }
 
 /* ---- figures per dependency */
@@ -296,6 +316,8 @@ static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_coll
 	f->retry_ratio = dep->retry_ratio > 0 ? dep->retry_ratio : 0;
 	f->call_rate = dep->call_rate > 0 ? dep->call_rate : 0;
 	f->call_rate_baseline = dep->call_rate_baseline > 0 ? dep->call_rate_baseline : 0;
+	if (!c)
+		return;
 	if (dep->oldest_call_ns && c->now_ns > dep->oldest_call_ns)
 		f->oldest_s = (c->now_ns - dep->oldest_call_ns) / 1e9;
 	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
@@ -482,7 +504,7 @@ static void breaker_family(struct dw_buf *o, const struct fig *figs, size_t n)
 	       "1 for the state the dependency's circuit breaker is in (closed, open, half_open), "
 	       "0 for the others.");
 	for (size_t i = 0; i < n; i++)
-		for (unsigned k = 0; k < 3; k++) {
+		for (unsigned k = 0; k < 3 && figs[i].dep != &m.other; k++) {
 			series(o, name, sizeof(name) - 1, &figs[i], states[k].label);
 			put(o, figs[i].dep->br.state == states[k].state ? "1\n" : "0\n", 2);
 		}
@@ -655,6 +677,8 @@ static void dest_family(struct dw_buf *o, const struct dw_collector *c, const st
 			const char *name, const char *help, size_t off)
 {
 	char dest[64];
+	uint64_t other = 0;
+	bool folded = false;
 
 	family(o, name, "counter", help);
 	for (size_t i = 0; i < c->cap; i++) {
@@ -662,6 +686,12 @@ static void dest_family(struct dw_buf *o, const struct dw_collector *c, const st
 
 		if (!dest_exported(d, deps))
 			continue;
+		/* a destination of a dependency the cap folded: summed into ~other */
+		if ((size_t)d->dep < m.kept_cap && !m.kept[d->dep]) {
+			other += *(const __u64 *)((const char *)&d->sum + off);
+			folded = true;
+			continue;
+		}
 		dw_dest_format(&d->key, dest, sizeof(dest));
 		put_str(o, name);
 		put_str(o, "{dependency=\"");
@@ -674,6 +704,12 @@ static void dest_family(struct dw_buf *o, const struct dw_collector *c, const st
 		put_u64(o, *(const __u64 *)((const char *)&d->sum + off));
 		put(o, "\n", 1);
 	}
+	if (!folded)
+		return;
+	put_str(o, name);
+	put_str(o, "{dependency=\"" DW_TOPN_OTHER "\",dest=\"" DW_TOPN_OTHER "\",netns=\"0\"} ");
+	put_u64(o, other);
+	put(o, "\n", 1);
 }
 
 static void dest_families(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps)
@@ -686,6 +722,83 @@ static void dest_families(struct dw_buf *o, const struct dw_collector *c, const 
 		    "Answered calls to the destination timed on such a connection: burst timings, not one "
 		    "request's latency; counted in depwatch_calls_total too.",
 		    offsetof(struct dw_dest_stats, calls_burst));
+}
+
+/* ---- callers (issue 16): the same cap, their own budget of series */
+
+static void caller_series(struct dw_buf *o, const char *name, const char *dep, const char *caller,
+			  const char *kind, uint64_t v)
+{
+	put_str(o, name);
+	put_str(o, "{dependency=\"");
+	put_label_value(o, dep);
+	put_str(o, "\",caller=\"");
+	put_label_value(o, caller);
+	put_str(o, "\",kind=\"");
+	put_str(o, kind);
+	put(o, "\"} ", 3);
+	put_u64(o, v);
+	put(o, "\n", 1);
+}
+
+static void caller_families(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps)
+{
+	static const char *const names[] = { "depwatch_caller_calls_total", "depwatch_caller_inflight" };
+	struct dw_caller_fig *v, other = { 0 };
+	size_t n = dw_collect_callers(c, &v);
+	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
+	struct dw_topn_result res = { 0 };
+	struct dw_cgname name;
+
+	m.folded_callers = 0;
+	if (n && !items)
+		n = 0;
+	for (size_t i = 0; i < n; i++)
+		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = v[i].recent };
+	dw_topn_choose(items, n, m.max_series, &res);
+	for (size_t i = res.kept; i < res.kept + res.folded; i++)
+		dw_caller_fig_add(&other, &v[items[i].key]);
+	m.folded_callers = res.folded;
+	family(o, names[0], "counter",
+	       "Calls to the dependency that ended (answered or failed), by the calling cgroup (caller).");
+	for (size_t i = 0; i < res.kept; i++) {
+		const struct dw_caller_fig *f = &v[items[i].key];
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		caller_series(o, names[0], deps->deps[f->dep].name, name.name, dw_cg_kind_name(name.kind),
+			      f->calls + f->failed);
+	}
+	if (res.folded)
+		caller_series(o, names[0], DW_TOPN_OTHER, DW_TOPN_OTHER, "other", other.calls + other.failed);
+	family(o, names[1], "gauge", "Calls to the dependency sent and not yet answered, by caller.");
+	for (size_t i = 0; i < res.kept; i++) {
+		const struct dw_caller_fig *f = &v[items[i].key];
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		caller_series(o, names[1], deps->deps[f->dep].name, name.name, dw_cg_kind_name(name.kind),
+			      f->inflight);
+	}
+	if (res.folded)
+		caller_series(o, names[1], DW_TOPN_OTHER, DW_TOPN_OTHER, "other", other.inflight);
+	free(items);
+	free(v);
+}
+
+static void fold_families(struct dw_buf *o)
+{
+	family(o, "depwatch_series_cap", "gauge",
+	       "--max-series: series per family beyond which the least busy are summed into ~other (0: no cap).");
+	dw_buf_printf(o, "depwatch_series_cap %u\n", m.max_series);
+	family(o, "depwatch_series_folded", "gauge",
+	       "Series summed into the ~other series by --max-series: dependencies (with their "
+	       "destinations) and callers.");
+	dw_buf_printf(o, "depwatch_series_folded{series=\"dependency\"} %zu\n", m.folded_deps);
+	dw_buf_printf(o, "depwatch_series_folded{series=\"caller\"} %zu\n", m.folded_callers);
+	family(o, "depwatch_metrics_render_seconds", "gauge",
+	       "How long rendering the previous page took (this page's is not known yet).");
+	put_str(o, "depwatch_metrics_render_seconds ");
+	put_seconds(o, m.render_ns);
+	put(o, "\n", 1);
 }
 
 static void render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
@@ -703,27 +816,103 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 		  "Durations of successful TCP connects, SYN to established, since the daemon started.",
 		  H_CONNECT, figs, n);
 	dest_families(o, c, deps);
+	caller_families(o, c, deps);
 	service_families(o, deps, svcs);
 	process_families(o, c);
+	fold_families(o);
+}
+
+/* Sums b into a: counters and histograms; of the gauges, the oldest call and the call rates. */
+static void fig_add(struct fig *a, const struct fig *b)
+{
+	a->calls += b->calls;
+	a->failures += b->failures;
+	a->slow += b->slow;
+	a->rejected += b->rejected;
+	a->connects += b->connects;
+	a->connect_failures += b->connect_failures;
+	a->inflight += b->inflight;
+	a->conns += b->conns;
+	a->retries += b->retries;
+	a->abandoned += b->abandoned;
+	if (b->oldest_s > a->oldest_s)
+		a->oldest_s = b->oldest_s;
+	a->call_rate += b->call_rate;
+	a->call_rate_baseline += b->call_rate_baseline;
+	for (int k = 0; k < H_KINDS; k++) {
+		a->sum_ns[k] += b->sum_ns[k];
+		for (unsigned i = 0; i < DW_HIST_COARSE; i++)
+			a->hist[k][i] += b->hist[k][i];
+	}
+}
+
+/*
+ * --max-series: the configured dependencies and the busiest by recent calls
+ * (their call rate) keep their own series; the others, destinations on their
+ * own, are summed into one "~other" at the end. Returns the figures left.
+ */
+static size_t cap_figs(const struct dw_deps *deps, size_t n)
+{
+	struct dw_topn_result res;
+	struct fig other;
+	size_t out = 0;
+
+	memset(m.kept, 1, m.kept_cap * sizeof(*m.kept));
+	m.folded_deps = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct dw_dep *dep = m.figs[i].dep;
+
+		m.items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .pinned = dep->id != 0,
+						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
+	}
+	dw_topn_choose(m.items, n, m.max_series, &res);
+	if (!res.folded)
+		return n;
+	memset(&m.other, 0, sizeof(m.other));
+	m.other.used = true;
+	snprintf(m.other.name, sizeof(m.other.name), "%s", DW_TOPN_OTHER);
+	fig_of(&other, &m.other, NULL);
+	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
+		const struct fig *f = &m.figs[m.items[i].key];
+
+		fig_add(&other, f);
+		m.kept[f->dep - deps->deps] = false;
+	}
+	m.folded_deps = res.folded;
+	/* the kept, in the set's order, then ~other */
+	for (size_t i = 0; i < n; i++)
+		if (m.kept[m.figs[i].dep - deps->deps])
+			m.figs[out++] = m.figs[i];
+	m.figs[out] = other;
+	label_of(&m.figs[out]);
+	return out + 1;
 }
 
 void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps,
 			const struct dw_services *svcs)
 {
+	uint64_t t0 = dw_monotonic_ns();
 	struct dw_buf tmp;
 	size_t n = 0;
 
 	if (!m.started)
 		return;
-	if (m.figs_cap < deps->n) {
-		struct fig *p = realloc(m.figs, deps->n * sizeof(*p));
+	if (m.figs_cap < deps->n + 1) {
+		struct fig *p = realloc(m.figs, (deps->n + 1) * sizeof(*p));
+		struct dw_topn_item *items = realloc(m.items, (deps->n + 1) * sizeof(*items));
+		bool *kept = realloc(m.kept, (deps->n + 1) * sizeof(*kept));
 
-		if (!p) {
+		if (p)
+			m.figs = p;
+		if (items)
+			m.items = items;
+		if (kept)
+			m.kept = kept;
+		if (!p || !items || !kept) {
 			dw_err("out of memory for the metrics");
 			return;
 		}
-		m.figs = p;
-		m.figs_cap = deps->n;
+		m.figs_cap = m.items_cap = m.kept_cap = deps->n + 1;
 	}
 	for (unsigned i = 0; i < deps->n; i++) {
 		if (!dep_shown(&deps->deps[i]))
@@ -731,6 +920,7 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 		fig_of(&m.figs[n], &deps->deps[i], c);
 		label_of(&m.figs[n++]);
 	}
+	n = cap_figs(deps, n);
 	m.next.len = 0;
 	m.next.oom = 0;
 	if (m.next.data)
@@ -743,6 +933,7 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 		return;
 	}
 	m.oom_logged = false;
+	m.render_ns = dw_monotonic_ns() - t0;
 	pthread_mutex_lock(&m.lock);
 	tmp = m.cur;
 	m.cur = m.next;

@@ -46,4 +46,13 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 /* Stops the server, frees everything; safe when not started, and twice. */
 void dw_metrics_stop(void);
 
+/*
+ * --max-series N: per family, the configured dependencies and the busiest
+ * by recent calls keep their own series, the rest are summed into one
+ * "~other" (depwatch_series_folded says how many). 0: no cap. The default
+ * keeps the page under 1 MiB (measured: bench/scale.py).
+ */
+#define DW_MAX_SERIES_DEFAULT 150
+void dw_metrics_set_max_series(unsigned n);
+
 #endif /* DW_METRICS_H */

@@ -6,9 +6,19 @@
 #include "collect.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
+#include "logic/topn.h"
 #include "logic/topview.h"
 #include "report.h"
 #include "services.h"
+
+/* Callers listed on their own per dependency in status; the rest are summed into ~other. */
+#define DW_STATUS_CALLERS 20
+
+/* The callers of one dependency: a range of dw_collect_callers' array. */
+struct dep_callers {
+	const struct dw_caller_fig *v;
+	size_t n;
+};
 
 /* A destination seen for the first time in this very poll has no dependency yet. */
 static const char v_unassigned[] = "";
@@ -184,8 +194,73 @@ static double rate_or_zero(double r)
 	return r >= 0 && r <= 1 ? r : 0;
 }
 
+/* One caller of a dependency (issue 16): its cgroup's name and kind, its figures. */
+static void json_caller(struct dw_buf *out, const struct dw_collector *c, const struct dw_caller_fig *f,
+			const char *other, uint64_t now)
+{
+	struct dw_cgname name;
+
+	if (other) {
+		memset(&name, 0, sizeof(name));
+		snprintf(name.name, sizeof(name.name), "%s", other);
+		name.kind = DW_CG_PATH;
+	} else {
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+	}
+	dw_buf_printf(out, "{\"caller\":");
+	dw_json_str(out, name.name);
+	dw_buf_printf(out, ",\"kind\":\"%s\"", dw_cg_kind_name(name.kind));
+	if (name.pod[0]) {
+		dw_buf_printf(out, ",\"pod\":");
+		dw_json_str(out, name.pod);
+	}
+	if (!other)
+		dw_buf_printf(out, ",\"cgroup_id\":%llu", (unsigned long long)f->cgroup_id);
+	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu",
+		      (unsigned long long)f->calls, (unsigned long long)f->failed,
+		      (unsigned long long)f->slow, (unsigned long long)f->inflight);
+	dw_json_field_opt(out, "oldest_inflight_ms", f->oldest_ns ? age_ms(now, f->oldest_ns) : -1, 3);
+	dw_json_field_opt(out, "p50_ms", dw_caller_percentile_ns(f->hist, 0.50) / 1e6, 3);
+	dw_json_field_opt(out, "p99_ms", dw_caller_percentile_ns(f->hist, 0.99) / 1e6, 3);
+	dw_buf_putc(out, '}');
+}
+
+/*
+ * A dependency's callers, most in flight first: the first DW_STATUS_CALLERS
+ * on their own, the rest summed into one "~other" (callers_folded says how many).
+ */
+static void json_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
+			 uint64_t now)
+{
+	struct dw_caller_fig *other = NULL;
+	size_t folded = 0;
+
+	dw_buf_printf(out, ",\"callers\":[");
+	for (size_t i = 0; cl && i < cl->n; i++) {
+		if (i >= DW_STATUS_CALLERS) {
+			if (!other) {
+				other = calloc(1, sizeof(*other));
+				if (!other)
+					break;
+			}
+			dw_caller_fig_add(other, &cl->v[i]);
+			folded++;
+			continue;
+		}
+		if (i)
+			dw_buf_putc(out, ',');
+		json_caller(out, c, &cl->v[i], NULL, now);
+	}
+	if (other) {
+		dw_buf_putc(out, ',');
+		json_caller(out, c, other, DW_TOPN_OTHER, now);
+		free(other);
+	}
+	dw_buf_printf(out, "],\"callers_folded\":%zu", folded);
+}
+
 static void json_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		     const struct dw_dep *dep, uint64_t now)
+		     const struct dw_dep *dep, const struct dep_callers *cl, uint64_t now)
 {
 	bool burst;
 	uint64_t mux = dep_mux(c, dep, &burst);
@@ -231,9 +306,11 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	dw_json_field_opt(out, "call_rate", dep->call_rate, 2);
 	dw_json_field_opt(out, "call_rate_baseline", dep->call_rate_baseline, 2);
 	dw_buf_printf(out, ",\"retry_storm\":%s,\"multiplexed\":\"%s\",\"multiplexed_conns\":%llu,"
-		      "\"burst_timings\":%s}", dep->retry_storm ? "true" : "false",
+		      "\"burst_timings\":%s", dep->retry_storm ? "true" : "false",
 		      dep->s->judge_multiplexed ? "judge" : "ignore", (unsigned long long)mux,
 		      burst ? "true" : "false");
+	json_callers(out, c, cl, now);
+	dw_buf_putc(out, '}');
 }
 
 static void json_listen(struct dw_buf *out, const struct dw_service *cfg)
@@ -349,21 +426,135 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 	free(dense);
 }
 
-static void json_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		      uint64_t now)
+/* What the destinations table's cap folded: one "~other" line. */
+struct folded_rows {
+	size_t n;
+	uint64_t calls, failed, inflight, connects, cfail;
+};
+
+/*
+ * --max-series for the destinations table: the destinations of configured
+ * dependencies and the busiest by calls in the window keep their rows (in
+ * their order); the rest are summed into *f. Returns the rows kept.
+ */
+static size_t cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
+			struct folded_rows *f)
 {
+	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
+	struct dw_topn_result res;
+	bool *fold;
+	size_t kept = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!items)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		const struct dw_dest *d = views[i].d;
+
+		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = views[i].window_calls,
+						  .pinned = d->dep >= 0 && deps->deps[d->dep].id };
+	}
+	dw_topn_choose(items, n, cap, &res);
+	fold = res.folded ? calloc(n, sizeof(*fold)) : NULL;
+	if (!fold) {
+		free(items);
+		return n;
+	}
+	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
+		const struct dw_dest *d = views[items[i].key].d;
+
+		fold[items[i].key] = true;
+		f->calls += d->sum.calls_completed;
+		f->failed += d->sum.calls_failed;
+		f->inflight += dw_dest_inflight(d);
+		f->connects += d->sum.connect_attempts;
+		f->cfail += dw_dest_connect_failures(d);
+	}
+	f->n = res.folded;
+	for (size_t i = 0; i < n; i++)
+		if (!fold[i])
+			views[kept++] = views[i];
+	free(fold);
+	free(items);
+	return kept;
+}
+
+/*
+ * --max-series for the dependencies table: configured dependencies always,
+ * then the busiest by call rate; a calloc'ed flag per dependency index
+ * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
+ * *inflight: what was folded.
+ */
+static bool *fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
+{
+	struct dw_topn_item *items = deps->n ? calloc(deps->n, sizeof(*items)) : NULL;
+	struct dw_topn_result res;
+	bool *fold = NULL;
+	size_t n = 0;
+
+	*nfolded = 0;
+	if (!items)
+		return NULL;
+	for (unsigned i = 0; i < deps->n; i++) {
+		const struct dw_dep *dep = &deps->deps[i];
+
+		if (!dep_shown(dep))
+			continue;
+		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
+						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
+	}
+	dw_topn_choose(items, n, cap, &res);
+	if (res.folded)
+		fold = calloc(deps->n, sizeof(*fold));
+	for (size_t i = res.kept; fold && i < res.kept + res.folded; i++) {
+		const struct dw_dep *dep = &deps->deps[items[i].key];
+
+		fold[items[i].key] = true;
+		sum[0] += dep->calls;
+		sum[1] += dep->failed;
+		sum[2] += dep->inflight;
+	}
+	if (fold)
+		*nfolded = res.folded;
+	free(items);
+	return fold;
+}
+
+static void json_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		      uint64_t now, unsigned cap)
+{
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded = 0;
+	uint64_t sum[3] = { 0 };
+	bool *fold = cap ? fold_deps(deps, cap, &nfolded, sum) : NULL;
 	bool first = true;
 
 	dw_buf_printf(out, ",\"dependencies\":[");
 	for (unsigned i = 0; i < deps->n; i++) {
-		if (!dep_shown(&deps->deps[i]))
+		struct dep_callers cl = { callers + k, 0 };
+
+		/* callers are ordered by dependency index */
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
+		if (!dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		if (!first)
 			dw_buf_putc(out, ',');
 		first = false;
-		json_dep(out, c, deps, &deps->deps[i], now);
+		json_dep(out, c, deps, &deps->deps[i], &cl, now);
 	}
-	dw_buf_printf(out, "]");
+	if (nfolded)
+		dw_buf_printf(out, "%s{\"name\":\"" DW_TOPN_OTHER "\",\"configured\":false,\"folded\":%zu,"
+			      "\"calls\":%llu,\"failed\":%llu,\"inflight\":%llu}", first ? "" : ",", nfolded,
+			      (unsigned long long)sum[0], (unsigned long long)sum[1],
+			      (unsigned long long)sum[2]);
+	dw_buf_printf(out, "],\"dependencies_folded\":%zu", nfolded);
+	free(fold);
+	free(callers);
 }
 
 void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
@@ -371,6 +562,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
+	struct folded_rows folded = { 0 };
 
 	dw_buf_printf(out, "{\"uptime_s\":");
 	dw_json_num(out, (c->now_ns - info->started_ns) / 1e9, 3);
@@ -378,16 +570,24 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->interval_ns / 1000000),
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
-	json_deps(out, c, deps, c->now_ns);
+	json_deps(out, c, deps, c->now_ns, info->json_max_series);
 	json_services(out, deps, svcs, c->now_ns);
 	json_inbound(out, c, svcs);
+	if (views && info->json_max_series)
+		n = cap_views(views, n, deps, info->json_max_series, &folded);
 	dw_buf_printf(out, ",\"destinations\":[");
 	for (size_t i = 0; views && i < n; i++) {
 		if (i)
 			dw_buf_putc(out, ',');
 		json_dest(out, &views[i], deps);
 	}
-	dw_buf_printf(out, "]}\n");
+	if (folded.n)
+		dw_buf_printf(out, "%s{\"dest\":\"" DW_TOPN_OTHER "\",\"folded\":%zu,\"calls\":%llu,"
+			      "\"failed\":%llu,\"inflight\":%llu,\"connects\":%llu,\"connect_failures\":%llu}",
+			      n ? "," : "", folded.n, (unsigned long long)folded.calls,
+			      (unsigned long long)folded.failed, (unsigned long long)folded.inflight,
+			      (unsigned long long)folded.connects, (unsigned long long)folded.cfail);
+	dw_buf_printf(out, "],\"destinations_folded\":%zu}\n", folded.n);
 	free(views);
 }
 
@@ -460,18 +660,69 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	return burst;
 }
 
+/* Callers shown under each dependency in the status table. */
+#define DW_TEXT_CALLERS 3
+
+/* Under a dependency's line: its top callers (most in flight first), in the same columns. */
+static void text_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
+			 uint64_t now)
+{
+	char oldest[16], p50[16], p99[16];
+	struct dw_cgname name;
+	int pad;
+
+	for (size_t i = 0; i < cl->n && i < DW_TEXT_CALLERS; i++) {
+		const struct dw_caller_fig *f = &cl->v[i];
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		dw_buf_printf(out, "  <- ");
+		pad = (int)out->len;
+		dw_escape_text(out, name.name, 52);
+		pad = 56 - ((int)out->len - pad);
+		dw_buf_printf(out, "%*s %8llu %6llu %5llu %7s %7s %7s\n", pad > 0 ? pad : 1, "",
+			      (unsigned long long)f->calls, (unsigned long long)f->failed,
+			      (unsigned long long)f->inflight,
+			      cell_ms(f->oldest_ns ? age_ms(now, f->oldest_ns) : -1, oldest, sizeof(oldest)),
+			      cell_ms(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, p50, sizeof(p50)),
+			      cell_ms(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, p99, sizeof(p99)));
+	}
+	if (cl->n > DW_TEXT_CALLERS)
+		dw_buf_printf(out, "  <- (%zu more callers)\n", cl->n - DW_TEXT_CALLERS);
+}
+
 /* Returns whether a row is marked as burst timings. */
 static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		      uint64_t now)
+		      uint64_t now, unsigned cap)
 {
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded;
+	uint64_t sum[3] = { 0 };
+	bool *fold = fold_deps(deps, cap, &nfolded, sum);
 	bool burst = false;
 
 	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
 		      "BREAKER", "REASON", "SLOW", "FAIL", "CALLS", "FAILED", "INFL", "OLDEST", "P50",
 		      "P99");
-	for (unsigned i = 0; i < deps->n; i++)
-		if (dep_shown(&deps->deps[i]))
-			burst |= text_dep(out, c, &deps->deps[i], now);
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dep_callers cl = { callers + k, 0 };
+
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
+		if (!dep_shown(&deps->deps[i]) || (fold && fold[i]))
+			continue;
+		burst |= text_dep(out, c, &deps->deps[i], now);
+		text_callers(out, c, &cl, now);
+	}
+	if (nfolded)
+		dw_buf_printf(out, "%-24.24s %-9s %-12s %6s %6s %8llu %6llu %5llu %7s %7s %7s (%zu dependencies)\n",
+			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum[0],
+			      (unsigned long long)sum[1], (unsigned long long)sum[2], "-", "-", "-", nfolded);
+	free(fold);
+	free(callers);
 	dw_buf_putc(out, '\n');
 	return burst;
 }
@@ -509,6 +760,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 {
 	size_t n;
 	struct dest_view *views = views_of(c, &n);
+	struct folded_rows folded = { 0 };
 	bool burst;
 
 	dw_buf_printf(out, "depwatch: %zu destinations, up %.0fs, percentiles over %llus; %s\n",
@@ -517,16 +769,23 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	if (c->globals.dest_map_full)
 		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
 			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
-	burst = text_deps(out, c, deps, c->now_ns);
+	burst = text_deps(out, c, deps, c->now_ns, info->max_series);
 	text_services(out, deps, svcs);
 	/* MUX: connections seen carrying overlapping requests, since start */
 	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %5s %s\n", "DEST", "CALLS",
 		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
 		      "RETX", "MUX", "LAST CALLER");
+	n = views ? cap_views(views, n, deps, info->max_series, &folded) : 0;
 	for (size_t i = 0; views && i < n; i++) {
 		text_row(out, &views[i]);
 		burst |= views[i].burst;
 	}
+	if (folded.n)
+		dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5s %6s %5s (%zu destinations)\n",
+			      DW_TOPN_OTHER, (unsigned long long)folded.calls,
+			      (unsigned long long)folded.failed, (unsigned long long)folded.inflight, "-",
+			      "-", "-", "-", (unsigned long long)folded.connects,
+			      (unsigned long long)folded.cfail, "-", "-", "-", folded.n);
 	if (burst)
 		dw_buf_printf(out, "\n" BURST_LEGEND);
 	free(views);
@@ -576,13 +835,49 @@ static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const stru
 		      (unsigned long long)svc->inflight, svc->cfg->pool, svc->fc.exhausted_in_s);
 }
 
+/* Callers sent to top per dependency. */
+#define DW_TOP_CALLERS 5
+
+/* "@caller<TAB>name<TAB>calls<TAB>inflight<TAB>p99_ms" (calls: completed and failed). */
+static void tsv_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl)
+{
+	struct dw_cgname name;
+
+	for (size_t i = 0; i < cl->n && i < DW_TOP_CALLERS; i++) {
+		const struct dw_caller_fig *f = &cl->v[i];
+		double p99 = dw_caller_percentile_ns(f->hist, 0.99);
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		dw_buf_printf(out, "@caller\t");
+		/* cgroup names are chosen by whoever makes cgroups: escaped (no tab, no newline) */
+		dw_escape_text(out, name.name, sizeof(name.name));
+		dw_buf_printf(out, "\t%llu\t%llu\t%.3f\n", (unsigned long long)(f->calls + f->failed),
+			      (unsigned long long)f->inflight, p99 < 0 ? -1 : p99 / 1e6);
+	}
+}
+
 void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		   const struct dw_services *svcs)
 {
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
+
 	dw_top_tsv_header(out);
-	for (unsigned i = 0; i < deps->n; i++)
-		if (dep_shown(&deps->deps[i]))
-			tsv_dep(out, c, &deps->deps[i], c->now_ns);
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dep_callers cl = { callers + k, 0 };
+
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
+		if (!dep_shown(&deps->deps[i]))
+			continue;
+		tsv_dep(out, c, &deps->deps[i], c->now_ns);
+		tsv_callers(out, c, &cl);
+	}
+	free(callers);
 	for (unsigned i = 0; i < svcs->n; i++)
 		tsv_service(out, &svcs->svc[i], deps);
 }

@@ -15,6 +15,8 @@ struct dw_run_info {
 	uint64_t interval_ns;
 	uint64_t window_ns;
 	unsigned max_dests;
+	unsigned max_series;	/* --max-series: destinations listed in status (text), 0 no cap */
+	unsigned json_max_series;	/* status --json --max-series N: the same for JSON, 0 (default) no cap */
 	unsigned max_conns;	/* the syscalls backend's connection map; 0: socket storage, no size */
 	const char *backend;
 	const char *programs;	/* the start-up line's attached / not attached text */

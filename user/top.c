@@ -134,6 +134,7 @@ struct live {
 	time_t cur_time;
 	char err[160];		/* why the last refresh failed; cur is then older */
 	bool color;
+	bool callers;		/* 'c': each dependency's top callers under its row */
 };
 
 static volatile sig_atomic_t quit;
@@ -202,7 +203,7 @@ static void draw_header(const struct live *t, int w)
 	if (t->err[0])
 		dw_buf_printf(&line, "  [%s]", t->err);
 	else
-		dw_buf_printf(&line, "  (q quits)");
+		dw_buf_printf(&line, "  (q quits, c %s callers)", t->callers ? "hides" : "shows");
 	attron(A_BOLD);
 	if (line.data)
 		mvaddnstr(0, 0, line.data, w);
@@ -241,6 +242,22 @@ static void draw_row(const struct live *t, const struct dw_top_layout *lay,
 	dw_buf_free(&line);
 }
 
+/* Under a row, with 'c': its callers, as many as fit above the last line; returns the lines drawn. */
+static int draw_callers(const struct live *t, const struct dw_top_row *r, int y, int h, int w)
+{
+	int drawn = 0;
+
+	for (size_t k = 0; t->callers && k < r->ncallers && y + drawn < h - 1; k++, drawn++) {
+		struct dw_buf line = {};
+
+		dw_top_caller_text(&t->cur.callers[r->caller_first + k], &line);
+		if (line.data)
+			mvaddnstr(y + drawn, 0, line.data, w);
+		dw_buf_free(&line);
+	}
+	return drawn;
+}
+
 static void draw(const struct live *t)
 {
 	struct dw_top_layout lay;
@@ -263,6 +280,7 @@ static void draw(const struct live *t)
 			break;
 		}
 		draw_row(t, &lay, &t->cur.rows[i], y, w);
+		y += draw_callers(t, &t->cur.rows[i], y + 1, h, w);
 	}
 	if (t->cur.burst && i == t->cur.n && y < h)
 		mvaddnstr(y, 0, DW_TOP_BURST_LEGEND, w);
@@ -293,6 +311,10 @@ static void run_loop(struct live *t)
 			return;
 		if (ch == KEY_RESIZE)
 			draw(t);
+		if (ch == 'c' || ch == 'C') {
+			t->callers = !t->callers;
+			draw(t);
+		}
 		if (monotonic_ns() < due)
 			continue;
 		refresh_frame(t);

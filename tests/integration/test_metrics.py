@@ -11,6 +11,7 @@ already taken makes `run` exit non-zero with one line.
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -21,7 +22,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port
+from harness import DEPWATCH, REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port
 
 DELAY = 0.1     # the server's answer delay, seconds
 CALLS = 20
@@ -76,6 +77,12 @@ FAMILIES = {
     "depwatch_kernel_pending_table_full_total": "counter",
     "depwatch_kernel_abort_failed_total": "counter",
     "depwatch_connections_aborted_total": "counter",
+    "depwatch_kernel_caller_map_full_total": "counter",
+    "depwatch_caller_calls_total": "counter",
+    "depwatch_caller_inflight": "gauge",
+    "depwatch_series_cap": "gauge",
+    "depwatch_series_folded": "gauge",
+    "depwatch_metrics_render_seconds": "gauge",
 }
 
 
@@ -279,7 +286,9 @@ class Test03MetricsStartErrors(DaemonTestCase):
             self.assertTrue(err.startswith("depwatch: --metrics: '%s'" % arg), err)
 
 
-class Test04PrometheusScrape(MetricsTestCase):
+class PrometheusMixin:
+    """A real Prometheus scraping a target, and instant queries to it."""
+
     def start_prometheus(self, target):
         exe = shutil.which("prometheus")
         self.assertIsNotNone(exe, "prometheus not installed: run `make deps` (Debian package prometheus)")
@@ -338,6 +347,8 @@ class Test04PrometheusScrape(MetricsTestCase):
                 return v
             time.sleep(0.2)
 
+
+class Test04PrometheusScrape(PrometheusMixin, MetricsTestCase):
     def test_histogram_quantile_in_prometheus(self):
         srv = LoopbackServer("127.0.0.1", mode="delay", delay=DELAY)
         self.addCleanup(srv.close)
@@ -402,3 +413,99 @@ class Test05Examples(unittest.TestCase):
         self.assertTrue(any(e.startswith("histogram_quantile(0.99,") for e in exprs), exprs)
         ids = [p["id"] for p in dash["panels"]]
         self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
+
+
+SERIES_CAP = 200
+MANY_PORTS = 4          # servers on 0.0.0.0: each 127.0.0.0/8 address x these ports is a destination
+MANY_ADDRS = 1250       # x 4 ports = 5 000 destinations
+
+
+def dependency(st, name):
+    rows = [x for x in st["dependencies"] if x["name"] == name]
+    return rows[0] if rows else None
+
+
+def calls_by_dep(st):
+    """{dependency name: calls + failed} of a status --json."""
+    return {d["name"]: d["calls"] + d["failed"] for d in st["dependencies"]}
+
+
+class Test05MaxSeries(PrometheusMixin, MetricsTestCase):
+    """5 000 destinations with --max-series 200: the configured dependency keeps its series, at
+    most 200 per family, one ~other whose counters are the sum of what it folded."""
+
+    def test_many_destinations_folded(self):
+        srvs = [LoopbackServer("0.0.0.0", mode="delay") for _ in range(MANY_PORTS)]
+        for srv in srvs:
+            self.addCleanup(srv.close)
+        mport = free_port()
+        conf = write_config("[dependency web]\nmatch = 127.0.0.1:%d\n" % srvs[0].port)
+        self.addCleanup(os.unlink, conf)
+        d = self.start_daemon(extra_args=["-c", conf, "--metrics", "127.0.0.1:%d" % mport,
+                                          "--max-series", str(SERIES_CAP), "--max-dests", "16384"])
+        base = random.randint(16, 200)
+        n = 0
+        for a in range(MANY_ADDRS):
+            host = "127.%d.%d.%d" % (base, 1 + a // 250, 1 + a % 250)
+            for srv in srvs:
+                c = Client(host, srv.port)
+                c.call()
+                c.close()
+                n += 1
+        # the configured dependency: busy, and kept whatever its rank
+        c = Client("127.0.0.1", srvs[0].port)
+        for _ in range(CALLS):
+            c.call()
+        c.close()
+        d.wait_for(lambda st: st["kernel"]["dest_map_full"] == 0 and
+                   sum(1 for r in st["destinations"] if r["dest"].startswith("127.%d." % base)) == n,
+                   timeout=20, what="all %d destinations" % n)
+        # one page and one status of the same poll: retried while traffic of others moves them apart
+        for _ in range(20):
+            s1, body = self.wait_metrics(mport, lambda s: True)
+            st = d.status()
+            s2, _ = self.wait_metrics(mport, lambda s: True)
+            calls1 = {k: v for k, v in s1.items() if k[0] == "depwatch_calls_total"}
+            calls2 = {k: v for k, v in s2.items() if k[0] == "depwatch_calls_total"}
+            if calls1 == calls2:
+                break
+            time.sleep(0.3)
+        self.assertLess(len(body), 1 << 20, "page size")
+        per_family = {}
+        for (name, labels) in s1:
+            per_family.setdefault(name, []).append(labels)
+        for name in ("depwatch_calls_total", "depwatch_inflight", "depwatch_connects_total",
+                     "depwatch_caller_calls_total", "depwatch_dest_burst_calls_total"):
+            self.assertLessEqual(len(per_family.get(name, [])), SERIES_CAP, name)
+        self.assertIn(web("depwatch_calls_total"), s1)
+        self.assertGreaterEqual(s1[web("depwatch_calls_total")], CALLS)
+        other = ("depwatch_calls_total", '{dependency="~other"}')
+        self.assertIn(other, s1, "no ~other series")
+        kept = {re.match(r'\{dependency="(.*)"\}$', labels).group(1)
+                for (name, labels) in calls1 if name == "depwatch_calls_total"}
+        by_dep = calls_by_dep(st)
+        folded = {k: v for k, v in by_dep.items() if k not in kept}
+        self.assertEqual(s1[other], sum(folded.values()), "~other = the sum of what it folded")
+        self.assertEqual(s1[("depwatch_series_folded", '{series="dependency"}')], len(folded))
+        self.assertGreaterEqual(len(folded), n - SERIES_CAP)
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool not installed: run `make deps` (Debian package prometheus)")
+        r = subprocess.run([promtool, "check", "metrics"], input=body.encode(), capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 0, "promtool check metrics: %s %s" % (r.stdout.decode(), r.stderr.decode()))
+        # status --json under the same cap: each list ends with one ~other entry
+        r = subprocess.run([DEPWATCH, "status", "--json", "--max-series", str(SERIES_CAP), "--run-dir", d.run_dir],
+                           capture_output=True, timeout=30)
+        capped = json.loads(r.stdout)
+        for key in ("destinations", "dependencies"):
+            self.assertLessEqual(len(capped[key]), SERIES_CAP, key)
+            self.assertGreater(capped[key + "_folded"], 0, key)
+        self.assertEqual(capped["destinations"][-1]["dest"], "~other")
+        self.assertIsNotNone(dependency(capped, "web"))
+        self.start_prometheus("127.0.0.1:%d" % mport)
+        up = self.wait_query('up{job="depwatch"}', lambda v: v == 1, 20)
+        self.assertEqual(up, 1, "prometheus scrape: " + self.prom_tail())
+        cnt = self.wait_query("count(depwatch_calls_total)", lambda v: v > 0, 20)
+        self.assertLessEqual(cnt, SERIES_CAP)
+        self.assertIsNotNone(self.query('depwatch_calls_total{dependency="~other"}'))
+        print("\n    %d destinations, --max-series %d: page %d bytes, %d dependencies folded"
+              % (n, SERIES_CAP, len(body), len(folded)))

@@ -225,7 +225,10 @@ static void test_one_walk_per_call(void **state)
 	dw_cgroups_free(c);
 }
 
-/* A name outlives its directory (the id is not reused); one removed before it was seen is gone. */
+/*
+ * A name outlives its directory until the id is asked about again; one
+ * removed before it was seen is gone.
+ */
 static void test_removed(void **state)
 {
 	char root[PATH_MAX], path[PATH_MAX];
@@ -246,6 +249,36 @@ static void test_removed(void **state)
 	assert_int_equal(dw_cgroups_resolve(c, &lost, 1), 1);
 	assert_name(c, kept, DW_CG_UNIT, "kept.service");
 	assert_gone(c, lost);
+	/* asked about again (its connections outlive it): its path is checked, and it is gone */
+	assert_int_equal(dw_cgroups_resolve(c, &kept, 1), 1);
+	assert_gone(c, kept);
+	dw_cgroups_free(c);
+}
+
+/* A cgroup renamed after it was named is looked for again: its new name, not gone. */
+static void test_renamed(void **state)
+{
+	char root[PATH_MAX], from[PATH_MAX], to[PATH_MAX];
+	struct dw_cgroups_stats st;
+	struct dw_cgroups *c;
+	uint64_t id;
+
+	(void)state;
+	id = mkdirs("/n/old.service");
+	snprintf(root, sizeof(root), "%s/n", tmp_root);
+	c = dw_cgroups_new(root, 0, DW_CGROUPS_NO_HANDLES);
+	assert_non_null(c);
+	assert_int_equal(dw_cgroups_resolve(c, &id, 1), 1);
+	assert_name(c, id, DW_CG_UNIT, "old.service");
+	/* unchanged: one fstatat, no walk */
+	assert_int_equal(dw_cgroups_resolve(c, &id, 1), 0);
+	dw_cgroups_stats(c, &st);
+	assert_int_equal(st.walks, 1);
+	snprintf(from, sizeof(from), "%s/n/old.service", tmp_root);
+	snprintf(to, sizeof(to), "%s/n/new.service", tmp_root);
+	assert_int_equal(rename(from, to), 0);
+	assert_int_equal(dw_cgroups_resolve(c, &id, 1), 1);
+	assert_name(c, id, DW_CG_UNIT, "new.service");
 	dw_cgroups_free(c);
 }
 
@@ -621,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_walk_names),
 		cmocka_unit_test(test_one_walk_per_call),
 		cmocka_unit_test(test_removed),
+		cmocka_unit_test(test_renamed),
 		cmocka_unit_test(test_many_ids_one_walk),
 		cmocka_unit_test(test_cache_bounded),
 		cmocka_unit_test(test_cache_churn),

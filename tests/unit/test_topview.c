@@ -174,6 +174,41 @@ static void test_parse_well_formed(void **state)
 	dw_top_frame_free(&f);
 }
 
+/* "@caller" lines belong to the row before them, and stay with it when the rows are sorted. */
+static void test_parse_callers(void **state)
+{
+	char text[4096];
+	struct dw_top_frame f;
+	const struct dw_top_row *r;
+	struct dw_buf b = {};
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n", HEADER,
+		 "@caller\torphan\t1\t0\t-1",
+		 ROW(.name = "a"), "@caller\tpayments-api.service\t30\t1\t2.100",
+		 "@caller\tcron\\x09x.service\t2\t0\t-1.000",
+		 ROW(.name = "b", .breaker = "open"), "@caller\tbad\tnot-a-number\t0\t1",
+		 "@caller\tdocker:0123456789ab\t7\t1\t0.500");
+	assert_int_equal(parse(text, &f), 0);
+	assert_int_equal(f.n, 2);
+	assert_int_equal(f.skipped, 2);
+	dw_top_sort(&f);
+	r = find(&f, "a");
+	assert_int_equal(r->ncallers, 2);
+	assert_string_equal(f.callers[r->caller_first].name, "payments-api.service");
+	assert_int_equal(f.callers[r->caller_first].calls, 30);
+	assert_int_equal(f.callers[r->caller_first].inflight, 1);
+	assert_double_eq(f.callers[r->caller_first + 1].p99_ms, -1);
+	r = find(&f, "b");
+	assert_int_equal(r->ncallers, 1);
+	assert_string_equal(f.callers[r->caller_first].name, "docker:0123456789ab");
+	dw_top_caller_text(&f.callers[r->caller_first], &b);
+	assert_non_null(strstr(b.data, "<- docker:0123456789ab"));
+	assert_non_null(strstr(b.data, "calls 7  inflight 1  p99 500us"));
+	dw_buf_free(&b);
+	dw_top_frame_free(&f);
+}
+
 /* An older daemon: 16 fields, nothing multiplexed. Under an 18-field header, 16 is malformed. */
 static void test_parse_old_answer(void **state)
 {
@@ -541,6 +576,7 @@ int main(void)
 	    cmocka_unit_test(test_tsv_row_format),
 	    cmocka_unit_test(test_tsv_round_trip),
 	    cmocka_unit_test(test_parse_well_formed),
+	    cmocka_unit_test(test_parse_callers),
 	    cmocka_unit_test(test_parse_old_answer),
 	    cmocka_unit_test(test_parse_header),
 	    cmocka_unit_test(test_parse_malformed),

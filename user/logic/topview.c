@@ -279,11 +279,53 @@ static int add_line(struct dw_top_frame *f, char *line, size_t nfields, int mux)
 		f->skipped++;
 		return 0;
 	}
+	row->caller_first = f->ncallers;
+	row->ncallers = 0;
 	f->n++;
 	f->burst += row->burst;
 	f->open += row->state == DW_TOP_OPEN;
 	f->half_open += row->state == DW_TOP_HALF_OPEN;
 	return 0;
+}
+
+/* "@caller<TAB>name<TAB>calls<TAB>inflight<TAB>p99_ms", for the row before it. */
+static int add_caller(struct dw_top_frame *f, char *line)
+{
+	char *fld[5];
+	struct dw_top_caller *c;
+	struct dw_top_row *row = f->n ? &f->rows[f->n - 1] : NULL;
+
+	if (split_tabs(line, fld, 5) != 5 || !row || row->caller_first + row->ncallers != f->ncallers) {
+		f->skipped++;
+		return 0;
+	}
+	if (f->ncallers == f->callers_cap) {
+		size_t cap = f->callers_cap ? 2 * f->callers_cap : 16;
+		struct dw_top_caller *p = realloc(f->callers, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		f->callers = p;
+		f->callers_cap = cap;
+	}
+	c = &f->callers[f->ncallers];
+	if (parse_count(fld[2], &c->calls) || parse_count(fld[3], &c->inflight) ||
+	    parse_real(fld[4], -1, HUGE_VAL, &c->p99_ms)) {
+		f->skipped++;
+		return 0;
+	}
+	dw_top_clean(c->name, sizeof(c->name), fld[1], strlen(fld[1]));
+	f->ncallers++;
+	row->ncallers++;
+	return 0;
+}
+
+void dw_top_caller_text(const struct dw_top_caller *c, struct dw_buf *out)
+{
+	char p99[DW_TOP_CELL_LEN];
+
+	dw_buf_printf(out, "    <- %-40s calls %llu  inflight %llu  p99 %s", c->name, c->calls, c->inflight,
+		      dw_top_cell_ms(c->p99_ms, p99));
 }
 
 /*
@@ -353,6 +395,8 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 			f->skipped++;
 		else if (!strncmp(line, "@service\t", 9))
 			add_note(f, line);
+		else if (!strncmp(line, "@caller\t", 8))
+			err = add_caller(f, line);
 		else
 			err = add_line(f, line, nfields, mux);
 	}
@@ -365,6 +409,7 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 void dw_top_frame_free(struct dw_top_frame *f)
 {
 	free(f->rows);
+	free(f->callers);
 	memset(f, 0, sizeof(*f));
 }
 

@@ -100,6 +100,19 @@ struct dw_top_row {
 	unsigned long long mux_conns;	/* connections seen multiplexed (0 from an older daemon) */
 	bool burst;			/* its percentiles are burst timings: P50 gets a '*' */
 	unsigned long long aborted;	/* by enforce = abort or abort_after (0 from an older daemon) */
+	size_t caller_first, ncallers;	/* its callers in the frame's callers[] */
+};
+
+/*
+ * A dependency's top caller (issue 16): an "@caller<TAB>name<TAB>calls<TAB>
+ * inflight<TAB>p99_ms" line right after its row (older tops skip it as a
+ * malformed row).
+ */
+#define DW_TOP_CALLER_LEN 132
+struct dw_top_caller {
+	char name[DW_TOP_CALLER_LEN];	/* safe to print */
+	unsigned long long calls, inflight;
+	double p99_ms;			/* -1: none */
 };
 
 /* Services shown above the table, one line each ("@service" lines of the daemon's answer). */
@@ -114,6 +127,8 @@ struct dw_top_frame {
 	size_t skipped;			/* malformed lines left out */
 	size_t open, half_open;
 	size_t burst;			/* rows whose percentiles are burst timings */
+	struct dw_top_caller *callers;	/* by row (caller_first, ncallers) */
+	size_t ncallers, callers_cap;
 };
 
 /* Below the table when a row's P50 is marked. */
@@ -197,6 +212,8 @@ void dw_top_layout(const struct dw_top_frame *f, int width, struct dw_top_layout
 void dw_top_titles(const struct dw_top_layout *lay, struct dw_buf *out);
 void dw_top_row_text(const struct dw_top_layout *lay, const struct dw_top_row *r,
 		     struct dw_buf *out);
+/* "    <- payments-api.service   calls 30  inflight 1  p99 2.1ms": a caller under its row. */
+void dw_top_caller_text(const struct dw_top_caller *c, struct dw_buf *out);
 /* "depwatch top  14:03:27  3 dependencies, 1 open" and what else there is to say. */
 void dw_top_header(const struct dw_top_frame *f, const struct tm *when, struct dw_buf *out);
 
