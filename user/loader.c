@@ -15,6 +15,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "depwatch.skel.h"
+#include "cgroups.h"
+#include "hooks.h"
 #include "loader.h"
 #include "log.h"
 #include "privs.h"
@@ -22,91 +24,6 @@
 /* Maps other tools may read, pinned by these names under the pin dir. */
 static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "globals", "conns",
 					    "breakers" };
-
-#define ON_SOCK (1u << DW_BACKEND_SOCK)
-#define ON_SYSCALLS (1u << DW_BACKEND_SYSCALLS)
-
-struct prog_spec {
-	const char *name;
-	const char *tracepoint;	/* its btf_trace_<tp> typedef must be in the kernel's BTF */
-	bool required;
-	const char *without;	/* what is lost without it */
-	unsigned backends;	/* ON_SOCK, ON_SYSCALLS: loaded only for those */
-	const char *instead_of;	/* the program it stands in for, not loaded beside it */
-};
-
-static const struct prog_spec prog_specs[] = {
-	{ "dw_sendmsg", "tcp_sendmsg_locked", false,
-	  "calls start when their send returns (sock_send_length): an answer processed inside the send comes first, and the call is timed short or merges with the next",
-	  ON_SOCK, "dw_send" },
-	{ "dw_send", "sock_send_length", true, NULL, ON_SOCK, NULL },
-	{ "dw_recv", "sock_recv_length", true, NULL, ON_SOCK, NULL },
-	{ "dw_set_state", "inet_sock_set_state", true, NULL, ON_SOCK | ON_SYSCALLS, NULL },
-	{ "dw_data_ready", "sk_data_ready", false, "calls complete at the receive, not at data arrival",
-	  ON_SOCK, NULL },
-	{ "dw_retransmit", "tcp_retransmit_skb", false, "retransmits are not counted",
-	  ON_SOCK | ON_SYSCALLS, NULL },
-};
-
-/*
- * The syscalls backend: classic tracepoints syscalls/sys_enter_<name> and
- * sys_exit_<name>. One entry program per argument layout (bpf/syscalls.bpf.h),
- * dw_sys_exit for every exit. What a socket can be driven by without these
- * (io_uring, 32-bit processes) is in doc/callmodel.md's support matrix.
- */
-struct syscall_spec {
-	const char *name;
-	const char *enter;	/* the program attached to its entry */
-	bool required;		/* on every architecture since long before BPF */
-};
-
-static const struct syscall_spec syscall_specs[] = {
-	{ "sendto", "dw_sys_enter_send", true },
-	{ "sendmsg", "dw_sys_enter_send", true },
-	{ "sendmmsg", "dw_sys_enter_send", false },
-	{ "write", "dw_sys_enter_send", true },
-	{ "writev", "dw_sys_enter_send", false },
-	{ "pwritev2", "dw_sys_enter_send", false },
-	{ "sendfile64", "dw_sys_enter_send", false },
-	{ "recvfrom", "dw_sys_enter_recv_flags3", true },
-	{ "recvmsg", "dw_sys_enter_recvmsg", true },
-	{ "recvmmsg", "dw_sys_enter_recv_flags3", false },
-	{ "read", "dw_sys_enter_read", true },
-	{ "readv", "dw_sys_enter_read", false },
-	{ "preadv2", "dw_sys_enter_read", false },
-	{ "splice", "dw_sys_enter_splice", false },
-};
-
-/* Programs that belong to the syscalls backend only, besides prog_specs. */
-static const char *const syscalls_only[] = {
-	"dw_sys_enter_send", "dw_sys_enter_read", "dw_sys_enter_recv_flags3", "dw_sys_enter_recvmsg",
-	"dw_sys_enter_splice", "dw_sys_exit",
-};
-
-/* Hooks outside the tables above, by the names the start line gives them. */
-#define HOOK_CONNECT4 "cgroup/connect4"
-#define HOOK_CONNECT6 "cgroup/connect6"
-#define HOOK_ADOPT "iter/tcp"
-/* the abort iterator (iter/tcp with the bpf_sock_destroy kfunc): enforce = abort, abort_after */
-#define HOOK_ABORT "sock_destroy"
-
-struct other_hook {
-	const char *name;
-	const char *without;	/* NULL: depwatch cannot run without it */
-};
-
-/* The first two are the cgroup hooks, in attach_enforce's order. */
-static const struct other_hook other_hooks[] = {
-	{ HOOK_CONNECT4, "IPv4 connects are not refused while a breaker is open (breakers are still judged)" },
-	{ HOOK_CONNECT6, "IPv6 connects are not refused while a breaker is open (breakers are still judged)" },
-	{ HOOK_ADOPT, "connections open before the start are not watched, only new ones" },
-	{ HOOK_ABORT, "enforce = abort falls back to connect, abort_after aborts nothing" },
-};
-
-#define NSPECS(a) (sizeof(a) / sizeof(a[0]))
-/* + the two cgroup hooks, iter/tcp and sock_destroy */
-_Static_assert(NSPECS(prog_specs) + NSPECS(syscall_specs) + 4 <= DW_MAX_PROGS,
-	       "DW_MAX_PROGS too small");
 
 /* --without NAME: the daemon behaves as on a kernel lacking that hook (tests, and a way out of a broken one). */
 static bool withheld(const struct dw_bpf *b, const char *hook)
@@ -123,56 +40,6 @@ static const char *simulated(const struct dw_bpf *b, const char *hook)
 	return withheld(b, hook) ? " (simulated by --without)" : "";
 }
 
-/* What is lost without hook on this backend; NULL if depwatch cannot run without it, or it is no hook of this backend (*known false). */
-static const char *hook_loss(int backend, const char *hook, bool *known)
-{
-	static char buf[96];
-
-	*known = true;
-	for (size_t i = 0; i < NSPECS(prog_specs); i++)
-		if ((prog_specs[i].backends & (1u << backend)) && !strcmp(hook, prog_specs[i].tracepoint))
-			return prog_specs[i].without;
-	for (size_t i = 0; backend == DW_BACKEND_SYSCALLS && i < NSPECS(syscall_specs); i++)
-		if (!strncmp(hook, "syscalls/", 9) && !strcmp(hook + 9, syscall_specs[i].name)) {
-			if (syscall_specs[i].required)
-				return NULL;
-			snprintf(buf, sizeof(buf), "calls made with %s() are not seen", syscall_specs[i].name);
-			return buf;
-		}
-	for (size_t i = 0; i < NSPECS(other_hooks); i++)
-		if (!strcmp(hook, other_hooks[i].name))
-			return other_hooks[i].without;
-	*known = false;
-	return NULL;
-}
-
-void dw_bpf_list_hooks(FILE *out)
-{
-	bool known;
-
-	for (int backend = DW_BACKEND_SOCK; backend <= DW_BACKEND_SYSCALLS; backend++) {
-		const char *names[NSPECS(prog_specs) + NSPECS(syscall_specs) + NSPECS(other_hooks)];
-		char sys[NSPECS(syscall_specs)][32];
-		size_t n = 0;
-
-		for (size_t i = 0; i < NSPECS(prog_specs); i++)
-			names[n++] = prog_specs[i].tracepoint;
-		for (size_t i = 0; backend == DW_BACKEND_SYSCALLS && i < NSPECS(syscall_specs); i++) {
-			snprintf(sys[i], sizeof(sys[i]), "syscalls/%s", syscall_specs[i].name);
-			names[n++] = sys[i];
-		}
-		for (size_t i = 0; i < NSPECS(other_hooks); i++)
-			names[n++] = other_hooks[i].name;
-		fprintf(out, "backend %s:\n", dw_backend_name(backend));
-		for (size_t i = 0; i < n; i++) {
-			const char *loss = hook_loss(backend, names[i], &known);
-
-			if (known)
-				fprintf(out, "  %-26s %s\n", names[i], loss ? loss : "required: depwatch refuses to run without it");
-		}
-	}
-}
-
 /*
  * Checks every --without name against the backend that runs and writes the
  * one line the daemon logs about them; fails on a name that is no hook of
@@ -184,7 +51,7 @@ static int check_without(struct dw_bpf *b)
 	bool known;
 
 	for (const char *const *w = b->without; w && *w; w++) {
-		const char *loss = hook_loss(b->backend, *w, &known);
+		const char *loss = dw_hook_loss(b->backend, *w, &known);
 
 		/* without sock_send_length or sock_recv_length the probe fell back to syscalls */
 		if (!known && b->backend == DW_BACKEND_SYSCALLS && !strncmp(*w, "sock_", 5) &&
@@ -205,40 +72,6 @@ static int check_without(struct dw_bpf *b)
 	if (off && off < len)
 		snprintf(b->without_line + off, len - off, "; everything else works");
 	return 0;
-}
-
-const char *dw_backend_name(int backend)
-{
-	return backend == DW_BACKEND_SYSCALLS ? "syscalls" : "sock";
-}
-
-int dw_backend_parse(const char *name, int *backend)
-{
-	if (!strcmp(name, "sock"))
-		*backend = DW_BACKEND_SOCK;
-	else if (!strcmp(name, "syscalls"))
-		*backend = DW_BACKEND_SYSCALLS;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-/* The cgroup v2 mount: /sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid hosts. */
-static int cgroup2_root(char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/self/mounts", "re");
-	char dev[256], dir[256], type[64];
-	int found = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (found && fscanf(f, "%255s %255s %63s %*[^\n]", dev, dir, type) == 3)
-		if (!strcmp(type, "cgroup2")) {
-			snprintf(buf, len, "%s", dir);
-			found = 0;
-		}
-	fclose(f);
-	return found;
 }
 
 static int pin_dir_open(struct dw_bpf *b, const char *dir)
@@ -335,8 +168,8 @@ static int probe_syscalls(struct dw_bpf *b)
 	char enter[64], exit[64], hook[64];
 	int err = 0;
 
-	for (size_t i = 0; i < sizeof(syscall_specs) / sizeof(syscall_specs[0]); i++) {
-		const struct syscall_spec *spec = &syscall_specs[i];
+	for (size_t i = 0; i < dw_nsyscall_specs; i++) {
+		const struct dw_syscall_spec *spec = &dw_syscall_specs[i];
 		struct dw_prog_status *ps = &b->progs[b->nprogs++];
 
 		ps->name = spec->enter;
@@ -376,9 +209,9 @@ static bool superseded(const struct dw_bpf *b, const char *name)
 	for (int i = 0; i < b->nprogs; i++) {
 		const struct dw_prog_status *ps = &b->progs[i];
 
-		for (size_t j = 0; j < NSPECS(prog_specs); j++)
-			if (!strcmp(prog_specs[j].name, ps->name) && prog_specs[j].instead_of &&
-			    !strcmp(prog_specs[j].instead_of, name) && !ps->why[0])
+		for (size_t j = 0; j < dw_nprog_specs; j++)
+			if (!strcmp(dw_prog_specs[j].name, ps->name) && dw_prog_specs[j].instead_of &&
+			    !strcmp(dw_prog_specs[j].instead_of, name) && !ps->why[0])
 				return true;
 	}
 	return false;
@@ -416,8 +249,8 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 		btf__free(vmlinux);
 		return err;
 	}
-	for (size_t i = 0; i < sizeof(prog_specs) / sizeof(prog_specs[0]); i++) {
-		const struct prog_spec *spec = &prog_specs[i];
+	for (size_t i = 0; i < dw_nprog_specs; i++) {
+		const struct dw_prog_spec *spec = &dw_prog_specs[i];
 		struct dw_prog_status *ps;
 
 		if (!(spec->backends & (1u << b->backend)) || superseded(b, spec->name)) {
@@ -434,7 +267,7 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 		snprintf(ps->why, sizeof(ps->why), "%s%s%s",
 			 withheld(b, spec->tracepoint) ? "absent (--without)" : "tracepoint not in this kernel",
 			 spec->without ? ": " : "", spec->without ? spec->without : "");
-		if (spec->required && spec->backends == ON_SOCK) {
+		if (spec->required && spec->backends == DW_ON_SOCK) {
 			dw_err("this kernel lacks the tracepoint %s%s, which the sock backend needs "
 			       "(Linux 6.3+); --backend syscalls does without",
 			       spec->tracepoint, simulated(b, spec->tracepoint));
@@ -458,8 +291,8 @@ static int probe_programs(struct dw_bpf *b, const char *want)
 			err = probe_syscalls(b);
 		bpf_map__set_max_entries(b->skel->maps.conns_sk, b->max_conns);
 	} else {
-		for (size_t i = 0; i < sizeof(syscalls_only) / sizeof(syscalls_only[0]); i++)
-			no_autoload(b, syscalls_only[i]);
+		for (size_t i = 0; i < dw_nsyscalls_only; i++)
+			no_autoload(b, dw_syscalls_only[i]);
 		/* one set of maps: the syscalls backend's need no room here */
 		bpf_map__set_max_entries(b->skel->maps.sys_calls, 1);
 		bpf_map__set_max_entries(b->skel->maps.conns_sk, 1);
@@ -617,7 +450,7 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 	if (want && *want)
 		snprintf(path, sizeof(path), "%s", want);
 	else
-		err = cgroup2_root(path, sizeof(path));
+		err = dw_cgroup2_mount(NULL, path, sizeof(path));	/* /sys/fs/cgroup, or .../unified */
 	fd = err ? -1 : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; i < 2; i++) {
 		struct dw_prog_status *ps = &b->progs[b->nprogs++];
@@ -630,7 +463,7 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 			continue;
 		}
 		if (withheld(b, hooks[i])) {
-			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", other_hooks[i].without);
+			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", dw_other_hooks[i].without);
 			continue;
 		}
 		if (err || fd < 0) {
@@ -659,7 +492,7 @@ static void note_adopt(struct dw_bpf *b)
 	ps->hook = HOOK_ADOPT;
 	ps->attached = !withheld(b, HOOK_ADOPT);
 	if (!ps->attached)
-		snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", other_hooks[2].without);
+		snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", dw_other_hooks[2].without);
 }
 
 /* The abort iterator's link, made once here, run by dw_bpf_abort_link()'s users on demand. */
@@ -670,13 +503,13 @@ static void attach_abort(struct dw_bpf *b)
 	ps->name = bpf_program__name(b->skel->progs.dw_abort);
 	ps->hook = HOOK_ABORT;
 	if (b->abort_why[0]) {
-		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, other_hooks[3].without);
+		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, dw_other_hooks[3].without);
 		return;
 	}
 	ps->link = bpf_program__attach_iter(b->skel->progs.dw_abort, NULL);
 	if (!ps->link) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "attach failed: %s", strerror(errno));
-		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, other_hooks[3].without);
+		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, dw_other_hooks[3].without);
 		return;
 	}
 	ps->attached = true;

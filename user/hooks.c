@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The table of hooks (hooks.h) and the backends' names. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "hooks.h"
+#include "loader.h"
+
+const struct dw_prog_spec dw_prog_specs[] = {
+	{ "dw_sendmsg", "tcp_sendmsg_locked", false,
+	  "calls start when their send returns (sock_send_length): an answer processed inside the send comes first, and the call is timed short or merges with the next",
+	  DW_ON_SOCK, "dw_send" },
+	{ "dw_send", "sock_send_length", true, NULL, DW_ON_SOCK, NULL },
+	{ "dw_recv", "sock_recv_length", true, NULL, DW_ON_SOCK, NULL },
+	{ "dw_set_state", "inet_sock_set_state", true, NULL, DW_ON_SOCK | DW_ON_SYSCALLS, NULL },
+	{ "dw_data_ready", "sk_data_ready", false, "calls complete at the receive, not at data arrival",
+	  DW_ON_SOCK, NULL },
+	{ "dw_retransmit", "tcp_retransmit_skb", false, "retransmits are not counted",
+	  DW_ON_SOCK | DW_ON_SYSCALLS, NULL },
+};
+
+const struct dw_syscall_spec dw_syscall_specs[] = {
+	{ "sendto", "dw_sys_enter_send", true },
+	{ "sendmsg", "dw_sys_enter_send", true },
+	{ "sendmmsg", "dw_sys_enter_send", false },
+	{ "write", "dw_sys_enter_send", true },
+	{ "writev", "dw_sys_enter_send", false },
+	{ "pwritev2", "dw_sys_enter_send", false },
+	{ "sendfile64", "dw_sys_enter_send", false },
+	{ "recvfrom", "dw_sys_enter_recv_flags3", true },
+	{ "recvmsg", "dw_sys_enter_recvmsg", true },
+	{ "recvmmsg", "dw_sys_enter_recv_flags3", false },
+	{ "read", "dw_sys_enter_read", true },
+	{ "readv", "dw_sys_enter_read", false },
+	{ "preadv2", "dw_sys_enter_read", false },
+	{ "splice", "dw_sys_enter_splice", false },
+};
+
+const char *const dw_syscalls_only[] = {
+	"dw_sys_enter_send", "dw_sys_enter_read", "dw_sys_enter_recv_flags3", "dw_sys_enter_recvmsg",
+	"dw_sys_enter_splice", "dw_sys_exit",
+};
+
+
+
+const struct dw_other_hook dw_other_hooks[] = {
+	{ HOOK_CONNECT4, "IPv4 connects are not refused while a breaker is open (breakers are still judged)" },
+	{ HOOK_CONNECT6, "IPv6 connects are not refused while a breaker is open (breakers are still judged)" },
+	{ HOOK_ADOPT, "connections open before the start are not watched, only new ones" },
+	{ HOOK_ABORT, "enforce = abort falls back to connect, abort_after aborts nothing" },
+};
+
+#define NSPECS(a) (sizeof(a) / sizeof(a[0]))
+/* + the two cgroup hooks, iter/tcp and sock_destroy */
+_Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 4 <= DW_MAX_PROGS,
+	       "DW_MAX_PROGS too small");
+
+
+const size_t dw_nprog_specs = NSPECS(dw_prog_specs);
+const size_t dw_nsyscall_specs = NSPECS(dw_syscall_specs);
+const size_t dw_nsyscalls_only = NSPECS(dw_syscalls_only);
+const size_t dw_nother_hooks = NSPECS(dw_other_hooks);
+
+const char *dw_hook_loss(int backend, const char *hook, bool *known)
+{
+	static char buf[96];
+
+	*known = true;
+	for (size_t i = 0; i < dw_nprog_specs; i++)
+		if ((dw_prog_specs[i].backends & (1u << backend)) && !strcmp(hook, dw_prog_specs[i].tracepoint))
+			return dw_prog_specs[i].without;
+	for (size_t i = 0; backend == DW_BACKEND_SYSCALLS && i < dw_nsyscall_specs; i++)
+		if (!strncmp(hook, "syscalls/", 9) && !strcmp(hook + 9, dw_syscall_specs[i].name)) {
+			if (dw_syscall_specs[i].required)
+				return NULL;
+			snprintf(buf, sizeof(buf), "calls made with %s() are not seen", dw_syscall_specs[i].name);
+			return buf;
+		}
+	for (size_t i = 0; i < dw_nother_hooks; i++)
+		if (!strcmp(hook, dw_other_hooks[i].name))
+			return dw_other_hooks[i].without;
+	*known = false;
+	return NULL;
+}
+
+void dw_bpf_list_hooks(FILE *out)
+{
+	bool known;
+
+	for (int backend = DW_BACKEND_SOCK; backend <= DW_BACKEND_SYSCALLS; backend++) {
+		const char *names[NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + NSPECS(dw_other_hooks)];
+		char sys[NSPECS(dw_syscall_specs)][32];
+		size_t n = 0;
+
+		for (size_t i = 0; i < dw_nprog_specs; i++)
+			names[n++] = dw_prog_specs[i].tracepoint;
+		for (size_t i = 0; backend == DW_BACKEND_SYSCALLS && i < dw_nsyscall_specs; i++) {
+			snprintf(sys[i], sizeof(sys[i]), "syscalls/%s", dw_syscall_specs[i].name);
+			names[n++] = sys[i];
+		}
+		for (size_t i = 0; i < dw_nother_hooks; i++)
+			names[n++] = dw_other_hooks[i].name;
+		fprintf(out, "backend %s:\n", dw_backend_name(backend));
+		for (size_t i = 0; i < n; i++) {
+			const char *loss = dw_hook_loss(backend, names[i], &known);
+
+			if (known)
+				fprintf(out, "  %-26s %s\n", names[i], loss ? loss : "required: depwatch refuses to run without it");
+		}
+	}
+}
+
+const char *dw_backend_name(int backend)
+{
+	return backend == DW_BACKEND_SYSCALLS ? "syscalls" : "sock";
+}
+
+int dw_backend_parse(const char *name, int *backend)
+{
+	if (!strcmp(name, "sock"))
+		*backend = DW_BACKEND_SOCK;
+	else if (!strcmp(name, "syscalls"))
+		*backend = DW_BACKEND_SYSCALLS;
+	else
+		return -EINVAL;
+	return 0;
+}
+

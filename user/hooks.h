@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The hooks depwatch can attach, table-driven: which program feeds which
+ * backend, and what is lost without each (the start line, --without,
+ * `depwatch run --without list`). loader.c probes and attaches them.
+ */
+#ifndef DW_HOOKS_H
+#define DW_HOOKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define DW_ON_SOCK (1u << DW_BACKEND_SOCK)
+#define DW_ON_SYSCALLS (1u << DW_BACKEND_SYSCALLS)
+
+struct dw_prog_spec {
+	const char *name;
+	const char *tracepoint;	/* its btf_trace_<tp> typedef must be in the kernel's BTF */
+	bool required;
+	const char *without;	/* what is lost without it */
+	unsigned backends;	/* DW_ON_SOCK, DW_ON_SYSCALLS: loaded only for those */
+	const char *instead_of;	/* the program it stands in for, not loaded beside it */
+};
+
+extern const struct dw_prog_spec dw_prog_specs[];
+extern const size_t dw_nprog_specs;
+
+/*
+ * The syscalls backend: classic tracepoints syscalls/sys_enter_<name> and
+ * sys_exit_<name>. One entry program per argument layout (bpf/syscalls.bpf.h),
+ * dw_sys_exit for every exit. What a socket can be driven by without these
+ * (io_uring, 32-bit processes) is in doc/callmodel.md's support matrix.
+ */
+struct dw_syscall_spec {
+	const char *name;
+	const char *enter;	/* the program attached to its entry */
+	bool required;		/* on every architecture since long before BPF */
+};
+
+extern const struct dw_syscall_spec dw_syscall_specs[];
+extern const size_t dw_nsyscall_specs;
+
+/* Programs that belong to the syscalls backend only, besides dw_prog_specs. */
+extern const char *const dw_syscalls_only[];
+extern const size_t dw_nsyscalls_only;
+
+/* Hooks outside the tables above, by the names the start line gives them. */
+#define HOOK_CONNECT4 "cgroup/connect4"
+#define HOOK_CONNECT6 "cgroup/connect6"
+#define HOOK_ADOPT "iter/tcp"
+/* the abort iterator (iter/tcp with the bpf_sock_destroy kfunc): enforce = abort, abort_after */
+#define HOOK_ABORT "sock_destroy"
+
+struct dw_other_hook {
+	const char *name;
+	const char *without;	/* NULL: depwatch cannot run without it */
+};
+
+/* The first two are the cgroup hooks, in attach_enforce's order. */
+extern const struct dw_other_hook dw_other_hooks[];
+extern const size_t dw_nother_hooks;
+
+/*
+ * What is lost without hook on this backend; NULL if depwatch cannot run
+ * without it, or it is no hook of this backend (*known false).
+ */
+const char *dw_hook_loss(int backend, const char *hook, bool *known);
+
+#endif /* DW_HOOKS_H */
