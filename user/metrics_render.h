@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The metrics page's text (metrics_render.c), for metrics.c, which serves it. */
+#ifndef DW_METRICS_RENDER_H
+#define DW_METRICS_RENDER_H
+
+struct dw_buf;
+struct dw_collector;
+struct dw_deps;
+struct dw_services;
+
+/* The whole page into o: 0, or -ENOMEM (o then holds part of it). */
+int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
+		      const struct dw_services *svcs);
+/* Frees what rendering keeps between polls; safe twice. */
+void dw_metrics_render_free(void);
+
+#endif /* DW_METRICS_RENDER_H */
