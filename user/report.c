@@ -9,32 +9,14 @@
 #include "logic/topn.h"
 #include "logic/topview.h"
 #include "report.h"
+#include "report_view.h"
 #include "services.h"
-
-/* Callers listed on their own per dependency in status; the rest are summed into ~other. */
-#define DW_STATUS_CALLERS 20
-
-/* The callers of one dependency: a range of dw_collect_callers' array. */
-struct dep_callers {
-	const struct dw_caller_fig *v;
-	size_t n;
-};
 
 /* A destination seen for the first time in this very poll has no dependency yet. */
 static const char v_unassigned[] = "";
 
-/* Window percentiles of one destination, in ms; -1 when the window has no calls. */
-struct dest_view {
-	const struct dw_dest *d;
-	char dest[64];
-	uint64_t window_calls;
-	double p50, p90, p99;
-	double connect_p50, connect_p99;
-	double oldest_ms, oldest_connect_ms;
-	bool burst;		/* the window's calls include burst timings (multiplexed connections) */
-};
 
-static double age_ms(uint64_t now, uint64_t start)
+double rv_age_ms(uint64_t now, uint64_t start)
 {
 	return start && now > start ? (now - start) / 1e6 : 0;
 }
@@ -59,13 +41,13 @@ static void view_of(const struct dw_collector *c, const struct dw_dest *d, struc
 	dw_window_merge(&d->connect_win, dense);
 	v->connect_p50 = pct_ms(dense, 0.50);
 	v->connect_p99 = pct_ms(dense, 0.99);
-	v->oldest_ms = age_ms(c->now_ns, d->oldest_call_ns);
-	v->oldest_connect_ms = age_ms(c->now_ns, d->oldest_connect_ns);
+	v->oldest_ms = rv_age_ms(c->now_ns, d->oldest_call_ns);
+	v->oldest_connect_ms = rv_age_ms(c->now_ns, d->oldest_connect_ns);
 	v->burst = dw_dest_burst_timed(c, d);
 }
 
 /* Over a dependency's destinations: multiplexed connections, and whether any is burst-timed. */
-static uint64_t dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool *burst)
+uint64_t rv_dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool *burst)
 {
 	uint64_t conns = 0;
 
@@ -80,13 +62,8 @@ static uint64_t dep_mux(const struct dw_collector *c, const struct dw_dep *dep, 
 	return conns;
 }
 
-/* Marks a latency cell as burst timings (multiplexed connections): "12.3ms*". */
-#define BURST_MARK "*"
-#define BURST_LEGEND \
-	"* latency of multiplexed or pipelined connections: burst timings, not one request's\n"
-
 /* Destinations worth showing: the overflow row only once something landed in it. */
-static bool shown(const struct dw_dest *d)
+bool rv_shown(const struct dw_dest *d)
 {
 	return d->used && d->key.family != DW_FAMILY_INBOUND &&
 	       (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
@@ -99,7 +76,7 @@ static int by_dest(const void *a, const void *b)
 }
 
 /* The rows, sorted by destination text; the caller frees. */
-static struct dest_view *views_of(const struct dw_collector *c, size_t *n)
+struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n)
 {
 	struct dest_view *views = calloc(c->count ? c->count : 1, sizeof(*views));
 	uint64_t *dense = malloc(DW_HIST_BUCKETS * sizeof(*dense));
@@ -111,7 +88,7 @@ static struct dest_view *views_of(const struct dw_collector *c, size_t *n)
 		return NULL;
 	}
 	for (size_t i = 0; i < c->cap; i++)
-		if (shown(&c->dests[i]))
+		if (rv_shown(&c->dests[i]))
 			view_of(c, &c->dests[i], &views[(*n)++], dense);
 	free(dense);
 	qsort(views, *n, sizeof(*views), by_dest);
@@ -184,12 +161,12 @@ static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const 
 	dw_buf_printf(out, "}");
 }
 
-static bool dep_shown(const struct dw_dep *dep)
+bool rv_dep_shown(const struct dw_dep *dep)
 {
 	return dep->used && (dep->id || dep->ndests);
 }
 
-static double rate_or_zero(double r)
+double rv_rate_or_zero(double r)
 {
 	return r >= 0 && r <= 1 ? r : 0;
 }
@@ -219,7 +196,7 @@ static void json_caller(struct dw_buf *out, const struct dw_collector *c, const 
 	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu",
 		      (unsigned long long)f->calls, (unsigned long long)f->failed,
 		      (unsigned long long)f->slow, (unsigned long long)f->inflight);
-	dw_json_field_opt(out, "oldest_inflight_ms", f->oldest_ns ? age_ms(now, f->oldest_ns) : -1, 3);
+	dw_json_field_opt(out, "oldest_inflight_ms", f->oldest_ns ? rv_age_ms(now, f->oldest_ns) : -1, 3);
 	dw_json_field_opt(out, "p50_ms", dw_caller_percentile_ns(f->hist, 0.50) / 1e6, 3);
 	dw_json_field_opt(out, "p99_ms", dw_caller_percentile_ns(f->hist, 0.99) / 1e6, 3);
 	dw_buf_putc(out, '}');
@@ -263,7 +240,7 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		     const struct dw_dep *dep, const struct dep_callers *cl, uint64_t now)
 {
 	bool burst;
-	uint64_t mux = dep_mux(c, dep, &burst);
+	uint64_t mux = rv_dep_mux(c, dep, &burst);
 
 	dw_buf_printf(out, "{\"name\":");
 	dw_json_str(out, dep->name);
@@ -272,9 +249,9 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      dw_breaker_reason_name(dep->br.reason));
 	dw_json_num(out, (now - dep->br.since_ns) / 1e9, 3);
 	dw_buf_printf(out, ",\"slow_rate\":");
-	dw_json_num(out, rate_or_zero(dep->j.slow_rate), 4);
+	dw_json_num(out, rv_rate_or_zero(dep->j.slow_rate), 4);
 	dw_buf_printf(out, ",\"failure_rate\":");
-	dw_json_num(out, rate_or_zero(dep->j.failure_rate), 4);
+	dw_json_num(out, rv_rate_or_zero(dep->j.failure_rate), 4);
 	dw_buf_printf(out, ",\"decided\":");
 	dw_json_num(out, dep->j.decided, 1);
 	dw_buf_printf(out, ",\"stalled\":%s,\"hanging\":%u", dep->j.stalled ? "true" : "false",
@@ -294,7 +271,7 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      (unsigned long long)dep->aborted_breaker,
 		      (unsigned long long)dep->aborted_timeout,
 		      (unsigned long long)dep->calls_aborted);
-	dw_json_field_opt(out, "oldest_inflight_ms", age_ms(now, dep->oldest_call_ns), 3);
+	dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(now, dep->oldest_call_ns), 3);
 	dw_json_field_opt(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50), 3);
 	dw_json_field_opt(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99), 3);
 	dw_buf_printf(out, ",\"slow_call_ms\":");
@@ -340,7 +317,7 @@ static void json_service(struct dw_buf *out, const struct dw_svc *svc, const str
 	dw_buf_printf(out, ",\"level\":\"%s\",\"requests\":%llu,\"failed\":%llu,\"inflight\":%llu",
 		      dw_pool_level_name(svc->fc.level), (unsigned long long)svc->requests,
 		      (unsigned long long)svc->failed, (unsigned long long)svc->inflight);
-	dw_json_field_opt(out, "oldest_inflight_ms", svc->oldest_ns ? age_ms(now, svc->oldest_ns) : -1, 3);
+	dw_json_field_opt(out, "oldest_inflight_ms", svc->oldest_ns ? rv_age_ms(now, svc->oldest_ns) : -1, 3);
 	dw_json_field_opt(out, "rate", svc->arrival_rate, 2);
 	dw_buf_printf(out, ",\"rising\":");
 	dw_json_num(out, svc->fc.rising > 0 ? svc->fc.rising : 0, 2);
@@ -409,7 +386,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)dw_dest_inflight(d),
 			      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
 						   d->sum.conns_opened - d->sum.conns_closed : 0));
-		dw_json_field_opt(out, "oldest_inflight_ms", age_ms(c->now_ns, d->oldest_call_ns), 3);
+		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);
 		dw_json_field_opt(out, "p50_ms", pct_ms(dense, 0.50), 3);
 		dw_json_field_opt(out, "p99_ms", pct_ms(dense, 0.99), 3);
@@ -426,19 +403,13 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 	free(dense);
 }
 
-/* What the destinations table's cap folded: one "~other" line. */
-struct folded_rows {
-	size_t n;
-	uint64_t calls, failed, inflight, connects, cfail;
-};
-
 /*
  * --max-series for the destinations table: the destinations of configured
  * dependencies and the busiest by calls in the window keep their rows (in
  * their order); the rest are summed into *f. Returns the rows kept.
  */
-static size_t cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
-			struct folded_rows *f)
+size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
+		    struct folded_rows *f)
 {
 	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
 	struct dw_topn_result res;
@@ -485,7 +456,7 @@ static size_t cap_views(struct dest_view *views, size_t n, const struct dw_deps 
  * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
  * *inflight: what was folded.
  */
-static bool *fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
+bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
 {
 	struct dw_topn_item *items = deps->n ? calloc(deps->n, sizeof(*items)) : NULL;
 	struct dw_topn_result res;
@@ -498,7 +469,7 @@ static bool *fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded
 	for (unsigned i = 0; i < deps->n; i++) {
 		const struct dw_dep *dep = &deps->deps[i];
 
-		if (!dep_shown(dep))
+		if (!rv_dep_shown(dep))
 			continue;
 		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
 						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
@@ -526,7 +497,7 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	struct dw_caller_fig *callers;
 	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded = 0;
 	uint64_t sum[3] = { 0 };
-	bool *fold = cap ? fold_deps(deps, cap, &nfolded, sum) : NULL;
+	bool *fold = cap ? rv_fold_deps(deps, cap, &nfolded, sum) : NULL;
 	bool first = true;
 
 	dw_buf_printf(out, ",\"dependencies\":[");
@@ -540,7 +511,7 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 			cl.n++;
 			k++;
 		}
-		if (!dep_shown(&deps->deps[i]) || (fold && fold[i]))
+		if (!rv_dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		if (!first)
 			dw_buf_putc(out, ',');
@@ -561,7 +532,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		    const struct dw_services *svcs, const struct dw_run_info *info)
 {
 	size_t n;
-	struct dest_view *views = views_of(c, &n);
+	struct dest_view *views = rv_views_of(c, &n);
 	struct folded_rows folded = { 0 };
 
 	dw_buf_printf(out, "{\"uptime_s\":");
@@ -574,7 +545,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 	json_services(out, deps, svcs, c->now_ns);
 	json_inbound(out, c, svcs);
 	if (views && info->json_max_series)
-		n = cap_views(views, n, deps, info->json_max_series, &folded);
+		n = rv_cap_views(views, n, deps, info->json_max_series, &folded);
 	dw_buf_printf(out, ",\"destinations\":[");
 	for (size_t i = 0; views && i < n; i++) {
 		if (i)
@@ -591,293 +562,3 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 	free(views);
 }
 
-/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none; burst: "12.3ms*". */
-static const char *cell_ms_mark(double ms, bool burst, char *buf, size_t len)
-{
-	const char *mark = burst && ms >= 0 ? BURST_MARK : "";
-
-	if (ms < 0)
-		snprintf(buf, len, "-");
-	else if (ms < 1)
-		snprintf(buf, len, "%.0fus%s", ms * 1000, mark);
-	else if (ms < 1000)
-		snprintf(buf, len, "%.*fms%s", ms < 100 ? 1 : 0, ms, mark);
-	else
-		snprintf(buf, len, "%.2fs%s", ms / 1000, mark);
-	return buf;
-}
-
-/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none. */
-static const char *cell_ms(double ms, char *buf, size_t len)
-{
-	return cell_ms_mark(ms, false, buf, len);
-}
-
-static void text_row(struct dw_buf *out, const struct dest_view *v)
-{
-	const struct dw_dest *d = v->d;
-	char oldest[16], p50[16], p90[16], p99[16];
-
-	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu %5llu ",
-		      v->dest, (unsigned long long)d->sum.calls_completed,
-		      (unsigned long long)d->sum.calls_failed,
-		      (unsigned long long)dw_dest_inflight(d),
-		      cell_ms(d->oldest_call_ns ? v->oldest_ms : -1, oldest, sizeof(oldest)),
-		      cell_ms_mark(v->p50, v->burst, p50, sizeof(p50)),
-		      cell_ms_mark(v->p90, v->burst, p90, sizeof(p90)),
-		      cell_ms_mark(v->p99, v->burst, p99, sizeof(p99)),
-		      (unsigned long long)d->sum.connect_attempts,
-		      (unsigned long long)dw_dest_connect_failures(d),
-		      (unsigned long long)dw_dest_connecting(d),
-		      (unsigned long long)d->sum.retransmits,
-		      (unsigned long long)d->sum.conns_multiplexed);
-	if (d->sum.last_conn_ns) {
-		dw_buf_printf(out, "%u/", d->sum.last_pid);
-		dw_escape_text(out, d->sum.last_comm, sizeof(d->sum.last_comm));
-	}
-	dw_buf_putc(out, '\n');
-}
-
-/* Returns whether its percentiles are marked as burst timings. */
-static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
-		     uint64_t now)
-{
-	char oldest[16], p50[16], p99[16];
-	bool burst;
-
-	dep_mux(c, dep, &burst);
-
-	dw_buf_printf(out, "%-24.24s %-9s %-12s %5.1f%% %5.1f%% %8llu %6llu %5llu %7s %7s %7s\n", dep->name,
-		      dw_breaker_state_name(dep->br.state),
-		      dep->br.state == DW_BREAKER_CLOSED ? "" : dw_breaker_reason_name(dep->br.reason),
-		      100 * rate_or_zero(dep->j.slow_rate), 100 * rate_or_zero(dep->j.failure_rate),
-		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
-		      (unsigned long long)dep->inflight,
-		      cell_ms(dep->oldest_call_ns ? age_ms(now, dep->oldest_call_ns) : -1, oldest,
-			      sizeof(oldest)),
-		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.50), burst, p50, sizeof(p50)),
-		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.99), burst, p99, sizeof(p99)));
-	return burst;
-}
-
-/* Callers shown under each dependency in the status table. */
-#define DW_TEXT_CALLERS 3
-
-/* Under a dependency's line: its top callers (most in flight first), in the same columns. */
-static void text_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
-			 uint64_t now)
-{
-	char oldest[16], p50[16], p99[16];
-	struct dw_cgname name;
-	int pad;
-
-	for (size_t i = 0; i < cl->n && i < DW_TEXT_CALLERS; i++) {
-		const struct dw_caller_fig *f = &cl->v[i];
-
-		dw_collect_caller_name(c, f->cgroup_id, &name);
-		dw_buf_printf(out, "  <- ");
-		pad = (int)out->len;
-		dw_escape_text(out, name.name, 52);
-		pad = 56 - ((int)out->len - pad);
-		dw_buf_printf(out, "%*s %8llu %6llu %5llu %7s %7s %7s\n", pad > 0 ? pad : 1, "",
-			      (unsigned long long)f->calls, (unsigned long long)f->failed,
-			      (unsigned long long)f->inflight,
-			      cell_ms(f->oldest_ns ? age_ms(now, f->oldest_ns) : -1, oldest, sizeof(oldest)),
-			      cell_ms(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, p50, sizeof(p50)),
-			      cell_ms(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, p99, sizeof(p99)));
-	}
-	if (cl->n > DW_TEXT_CALLERS)
-		dw_buf_printf(out, "  <- (%zu more callers)\n", cl->n - DW_TEXT_CALLERS);
-}
-
-/* Returns whether a row is marked as burst timings. */
-static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		      uint64_t now, unsigned cap)
-{
-	struct dw_caller_fig *callers;
-	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded;
-	uint64_t sum[3] = { 0 };
-	bool *fold = fold_deps(deps, cap, &nfolded, sum);
-	bool burst = false;
-
-	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
-		      "BREAKER", "REASON", "SLOW", "FAIL", "CALLS", "FAILED", "INFL", "OLDEST", "P50",
-		      "P99");
-	for (unsigned i = 0; i < deps->n; i++) {
-		struct dep_callers cl = { callers + k, 0 };
-
-		while (k < ncallers && callers[k].dep < (int)i)
-			cl.v = callers + ++k;
-		while (k < ncallers && callers[k].dep == (int)i) {
-			cl.n++;
-			k++;
-		}
-		if (!dep_shown(&deps->deps[i]) || (fold && fold[i]))
-			continue;
-		burst |= text_dep(out, c, &deps->deps[i], now);
-		text_callers(out, c, &cl, now);
-	}
-	if (nfolded)
-		dw_buf_printf(out, "%-24.24s %-9s %-12s %6s %6s %8llu %6llu %5llu %7s %7s %7s (%zu dependencies)\n",
-			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum[0],
-			      (unsigned long long)sum[1], (unsigned long long)sum[2], "-", "-", "-", nfolded);
-	free(fold);
-	free(callers);
-	dw_buf_putc(out, '\n');
-	return burst;
-}
-
-static void text_services(struct dw_buf *out, const struct dw_deps *deps,
-			  const struct dw_services *svcs)
-{
-	char summary[160], p99[16];
-
-	if (!svcs->n)
-		return;
-	dw_buf_printf(out, "%-24s %-9s %6s %8s %7s %9s %8s  %s\n", "SERVICE", "POOL", "INFL", "RATE",
-		      "P99", "RISING", "EXHAUST", "WAITING");
-	for (unsigned i = 0; i < svcs->n; i++) {
-		const struct dw_svc *svc = &svcs->svc[i];
-		char pool[16] = "-", exhaust[16] = "-";
-
-		if (svc->cfg->pool)
-			snprintf(pool, sizeof(pool), "%u", svc->cfg->pool);
-		if (svc->fc.exhausted_in_s >= 0)
-			snprintf(exhaust, sizeof(exhaust), "%.1fs", svc->fc.exhausted_in_s);
-		dw_svc_summary(svc, deps, summary, sizeof(summary));
-		dw_buf_printf(out, "%-24.24s %-9s %6llu %6.1f/s %7s %7.1f/s %8s  %s%s%s\n", svc->name, pool,
-			      (unsigned long long)svc->inflight,
-			      svc->arrival_rate > 0 ? svc->arrival_rate : 0,
-			      cell_ms(svc->p99_ms, p99, sizeof(p99)),
-			      svc->fc.rising > 0 ? svc->fc.rising : 0, exhaust, summary,
-			      svc->fc.level ? "  " : "", svc->fc.level ? dw_pool_level_name(svc->fc.level) : "");
-	}
-	dw_buf_putc(out, '\n');
-}
-
-void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		    const struct dw_services *svcs, const struct dw_run_info *info)
-{
-	size_t n;
-	struct dest_view *views = views_of(c, &n);
-	struct folded_rows folded = { 0 };
-	bool burst;
-
-	dw_buf_printf(out, "depwatch: %zu destinations, up %.0fs, percentiles over %llus; %s\n",
-		      n, (c->now_ns - info->started_ns) / 1e9,
-		      (unsigned long long)(info->window_ns / 1000000000ULL), info->programs);
-	if (c->globals.dest_map_full)
-		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
-			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
-	burst = text_deps(out, c, deps, c->now_ns, info->max_series);
-	text_services(out, deps, svcs);
-	/* MUX: connections seen carrying overlapping requests, since start */
-	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %5s %s\n", "DEST", "CALLS",
-		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
-		      "RETX", "MUX", "LAST CALLER");
-	n = views ? cap_views(views, n, deps, info->max_series, &folded) : 0;
-	for (size_t i = 0; views && i < n; i++) {
-		text_row(out, &views[i]);
-		burst |= views[i].burst;
-	}
-	if (folded.n)
-		dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5s %6s %5s (%zu destinations)\n",
-			      DW_TOPN_OTHER, (unsigned long long)folded.calls,
-			      (unsigned long long)folded.failed, (unsigned long long)folded.inflight, "-",
-			      "-", "-", "-", (unsigned long long)folded.connects,
-			      (unsigned long long)folded.cfail, "-", "-", "-", folded.n);
-	if (burst)
-		dw_buf_printf(out, "\n" BURST_LEGEND);
-	free(views);
-}
-
-static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
-		    uint64_t now)
-{
-	bool burst;
-	uint64_t mux = dep_mux(c, dep, &burst);
-
-	/* the fields, their order and their formats: DW_TOP_FIELDS in logic/topview.h */
-	struct dw_top_wire w = {
-		.name = dep->name,
-		.dests = dep->ndests,
-		.calls = dep->calls,
-		.failed = dep->failed,
-		.p50_ms = dw_dep_percentile_ms(dep, 0.50),
-		.p99_ms = dw_dep_percentile_ms(dep, 0.99),
-		.slow_rate = rate_or_zero(dep->j.slow_rate),
-		.failure_rate = rate_or_zero(dep->j.failure_rate),
-		.inflight = dep->inflight,
-		.max_inflight = dep->s->max_inflight,
-		.oldest_ms = age_ms(now, dep->oldest_call_ns),
-		.breaker = dw_breaker_state_name(dep->br.state),
-		.reason = dw_breaker_reason_name(dep->br.reason),
-		.rejected = dep->rejected,
-		.conns = dep->conns,
-		.forced = dep->forced >= 0,
-		.multiplexed_conns = mux,
-		.burst_timings = burst,
-		.aborted = dep->aborted_breaker + dep->aborted_timeout,
-	};
-
-	dw_top_tsv_row(out, &w);
-}
-
-/* "@service<TAB>summary<TAB>level<TAB>inflight<TAB>pool<TAB>exhausted_in_s": top shows it above the table. */
-static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const struct dw_deps *deps)
-{
-	char summary[160];
-
-	dw_svc_summary(svc, deps, summary, sizeof(summary));
-	/* names are config names or dest strings: no tab, newline or escape can be in them */
-	dw_buf_printf(out, "@service\t%s\t%s\t%llu\t%u\t%.1f\n", summary[0] ? summary : svc->name,
-		      dw_pool_level_name(svc->fc.level),
-		      (unsigned long long)svc->inflight, svc->cfg->pool, svc->fc.exhausted_in_s);
-}
-
-/* Callers sent to top per dependency. */
-#define DW_TOP_CALLERS 5
-
-/* "@caller<TAB>name<TAB>calls<TAB>inflight<TAB>p99_ms" (calls: completed and failed). */
-static void tsv_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl)
-{
-	struct dw_cgname name;
-
-	for (size_t i = 0; i < cl->n && i < DW_TOP_CALLERS; i++) {
-		const struct dw_caller_fig *f = &cl->v[i];
-		double p99 = dw_caller_percentile_ns(f->hist, 0.99);
-
-		dw_collect_caller_name(c, f->cgroup_id, &name);
-		dw_buf_printf(out, "@caller\t");
-		/* cgroup names are chosen by whoever makes cgroups: escaped (no tab, no newline) */
-		dw_escape_text(out, name.name, sizeof(name.name));
-		dw_buf_printf(out, "\t%llu\t%llu\t%.3f\n", (unsigned long long)(f->calls + f->failed),
-			      (unsigned long long)f->inflight, p99 < 0 ? -1 : p99 / 1e6);
-	}
-}
-
-void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
-		   const struct dw_services *svcs)
-{
-	struct dw_caller_fig *callers;
-	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
-
-	dw_top_tsv_header(out);
-	for (unsigned i = 0; i < deps->n; i++) {
-		struct dep_callers cl = { callers + k, 0 };
-
-		while (k < ncallers && callers[k].dep < (int)i)
-			cl.v = callers + ++k;
-		while (k < ncallers && callers[k].dep == (int)i) {
-			cl.n++;
-			k++;
-		}
-		if (!dep_shown(&deps->deps[i]))
-			continue;
-		tsv_dep(out, c, &deps->deps[i], c->now_ns);
-		tsv_callers(out, c, &cl);
-	}
-	free(callers);
-	for (unsigned i = 0; i < svcs->n; i++)
-		tsv_service(out, &svcs->svc[i], deps);
-}

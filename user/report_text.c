@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* `depwatch status` as a table, and the TSV answer `depwatch top` reads. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collect.h"
+#include "logic/depset.h"
+#include "logic/hist.h"
+#include "logic/topn.h"
+#include "logic/topview.h"
+#include "report.h"
+#include "report_view.h"
+#include "services.h"
+
+/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none; burst: "12.3ms*". */
+static const char *cell_ms_mark(double ms, bool burst, char *buf, size_t len)
+{
+	const char *mark = burst && ms >= 0 ? BURST_MARK : "";
+
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else if (ms < 1)
+		snprintf(buf, len, "%.0fus%s", ms * 1000, mark);
+	else if (ms < 1000)
+		snprintf(buf, len, "%.*fms%s", ms < 100 ? 1 : 0, ms, mark);
+	else
+		snprintf(buf, len, "%.2fs%s", ms / 1000, mark);
+	return buf;
+}
+
+/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none. */
+static const char *cell_ms(double ms, char *buf, size_t len)
+{
+	return cell_ms_mark(ms, false, buf, len);
+}
+
+static void text_row(struct dw_buf *out, const struct dest_view *v)
+{
+	const struct dw_dest *d = v->d;
+	char oldest[16], p50[16], p90[16], p99[16];
+
+	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu %5llu ",
+		      v->dest, (unsigned long long)d->sum.calls_completed,
+		      (unsigned long long)d->sum.calls_failed,
+		      (unsigned long long)dw_dest_inflight(d),
+		      cell_ms(d->oldest_call_ns ? v->oldest_ms : -1, oldest, sizeof(oldest)),
+		      cell_ms_mark(v->p50, v->burst, p50, sizeof(p50)),
+		      cell_ms_mark(v->p90, v->burst, p90, sizeof(p90)),
+		      cell_ms_mark(v->p99, v->burst, p99, sizeof(p99)),
+		      (unsigned long long)d->sum.connect_attempts,
+		      (unsigned long long)dw_dest_connect_failures(d),
+		      (unsigned long long)dw_dest_connecting(d),
+		      (unsigned long long)d->sum.retransmits,
+		      (unsigned long long)d->sum.conns_multiplexed);
+	if (d->sum.last_conn_ns) {
+		dw_buf_printf(out, "%u/", d->sum.last_pid);
+		dw_escape_text(out, d->sum.last_comm, sizeof(d->sum.last_comm));
+	}
+	dw_buf_putc(out, '\n');
+}
+
+/* Returns whether its percentiles are marked as burst timings. */
+static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
+		     uint64_t now)
+{
+	char oldest[16], p50[16], p99[16];
+	bool burst;
+
+	rv_dep_mux(c, dep, &burst);
+
+	dw_buf_printf(out, "%-24.24s %-9s %-12s %5.1f%% %5.1f%% %8llu %6llu %5llu %7s %7s %7s\n", dep->name,
+		      dw_breaker_state_name(dep->br.state),
+		      dep->br.state == DW_BREAKER_CLOSED ? "" : dw_breaker_reason_name(dep->br.reason),
+		      100 * rv_rate_or_zero(dep->j.slow_rate), 100 * rv_rate_or_zero(dep->j.failure_rate),
+		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
+		      (unsigned long long)dep->inflight,
+		      cell_ms(dep->oldest_call_ns ? rv_age_ms(now, dep->oldest_call_ns) : -1, oldest,
+			      sizeof(oldest)),
+		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.50), burst, p50, sizeof(p50)),
+		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.99), burst, p99, sizeof(p99)));
+	return burst;
+}
+
+/* Callers shown under each dependency in the status table. */
+#define DW_TEXT_CALLERS 3
+
+/* Under a dependency's line: its top callers (most in flight first), in the same columns. */
+static void text_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
+			 uint64_t now)
+{
+	char oldest[16], p50[16], p99[16];
+	struct dw_cgname name;
+	int pad;
+
+	for (size_t i = 0; i < cl->n && i < DW_TEXT_CALLERS; i++) {
+		const struct dw_caller_fig *f = &cl->v[i];
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		dw_buf_printf(out, "  <- ");
+		pad = (int)out->len;
+		dw_escape_text(out, name.name, 52);
+		pad = 56 - ((int)out->len - pad);
+		dw_buf_printf(out, "%*s %8llu %6llu %5llu %7s %7s %7s\n", pad > 0 ? pad : 1, "",
+			      (unsigned long long)f->calls, (unsigned long long)f->failed,
+			      (unsigned long long)f->inflight,
+			      cell_ms(f->oldest_ns ? rv_age_ms(now, f->oldest_ns) : -1, oldest, sizeof(oldest)),
+			      cell_ms(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, p50, sizeof(p50)),
+			      cell_ms(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, p99, sizeof(p99)));
+	}
+	if (cl->n > DW_TEXT_CALLERS)
+		dw_buf_printf(out, "  <- (%zu more callers)\n", cl->n - DW_TEXT_CALLERS);
+}
+
+/* Returns whether a row is marked as burst timings. */
+static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		      uint64_t now, unsigned cap)
+{
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded;
+	uint64_t sum[3] = { 0 };
+	bool *fold = rv_fold_deps(deps, cap, &nfolded, sum);
+	bool burst = false;
+
+	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
+		      "BREAKER", "REASON", "SLOW", "FAIL", "CALLS", "FAILED", "INFL", "OLDEST", "P50",
+		      "P99");
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dep_callers cl = { callers + k, 0 };
+
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
+		if (!rv_dep_shown(&deps->deps[i]) || (fold && fold[i]))
+			continue;
+		burst |= text_dep(out, c, &deps->deps[i], now);
+		text_callers(out, c, &cl, now);
+	}
+	if (nfolded)
+		dw_buf_printf(out, "%-24.24s %-9s %-12s %6s %6s %8llu %6llu %5llu %7s %7s %7s (%zu dependencies)\n",
+			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum[0],
+			      (unsigned long long)sum[1], (unsigned long long)sum[2], "-", "-", "-", nfolded);
+	free(fold);
+	free(callers);
+	dw_buf_putc(out, '\n');
+	return burst;
+}
+
+static void text_services(struct dw_buf *out, const struct dw_deps *deps,
+			  const struct dw_services *svcs)
+{
+	char summary[160], p99[16];
+
+	if (!svcs->n)
+		return;
+	dw_buf_printf(out, "%-24s %-9s %6s %8s %7s %9s %8s  %s\n", "SERVICE", "POOL", "INFL", "RATE",
+		      "P99", "RISING", "EXHAUST", "WAITING");
+	for (unsigned i = 0; i < svcs->n; i++) {
+		const struct dw_svc *svc = &svcs->svc[i];
+		char pool[16] = "-", exhaust[16] = "-";
+
+		if (svc->cfg->pool)
+			snprintf(pool, sizeof(pool), "%u", svc->cfg->pool);
+		if (svc->fc.exhausted_in_s >= 0)
+			snprintf(exhaust, sizeof(exhaust), "%.1fs", svc->fc.exhausted_in_s);
+		dw_svc_summary(svc, deps, summary, sizeof(summary));
+		dw_buf_printf(out, "%-24.24s %-9s %6llu %6.1f/s %7s %7.1f/s %8s  %s%s%s\n", svc->name, pool,
+			      (unsigned long long)svc->inflight,
+			      svc->arrival_rate > 0 ? svc->arrival_rate : 0,
+			      cell_ms(svc->p99_ms, p99, sizeof(p99)),
+			      svc->fc.rising > 0 ? svc->fc.rising : 0, exhaust, summary,
+			      svc->fc.level ? "  " : "", svc->fc.level ? dw_pool_level_name(svc->fc.level) : "");
+	}
+	dw_buf_putc(out, '\n');
+}
+
+void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		    const struct dw_services *svcs, const struct dw_run_info *info)
+{
+	size_t n;
+	struct dest_view *views = rv_views_of(c, &n);
+	struct folded_rows folded = { 0 };
+	bool burst;
+
+	dw_buf_printf(out, "depwatch: %zu destinations, up %.0fs, percentiles over %llus; %s\n",
+		      n, (c->now_ns - info->started_ns) / 1e9,
+		      (unsigned long long)(info->window_ns / 1000000000ULL), info->programs);
+	if (c->globals.dest_map_full)
+		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
+			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
+	burst = text_deps(out, c, deps, c->now_ns, info->max_series);
+	text_services(out, deps, svcs);
+	/* MUX: connections seen carrying overlapping requests, since start */
+	dw_buf_printf(out, "%-24s %8s %6s %5s %7s %7s %7s %7s %7s %5s %5s %6s %5s %s\n", "DEST", "CALLS",
+		      "FAILED", "INFL", "OLDEST", "P50", "P90", "P99", "CONNS", "CFAIL", "CONNG",
+		      "RETX", "MUX", "LAST CALLER");
+	n = views ? rv_cap_views(views, n, deps, info->max_series, &folded) : 0;
+	for (size_t i = 0; views && i < n; i++) {
+		text_row(out, &views[i]);
+		burst |= views[i].burst;
+	}
+	if (folded.n)
+		dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5s %6s %5s (%zu destinations)\n",
+			      DW_TOPN_OTHER, (unsigned long long)folded.calls,
+			      (unsigned long long)folded.failed, (unsigned long long)folded.inflight, "-",
+			      "-", "-", "-", (unsigned long long)folded.connects,
+			      (unsigned long long)folded.cfail, "-", "-", "-", folded.n);
+	if (burst)
+		dw_buf_printf(out, "\n" BURST_LEGEND);
+	free(views);
+}
+
+static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
+		    uint64_t now)
+{
+	bool burst;
+	uint64_t mux = rv_dep_mux(c, dep, &burst);
+
+	/* the fields, their order and their formats: DW_TOP_FIELDS in logic/topview.h */
+	struct dw_top_wire w = {
+		.name = dep->name,
+		.dests = dep->ndests,
+		.calls = dep->calls,
+		.failed = dep->failed,
+		.p50_ms = dw_dep_percentile_ms(dep, 0.50),
+		.p99_ms = dw_dep_percentile_ms(dep, 0.99),
+		.slow_rate = rv_rate_or_zero(dep->j.slow_rate),
+		.failure_rate = rv_rate_or_zero(dep->j.failure_rate),
+		.inflight = dep->inflight,
+		.max_inflight = dep->s->max_inflight,
+		.oldest_ms = rv_age_ms(now, dep->oldest_call_ns),
+		.breaker = dw_breaker_state_name(dep->br.state),
+		.reason = dw_breaker_reason_name(dep->br.reason),
+		.rejected = dep->rejected,
+		.conns = dep->conns,
+		.forced = dep->forced >= 0,
+		.multiplexed_conns = mux,
+		.burst_timings = burst,
+		.aborted = dep->aborted_breaker + dep->aborted_timeout,
+	};
+
+	dw_top_tsv_row(out, &w);
+}
+
+/* "@service<TAB>summary<TAB>level<TAB>inflight<TAB>pool<TAB>exhausted_in_s": top shows it above the table. */
+static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const struct dw_deps *deps)
+{
+	char summary[160];
+
+	dw_svc_summary(svc, deps, summary, sizeof(summary));
+	/* names are config names or dest strings: no tab, newline or escape can be in them */
+	dw_buf_printf(out, "@service\t%s\t%s\t%llu\t%u\t%.1f\n", summary[0] ? summary : svc->name,
+		      dw_pool_level_name(svc->fc.level),
+		      (unsigned long long)svc->inflight, svc->cfg->pool, svc->fc.exhausted_in_s);
+}
+
+/* Callers sent to top per dependency. */
+#define DW_TOP_CALLERS 5
+
+/* "@caller<TAB>name<TAB>calls<TAB>inflight<TAB>p99_ms" (calls: completed and failed). */
+static void tsv_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl)
+{
+	struct dw_cgname name;
+
+	for (size_t i = 0; i < cl->n && i < DW_TOP_CALLERS; i++) {
+		const struct dw_caller_fig *f = &cl->v[i];
+		double p99 = dw_caller_percentile_ns(f->hist, 0.99);
+
+		dw_collect_caller_name(c, f->cgroup_id, &name);
+		dw_buf_printf(out, "@caller\t");
+		/* cgroup names are chosen by whoever makes cgroups: escaped (no tab, no newline) */
+		dw_escape_text(out, name.name, sizeof(name.name));
+		dw_buf_printf(out, "\t%llu\t%llu\t%.3f\n", (unsigned long long)(f->calls + f->failed),
+			      (unsigned long long)f->inflight, p99 < 0 ? -1 : p99 / 1e6);
+	}
+}
+
+void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
+		   const struct dw_services *svcs)
+{
+	struct dw_caller_fig *callers;
+	size_t ncallers = dw_collect_callers(c, &callers), k = 0;
+
+	dw_top_tsv_header(out);
+	for (unsigned i = 0; i < deps->n; i++) {
+		struct dep_callers cl = { callers + k, 0 };
+
+		while (k < ncallers && callers[k].dep < (int)i)
+			cl.v = callers + ++k;
+		while (k < ncallers && callers[k].dep == (int)i) {
+			cl.n++;
+			k++;
+		}
+		if (!rv_dep_shown(&deps->deps[i]))
+			continue;
+		tsv_dep(out, c, &deps->deps[i], c->now_ns);
+		tsv_callers(out, c, &cl);
+	}
+	free(callers);
+	for (unsigned i = 0; i < svcs->n; i++)
+		tsv_service(out, &svcs->svc[i], deps);
+}

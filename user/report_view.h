@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the status renderers share (report.c: JSON and the helpers;
+ * report_text.c: the text table and top's TSV): the rows as shown, the
+ * callers of a dependency, the --max-series folding.
+ */
+#ifndef DW_REPORT_VIEW_H
+#define DW_REPORT_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "collect.h"
+#include "logic/depset.h"
+
+/* Callers listed on their own per dependency in status; the rest are summed into ~other. */
+#define DW_STATUS_CALLERS 20
+
+/* The callers of one dependency: a range of dw_collect_callers' array. */
+struct dep_callers {
+	const struct dw_caller_fig *v;
+	size_t n;
+};
+
+/* Window percentiles of one destination, in ms; -1 when the window has no calls. */
+struct dest_view {
+	const struct dw_dest *d;
+	char dest[64];
+	uint64_t window_calls;
+	double p50, p90, p99;
+	double connect_p50, connect_p99;
+	double oldest_ms, oldest_connect_ms;
+	bool burst;		/* the window's calls include burst timings (multiplexed connections) */
+};
+
+/* What the destinations table's cap folded: one "~other" line. */
+struct folded_rows {
+	size_t n;
+	uint64_t calls, failed, inflight, connects, cfail;
+};
+
+/* Marks a latency cell as burst timings (multiplexed connections): "12.3ms*". */
+#define BURST_MARK "*"
+#define BURST_LEGEND \
+	"* latency of multiplexed or pipelined connections: burst timings, not one request's\n"
+
+/* How long ago start was at now, in ms. */
+double rv_age_ms(uint64_t now, uint64_t start);
+
+/* Over a dependency's destinations: multiplexed connections, and whether any is burst-timed. */
+uint64_t rv_dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool *burst);
+
+/* Destinations worth showing: the overflow row only once something landed in it. */
+bool rv_shown(const struct dw_dest *d);
+
+/* The rows, sorted by destination text; the caller frees. */
+struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n);
+
+/* Dependencies worth a row: configured ones, and destinations on their own that have some. */
+bool rv_dep_shown(const struct dw_dep *dep);
+
+/* A judged rate, or 0 where there is none (out of 0..1: not judged yet). */
+double rv_rate_or_zero(double r);
+
+/*
+ * --max-series for the destinations table: the destinations of configured
+ * dependencies and the busiest by calls in the window keep their rows (in
+ * their order); the rest are summed into *f. Returns the rows kept.
+ */
+size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
+		    struct folded_rows *f);
+
+/*
+ * --max-series for the dependencies table: configured dependencies always,
+ * then the busiest by call rate; a calloc'ed flag per dependency index
+ * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
+ * *inflight: what was folded.
+ */
+bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum);
+
+#endif /* DW_REPORT_VIEW_H */
