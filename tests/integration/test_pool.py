@@ -21,6 +21,7 @@ SLOW_CALL = 0.5
 DEADLINE = SLOW_CALL + 0.5       # the issue's: from the change to the breaker open
 POLL = 0.05                      # the test reads status this often, no faster
 POOLS = (2, 4, 8, 32, 200)
+DEFAULT_SAMPLE = 20             # [defaults] sample, which the test's config leaves as it is
 NULL_SECONDS = float(os.environ.get("DW_POOL_NULL_SECONDS", "60"))
 
 
@@ -239,7 +240,13 @@ class PoolTest(unittest.TestCase):
                 self.assertIsNotNone(polled, "pool of %d: never opened: %r" % (n, dep))
                 figures.append("N=%d %.0f ms (first read %.0f ms)" % (n, own * 1000, polled * 1000))
                 self.assertLessEqual(own, DEADLINE, "pool of %d: %r" % (n, dep))
-                self.assertEqual(dep.get("stalled", True), True, dep)
+                # A pool smaller than sample (20, the default) can only open through the stall
+                # rule. A larger one fills sample with calls turned slow by themselves, and the
+                # stall rule may stand aside: a call that began just after the oldest hanging one
+                # and was answered as the stand-in switched says the dependency still answered
+                # (with 200 callers, 10 calls start per millisecond). Either rule is in time.
+                if n < DEFAULT_SAMPLE:
+                    self.assertEqual(dep.get("stalled", True), True, dep)
                 self.assertEqual(self.transitions(d, "pool%d" % n)[:1], [("closed", "open", "slow_rate")])
         print("\n  open after the hang (deadline %d ms): %s" % (DEADLINE * 1000, ", ".join(figures)))
 
