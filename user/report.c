@@ -161,6 +161,20 @@ static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const 
 	dw_buf_printf(out, "}");
 }
 
+struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t ncallers, size_t *k,
+				 unsigned dep)
+{
+	struct dep_callers cl = { callers + *k, 0 };
+
+	while (*k < ncallers && callers[*k].dep < (int)dep)
+		cl.v = callers + ++*k;
+	while (*k < ncallers && callers[*k].dep == (int)dep) {
+		cl.n++;
+		++*k;
+	}
+	return cl;
+}
+
 bool rv_dep_shown(const struct dw_dep *dep)
 {
 	return dep->used && (dep->id || dep->ndests);
@@ -502,15 +516,7 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 
 	dw_buf_printf(out, ",\"dependencies\":[");
 	for (unsigned i = 0; i < deps->n; i++) {
-		struct dep_callers cl = { callers + k, 0 };
-
-		/* callers are ordered by dependency index */
-		while (k < ncallers && callers[k].dep < (int)i)
-			cl.v = callers + ++k;
-		while (k < ncallers && callers[k].dep == (int)i) {
-			cl.n++;
-			k++;
-		}
+		struct dep_callers cl = rv_callers_of(callers, ncallers, &k, i);
 		if (!rv_dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		if (!first)

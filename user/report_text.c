@@ -126,14 +126,7 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 		      "BREAKER", "REASON", "SLOW", "FAIL", "CALLS", "FAILED", "INFL", "OLDEST", "P50",
 		      "P99");
 	for (unsigned i = 0; i < deps->n; i++) {
-		struct dep_callers cl = { callers + k, 0 };
-
-		while (k < ncallers && callers[k].dep < (int)i)
-			cl.v = callers + ++k;
-		while (k < ncallers && callers[k].dep == (int)i) {
-			cl.n++;
-			k++;
-		}
+		struct dep_callers cl = rv_callers_of(callers, ncallers, &k, i);
 		if (!rv_dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		burst |= text_dep(out, c, &deps->deps[i], now);
@@ -286,14 +279,7 @@ void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struc
 
 	dw_top_tsv_header(out);
 	for (unsigned i = 0; i < deps->n; i++) {
-		struct dep_callers cl = { callers + k, 0 };
-
-		while (k < ncallers && callers[k].dep < (int)i)
-			cl.v = callers + ++k;
-		while (k < ncallers && callers[k].dep == (int)i) {
-			cl.n++;
-			k++;
-		}
+		struct dep_callers cl = rv_callers_of(callers, ncallers, &k, i);
 		if (!rv_dep_shown(&deps->deps[i]))
 			continue;
 		tsv_dep(out, c, &deps->deps[i], c->now_ns);

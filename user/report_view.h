@@ -56,6 +56,14 @@ bool rv_shown(const struct dw_dest *d);
 /* The rows, sorted by destination text; the caller frees. */
 struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n);
 
+/*
+ * The callers of dependency index dep, from dw_collect_callers' array
+ * (ordered by dependency index), walked in increasing dep: *k is where the
+ * walk stands, 0 at first.
+ */
+struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t ncallers, size_t *k,
+				 unsigned dep);
+
 /* Dependencies worth a row: configured ones, and destinations on their own that have some. */
 bool rv_dep_shown(const struct dw_dep *dep);
 
