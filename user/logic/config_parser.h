@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The config parser's own header, for the files it is made of: config.c
- * (the key table and the line parser), config_service.c ([service]
- * sections and their checks), config_describe.c (the config as text) and
- * config_parser.c (the parser's state and its error messages, which the
- * others share). Nothing outside user/logic/config*.c includes it.
+ * (the key table and the line parser), config_resolve.c ([defaults] onto
+ * each dependency, and the checks that need the whole file),
+ * config_service.c ([service] sections and their checks),
+ * config_describe.c (the config as text) and config_parser.c (the
+ * parser's state and its error messages, which the others share).
+ * Nothing outside user/logic/config*.c includes it.
  */
 #ifndef DW_CONFIG_PARSER_H
 #define DW_CONFIG_PARSER_H
@@ -33,6 +35,11 @@ struct key_def {
 /* The per-dependency keys (config.c), in the order describe prints them. */
 #define NKEYS 13
 extern const struct key_def cfg_keys[NKEYS];
+/* The places in cfg_keys[] of the keys config_resolve.c checks against each other. */
+#define KEY_SAMPLE 3
+#define KEY_MIN_CALLS 5
+#define KEY_ABORT_AFTER 10
+#define KEY_IGNORE 11
 
 struct facility_def {
 	const char *name;
@@ -116,6 +123,16 @@ int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val);
 /* val as a duration within k's range into *ns, else cfg_fail_value. */
 int cfg_parse_duration_key(struct parser *p, const struct key_def *k, const char *val,
 			   uint64_t *ns);
+
+/* ---- config_resolve.c ---- */
+
+/*
+ * Once every line is read: [defaults] (keys it did not set from base;
+ * base NULL: the built-in config, which must set them all) onto each
+ * [dependency], then every check that needs the whole file. 0, -EINVAL
+ * with the earliest error recorded, or -ENOMEM.
+ */
+int cfg_finish(struct parser *p, const struct dw_config *base);
 
 /* ---- config_service.c ---- */
 
