@@ -2,7 +2,7 @@
 /*
  * The hooks depwatch can attach, table-driven: which program feeds which
  * backend, and what is lost without each (the start line, --without,
- * `depwatch run --without list`). loader.c probes and attaches them.
+ * `depwatch run --without list`). probe.c probes them, loader.c attaches them.
  */
 #ifndef DW_HOOKS_H
 #define DW_HOOKS_H
