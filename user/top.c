@@ -2,7 +2,7 @@
 /*
  * depwatch top: asks the daemon once a second and draws with curses, or
  * prints one plain frame when stdout is not a terminal. What it draws is
- * worked out in logic/topview.c (pure, unit-tested).
+ * worked out in logic/topview.c and topview_layout.c (pure, unit-tested).
  */
 #include <curses.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "control.h"
 #include "logic/parse.h"
+#include "logic/topview_layout.h"
 #include "top.h"
 
 /* ---- asking the daemon ---- */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * depwatch top: a live table of the dependencies, worst first, built from
- * the daemon's "top tsv" answer. The pure part (parsing the answer, rates,
- * order, columns, the text of each line) is logic/topview.h; top.c asks
- * the daemon and draws; its options are client.c's.
+ * the daemon's "top tsv" answer. The pure part is logic/topview.h (parsing
+ * the answer, rates, order) and logic/topview_layout.h (columns, the text
+ * of each line); top.c asks the daemon and draws; its options are client.c's.
  */
 #ifndef DW_TOP_H
 #define DW_TOP_H

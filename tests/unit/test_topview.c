@@ -8,6 +8,7 @@
 #include "dwtest.h"
 
 #include "logic/topview.h"
+#include "logic/topview_layout.h"
 
 #define HEADER_OLD                                                                                 \
 	"name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"         \
