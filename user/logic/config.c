@@ -371,17 +371,24 @@ static int add_match(struct parser *p, const char *val)
 	return 0;
 }
 
+/* syslog_facility and enforce_cgroup: keys of [defaults] alone, set at most once. */
+static int check_defaults_only(struct parser *p, const char *key, int line)
+{
+	if (p->sec != SEC_DEFAULTS)
+		return fail(p, "%s belongs in [defaults], not in [dependency %s]", key,
+			    p->deps[p->ndeps - 1].dep.name);
+	return cfg_check_unset(p, key, line);
+}
+
 static int set_facility(struct parser *p, const char *val)
 {
 	char c[DW_CLIP_BUF];
 	size_t i;
+	int err;
 
-	if (p->sec != SEC_DEFAULTS)
-		return fail(p, "syslog_facility belongs in [defaults], not in [dependency %s]",
-			    p->deps[p->ndeps - 1].dep.name);
-	if (p->facility_line)
-		return fail(p, "duplicate key 'syslog_facility' in [defaults] (first set at line %d)",
-			    p->facility_line);
+	err = check_defaults_only(p, "syslog_facility", p->facility_line);
+	if (err)
+		return err;
 	for (i = 0; i < NFACILITIES; i++) {
 		if (strcasecmp(val, cfg_facilities[i].name) == 0) {
 			p->facility = cfg_facilities[i].value;
@@ -398,13 +405,11 @@ static int set_cgroup(struct parser *p, const char *val)
 	size_t n = strlen(val), at;
 	const char *why;
 	char c[DW_CLIP_BUF];
+	int err;
 
-	if (p->sec != SEC_DEFAULTS)
-		return fail(p, "enforce_cgroup belongs in [defaults], not in [dependency %s]",
-			    p->deps[p->ndeps - 1].dep.name);
-	if (p->cgroup_line)
-		return fail(p, "duplicate key 'enforce_cgroup' in [defaults] (first set at line %d)",
-			    p->cgroup_line);
+	err = check_defaults_only(p, "enforce_cgroup", p->cgroup_line);
+	if (err)
+		return err;
 	why = cfg_cgroup_path_problem(val, n, &at);
 	if (why && at)	/* the byte itself stays out of the message */
 		return fail(p, "enforce_cgroup: the path %s (0x%02x at byte %zu)", why,
