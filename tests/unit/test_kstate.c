@@ -2,7 +2,10 @@
 /*
  * The kernel state a config wants (logic/kplan.h), computed whole before
  * user/kstate.c writes anything: the test knows every dependency, match
- * and service it configured, so it knows each map's entries.
+ * and service it configured, so it knows each map's entries. Then
+ * user/kstate.c's writes, against maps in memory (the bpf_map_* calls and
+ * the loader's few functions are this file's): a reload takes whole, or,
+ * whichever write fails, every map is as it was.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +19,9 @@
 
 #include "logic/config.h"
 #include "logic/kplan.h"
+#include "kstate.h"
+#include "loader.h"
+#include "logic/breaker.h"
 
 #define MS 1000000ULL
 #define SEC (1000ULL * MS)
@@ -369,6 +375,330 @@ static void test_trie_against_old(void **state)
 	dw_config_free(&next);
 }
 
+/* --- user/kstate.c against maps in memory --- */
+
+#define FAKE_FD 100
+#define FAKE_KEY 64
+#define FAKE_VALUE 256
+#define FAKE_ENTRIES 256
+
+struct fake_map {
+	size_t klen, vlen;
+	unsigned n;
+	unsigned char key[FAKE_ENTRIES][FAKE_KEY];
+	unsigned char value[FAKE_ENTRIES][FAKE_VALUE];
+};
+
+static struct fake_map maps[DW_MAP_BREAKERS + 1];
+static int fail_at;		/* the fail_at-th write (update or delete) fails; 0: none */
+static int writes;
+static int slots_err;		/* what dw_bpf_for_each_slot returns instead of walking */
+static bool services_on;
+
+static const struct {
+	__u32 slot;
+	struct dw_dest_key dest;
+} fake_slots[] = {
+	{ 1, { .family = AF_INET, .port = 443, .addr = { 10, 0, 3, 9 } } },
+	{ 2, { .family = AF_INET, .port = 80, .addr = { 10, 0, 4, 7 } } },
+	{ 3, { .family = DW_FAMILY_INBOUND, .port = 8080 } },
+	{ 4, { .family = AF_INET, .port = 80, .addr = { 10, 0, 5, 1 } } },
+};
+
+static struct fake_map *map_of(int fd)
+{
+	assert_true(fd >= FAKE_FD && fd <= FAKE_FD + DW_MAP_BREAKERS);
+	return &maps[fd - FAKE_FD];
+}
+
+static int find(const struct fake_map *m, const void *key)
+{
+	for (unsigned i = 0; i < m->n; i++)
+		if (!memcmp(m->key[i], key, m->klen))
+			return i;
+	return -1;
+}
+
+static bool write_fails(void)
+{
+	if (++writes != fail_at)
+		return false;
+	errno = ENOSPC;
+	return true;
+}
+
+int bpf_map_lookup_elem(int fd, const void *key, void *value)
+{
+	struct fake_map *m = map_of(fd);
+	int i = find(m, key);
+
+	if (i < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	memcpy(value, m->value[i], m->vlen);
+	return 0;
+}
+
+int bpf_map_update_elem(int fd, const void *key, const void *value, __u64 flags)
+{
+	struct fake_map *m = map_of(fd);
+	int i = find(m, key);
+
+	(void)flags;
+	if (write_fails())
+		return -1;
+	if (i < 0) {
+		assert_true(m->n < FAKE_ENTRIES);
+		i = m->n++;
+		memcpy(m->key[i], key, m->klen);
+	}
+	memcpy(m->value[i], value, m->vlen);
+	return 0;
+}
+
+int bpf_map_delete_elem(int fd, const void *key)
+{
+	struct fake_map *m = map_of(fd);
+	int i = find(m, key);
+
+	if (write_fails())
+		return -1;
+	if (i < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	m->n--;
+	memmove(m->key[i], m->key[i + 1], (m->n - i) * FAKE_KEY);
+	memmove(m->value[i], m->value[i + 1], (m->n - i) * FAKE_VALUE);
+	return 0;
+}
+
+/* A key not in the map starts from the first one, as the kernel's trie does. */
+int bpf_map_get_next_key(int fd, const void *key, void *next)
+{
+	struct fake_map *m = map_of(fd);
+	int i = key ? find(m, key) + 1 : 0;
+
+	if ((unsigned)i >= m->n) {
+		errno = ENOENT;
+		return -1;
+	}
+	memcpy(next, m->key[i], m->klen);
+	return 0;
+}
+
+int dw_bpf_map_fd(const struct dw_bpf *b, enum dw_bpf_map map)
+{
+	(void)b;
+	return FAKE_FD + map;
+}
+
+void dw_bpf_set_services_on(struct dw_bpf *b, bool on)
+{
+	(void)b;
+	services_on = on;
+}
+
+int dw_bpf_for_each_slot(struct dw_bpf *b, dw_slot_fn fn, void *arg)
+{
+	(void)b;
+	if (slots_err)
+		return slots_err;
+	for (unsigned i = 0; i < sizeof(fake_slots) / sizeof(fake_slots[0]); i++) {
+		int err = fn(fake_slots[i].slot, &fake_slots[i].dest, arg);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void dw_log(int level, const char *fmt, ...)
+{
+	(void)level;
+	(void)fmt;
+}
+
+static void fake_reset(void)
+{
+	static const size_t klen[] = { sizeof(__u32), sizeof(struct dw_match_key), sizeof(__u32),
+				       sizeof(__u32), sizeof(struct dw_breaker_key) };
+	static const size_t vlen[] = { sizeof(struct dw_dep_cfg), sizeof(struct dw_match_rules),
+				       sizeof(__u8), sizeof(struct dw_slot_cfg),
+				       sizeof(struct dw_breaker_value) };
+
+	for (unsigned i = 0; i <= DW_MAP_BREAKERS; i++) {
+		assert_true(klen[i] <= FAKE_KEY && vlen[i] <= FAKE_VALUE);
+		maps[i] = (struct fake_map){ .klen = klen[i], .vlen = vlen[i] };
+	}
+	fail_at = writes = slots_err = 0;
+	services_on = false;
+}
+
+/* Every map as a set: the order entries were written in does not matter. */
+static bool maps_equal(const struct fake_map *a, const struct fake_map *b)
+{
+	for (unsigned m = 0; m <= DW_MAP_BREAKERS; m++) {
+		if (a[m].n != b[m].n)
+			return false;
+		for (unsigned i = 0; i < a[m].n; i++) {
+			int j = find(&b[m], a[m].key[i]);
+
+			if (j < 0 || memcmp(a[m].value[i], b[m].value[j], a[m].vlen))
+				return false;
+		}
+	}
+	return true;
+}
+
+static const char next_conf[] =
+	"[defaults]\n"
+	"slow_call = 2s\n"
+	"\n"
+	"[dependency payments]\n"
+	"match = 10.0.3.0/24:443\n"
+	"\n"
+	"[dependency billing]\n"
+	"match = 10.0.5.0/24\n"
+	"\n"
+	"[service api]\n"
+	"listen = 8000-8002\n";
+
+/* The breakers map entry of the dependency with id dep_id (orders: 9). */
+static struct dw_breaker_op retire_op(unsigned dep_id)
+{
+	return (struct dw_breaker_op){ .key = { .dep_id = dep_id }, .remove = true };
+}
+
+/* base_conf applied, and orders' breaker open: the state a reload starts from. */
+static void start_state(struct dw_kstate *ks, struct dw_config *cfg)
+{
+	struct dw_breaker_op open = { .key = { .dep_id = 9 },
+				      .v = { .state = DW_BREAKER_OPEN, .name = "orders" } };
+
+	fake_reset();
+	parse(base_conf, cfg);
+	dw_kstate_init(ks, (struct dw_bpf *)ks);
+	assert_int_equal(dw_kstate_config(ks, cfg, ids, false, NULL, 0), 0);
+	dw_kstate_breakers(ks, &open, 1);
+}
+
+/* A config's entries land in each map; a reload retires a breaker and remaps the slots. */
+static void test_apply_then_reload(void **state)
+{
+	static const unsigned next_ids[] = { 5, 12 };
+	struct dw_kstate ks;
+	struct dw_config cfg, next;
+	struct dw_breaker_op retire = retire_op(9);
+	struct dw_slot_cfg sc;
+	struct dw_match_key k;
+	__u32 slot;
+	__u8 on;
+
+	(void)state;
+	start_state(&ks, &cfg);
+	assert_int_equal(maps[DW_MAP_DEP_CFG].n, 3);
+	assert_int_equal(maps[DW_MAP_DEP_MATCH].n, 3);
+	assert_int_equal(maps[DW_MAP_SERVICE_PORTS].n, 12);
+	assert_int_equal(maps[DW_MAP_SLOT_CFG].n, 0);	/* the first load does not remap */
+	assert_int_equal(maps[DW_MAP_BREAKERS].n, 1);
+	assert_true(services_on);
+	assert_true(dw_kplan_port_is_set(ks.service_port, 8080));
+
+	parse(next_conf, &next);
+	assert_int_equal(dw_kstate_config(&ks, &next, next_ids, true, &retire, 1), 0);
+	assert_int_equal(maps[DW_MAP_BREAKERS].n, 0);
+	assert_int_equal(maps[DW_MAP_DEP_CFG].n, 4);	/* 9's settings stay: an id is not reused at once */
+	/* the trie: 10.0.3.0/24 kept, 10.0.5.0/24 new, orders' two prefixes gone */
+	assert_int_equal(maps[DW_MAP_DEP_MATCH].n, 2);
+	k = key4("10.0.5.0", 24);
+	assert_true(find(&maps[DW_MAP_DEP_MATCH], &k) >= 0);
+	k = key4("10.0.4.7", 32);
+	assert_true(find(&maps[DW_MAP_DEP_MATCH], &k) < 0);
+	/* 8080 and 9000-9010 written to 0, 8000-8002 to 1 */
+	assert_int_equal(maps[DW_MAP_SERVICE_PORTS].n, 15);
+	for (__u32 port = 8000; port <= 8002; port++) {
+		assert_int_equal(bpf_map_lookup_elem(FAKE_FD + DW_MAP_SERVICE_PORTS, &port, &on), 0);
+		assert_int_equal(on, 1);
+	}
+	slot = 9000;
+	assert_int_equal(bpf_map_lookup_elem(FAKE_FD + DW_MAP_SERVICE_PORTS, &slot, &on), 0);
+	assert_int_equal(on, 0);
+	assert_false(dw_kplan_port_is_set(ks.service_port, 8080));
+	assert_true(dw_kplan_port_is_set(ks.service_port, 8001));
+	/* each slot matched again: payments, nothing (orders went), no service, billing */
+	assert_int_equal(maps[DW_MAP_SLOT_CFG].n, 4);
+	for (slot = 1; slot <= 4; slot++) {
+		static const unsigned want[] = { 0, 5, 0, 0, 12 };
+
+		assert_int_equal(bpf_map_lookup_elem(FAKE_FD + DW_MAP_SLOT_CFG, &slot, &sc), 0);
+		assert_int_equal(sc.dep_id, want[slot]);
+		assert_int_equal(sc.service, 0);
+	}
+	dw_config_free(&cfg);
+	dw_config_free(&next);
+}
+
+/* Whichever write of a reload fails, every map is as it was, and so is kstate's own view. */
+static void test_reload_all_or_nothing(void **state)
+{
+	static const unsigned next_ids[] = { 5, 12 };
+	static struct fake_map before[DW_MAP_BREAKERS + 1];
+	struct dw_kstate ks;
+	struct dw_config cfg, next;
+	struct dw_breaker_op retire = retire_op(9);
+	uint8_t ports[DW_PORT_BITS];
+	int total;
+
+	(void)state;
+	start_state(&ks, &cfg);
+	parse(next_conf, &next);
+	memcpy(before, maps, sizeof(maps));
+	memcpy(ports, ks.service_port, sizeof(ports));
+	writes = 0;
+	assert_int_equal(dw_kstate_config(&ks, &next, next_ids, true, &retire, 1), 0);
+	total = writes;
+	assert_true(total > 20);
+
+	for (int n = 1; n <= total; n++) {
+		memcpy(maps, before, sizeof(maps));
+		memcpy(ks.service_port, ports, sizeof(ports));
+		services_on = true;
+		writes = 0;
+		fail_at = n;
+		if (dw_kstate_config(&ks, &next, next_ids, true, &retire, 1) != -ENOSPC)
+			fail_msg("write %d of %d failed, the reload did not", n, total);
+		fail_at = 0;
+		if (!maps_equal(maps, before) || !maps_equal(before, maps))
+			fail_msg("write %d of %d failed: the maps are not as they were", n, total);
+		assert_memory_equal(ks.service_port, ports, sizeof(ports));
+		assert_true(services_on);
+	}
+	dw_config_free(&cfg);
+	dw_config_free(&next);
+}
+
+/* What fails to compute (here, the slot list) fails before the first write. */
+static void test_nothing_written_before_the_plan_is_whole(void **state)
+{
+	static const unsigned next_ids[] = { 5, 12 };
+	struct dw_kstate ks;
+	struct dw_config cfg, next;
+	struct dw_breaker_op retire = retire_op(9);
+
+	(void)state;
+	start_state(&ks, &cfg);
+	parse(next_conf, &next);
+	writes = 0;
+	slots_err = -EIO;
+	assert_int_equal(dw_kstate_config(&ks, &next, next_ids, true, &retire, 1), -EIO);
+	assert_int_equal(writes, 0);
+	assert_int_equal(maps[DW_MAP_BREAKERS].n, 1);
+	dw_config_free(&cfg);
+	dw_config_free(&next);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +710,9 @@ int main(void)
 		cmocka_unit_test(test_too_many_prefixes),
 		cmocka_unit_test(test_too_many_rules),
 		cmocka_unit_test(test_trie_against_old),
+		cmocka_unit_test(test_apply_then_reload),
+		cmocka_unit_test(test_reload_all_or_nothing),
+		cmocka_unit_test(test_nothing_written_before_the_plan_is_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
