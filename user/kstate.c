@@ -258,7 +258,8 @@ static int config_plan(struct dw_kstate *ks, struct dw_kplan *p, const struct dw
 	int err = dw_kplan_build(p, cfg, ids, &over);
 
 	if (err == -E2BIG && over)
-		dw_err("more than %d matches cover %s line %d", DW_MATCH_RULES, cfg->source, over->line);
+		dw_err("more than %d matches cover %s line %d", DW_MATCH_RULES, cfg->source,
+		       over->line);
 	else if (err == -E2BIG)
 		dw_err("%s: %u matches, the kernel's match trie holds %d", cfg->source,
 		       dw_kplan_match_prefixes(cfg), DW_MATCH_TRIE_ENTRIES);

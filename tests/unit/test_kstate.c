@@ -338,7 +338,7 @@ static void test_trie_against_old(void **state)
 		assert_int_equal(dw_key_set_add(&old, &p->trie[i].key), 0);
 	dw_key_set_sort(&old);
 
-	/* what the kernel holds from cfg, against next: the orders prefixes go, 10.0.3.0/24 stays */
+	/* what the kernel holds from cfg, against next: orders' prefixes go, 10.0.3.0/24 stays */
 	for (unsigned i = 0; i < old.n; i++)
 		stale += !dw_key_set_has(&q->keys, &old.k[i]);
 	assert_int_equal(stale, 2);
@@ -609,7 +609,8 @@ static void test_apply_then_reload(void **state)
 	parse(next_conf, &next);
 	assert_int_equal(dw_kstate_config(&ks, &next, next_ids, true, &retire, 1), 0);
 	assert_int_equal(maps[DW_MAP_BREAKERS].n, 0);
-	assert_int_equal(maps[DW_MAP_DEP_CFG].n, 4);	/* 9's settings stay: an id is not reused at once */
+	/* 9's settings stay (an id is not reused at once) */
+	assert_int_equal(maps[DW_MAP_DEP_CFG].n, 4);
 	/* the trie: 10.0.3.0/24 kept, 10.0.5.0/24 new, orders' two prefixes gone */
 	assert_int_equal(maps[DW_MAP_DEP_MATCH].n, 2);
 	k = key4("10.0.5.0", 24);
@@ -619,7 +620,9 @@ static void test_apply_then_reload(void **state)
 	/* 8080 and 9000-9010 written to 0, 8000-8002 to 1 */
 	assert_int_equal(maps[DW_MAP_SERVICE_PORTS].n, 15);
 	for (__u32 port = 8000; port <= 8002; port++) {
-		assert_int_equal(bpf_map_lookup_elem(FAKE_FD + DW_MAP_SERVICE_PORTS, &port, &on), 0);
+		int fd = FAKE_FD + DW_MAP_SERVICE_PORTS;
+
+		assert_int_equal(bpf_map_lookup_elem(fd, &port, &on), 0);
 		assert_int_equal(on, 1);
 	}
 	slot = 9000;

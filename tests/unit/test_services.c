@@ -287,13 +287,13 @@ static void test_rates(void **state)
 	assert_double_eq(admin->rising, 4);
 	assert_int_equal(admin->prev_started, 5);
 
-	requests(a, 15, 15, 0);		/* from the new base: 10 in 1 s, smoothed (tau 1 s) */
+	requests(a, 15, 15, 0);		/* from the new base: 10 in 1 s, smoothed, tau 1 s */
 	poll(&f, T0 + 3 * SEC);
 	assert_near(admin->arrival_rate, 20 + (1 - exp(-1)) * (10 - 20), 1e-9);
 	teardown(&f);
 }
 
-/* Waits: by dependency, most first (ties in arrival order); none without a dependency or service. */
+/* Waits: by dependency, most first (ties in arrival order); none without dependency or service. */
 static void test_waits_grouped_and_ordered(void **state)
 {
 	struct fixture f;

@@ -74,8 +74,10 @@ static int plan_dep_cfg(struct dw_kplan *p, const struct dw_config *cfg, const u
 	if (!p->dep_cfg)
 		return -ENOMEM;
 	p->dep_cfg[0] = (struct dw_kplan_dep_cfg){ 0, dw_kplan_dep_cfg_of(&cfg->defaults) };
-	for (unsigned i = 0; i < cfg->ndeps; i++)
-		p->dep_cfg[i + 1] = (struct dw_kplan_dep_cfg){ ids[i], dw_kplan_dep_cfg_of(&cfg->deps[i].s) };
+	for (unsigned i = 0; i < cfg->ndeps; i++) {
+		p->dep_cfg[i + 1].id = ids[i];
+		p->dep_cfg[i + 1].v = dw_kplan_dep_cfg_of(&cfg->deps[i].s);
+	}
 	p->ndep_cfg = cfg->ndeps + 1;
 	return 0;
 }
