@@ -121,6 +121,11 @@ $(OUT)/tests/test_config_file: $(OUT)/obj-san/user/config_file.o
 $(OUT)/tests/test_cgroups: $(OUT)/obj-san/user/cgroups.o
 -include $(wildcard $(OUT)/obj-san/user/cgroups.d)
 
+# kstate's test also links its writer, user/kstate.c, against maps in memory (the test's own
+# bpf_map_* and loader functions): a reload takes whole or not at all.
+$(OUT)/tests/test_kstate: $(OUT)/obj-san/user/kstate.o
+-include $(wildcard $(OUT)/obj-san/user/kstate.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 

@@ -29,7 +29,6 @@ import os
 import queue
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,39 +36,14 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The keep-alive caller and the stand-in dependency are the integration tests' (workpool.py).
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+from workpool import KeepAlive, StandInProcess  # noqa: E402
 DEPWATCH = os.environ.get("DEPWATCH", os.path.join(HERE, "..", "build", "depwatch"))
 POOL, RATE, HEALTH_RATE = 50, 100.0, 10.0
 NORMAL, SLOW, CHANGE = 0.2, 9.0, 5.0
 SLOW_CALL = 0.3
 BIN = 0.5
-
-SERVER = r"""
-import socket, sys, threading, time
-delay = [float(sys.argv[1])]
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 0))
-ls.listen(1024)
-def serve(c):
-    try:
-        while True:
-            data = c.recv(64)
-            if not data:
-                return
-            time.sleep(delay[0])
-            c.sendall(b"ok\n")
-    except OSError:
-        pass
-def accept():
-    while True:
-        c, _ = ls.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-threading.Thread(target=accept, daemon=True).start()
-print(ls.getsockname()[1], flush=True)
-for line in sys.stdin:
-    delay[0] = float(line)
-"""
-
 
 class Frontend:
     """POOL workers, one keep-alive connection each, fed from one queue."""
@@ -85,16 +59,10 @@ class Frontend:
         for w in self.workers:
             w.start()
 
-    def call(self, conn):
-        if conn[0] is None:
-            conn[0] = socket.create_connection(("127.0.0.1", self.port))
-        conn[0].sendall(b"req\n")
-        if not conn[0].recv(64):
-            raise OSError("closed")
-
     def work(self):
-        # a keep-alive pool: every worker holds its connection from the start
-        conn = [socket.create_connection(("127.0.0.1", self.port))]
+        # a keep-alive pool: every worker holds its connection from the start; a failed call
+        # closes it, the next request on that worker reconnects
+        conn = KeepAlive(self.port, connect=True)
         while not self.stop.is_set():
             try:
                 kind, t0 = self.q.get(timeout=0.1)
@@ -104,13 +72,7 @@ class Frontend:
                 self.busy += 1
             ok = True
             if kind == "req":
-                try:
-                    self.call(conn)
-                except OSError:
-                    ok = False
-                    if conn[0] is not None:
-                        conn[0].close()
-                    conn[0] = None
+                ok, _ = conn.call()
             with self.lock:
                 self.busy -= 1
                 self.done.append((kind, t0, time.monotonic(), ok))
@@ -125,9 +87,9 @@ def arrivals(fe, rate, kind, until, rng):
 
 
 def run_arm(name, seconds, pin_dir, run_dir):
-    srv = subprocess.Popen([sys.executable, "-c", SERVER, str(NORMAL)], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, text=True)
-    port = int(srv.stdout.readline())
+    # at the machine's priority, as the frontend and the daemon
+    srv = StandInProcess(NORMAL, nice=0)
+    port = srv.port
     daemon = conf = None
     if name != "off":
         conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
@@ -154,8 +116,7 @@ def run_arm(name, seconds, pin_dir, run_dir):
     while time.monotonic() < end:
         now = time.monotonic()
         if not changed and now >= t_start + CHANGE:
-            srv.stdin.write("%f\n" % SLOW)
-            srv.stdin.flush()
+            srv.set_delay(SLOW)
             changed = True
         with fe.lock:
             samples.append((now - t_start, fe.busy, fe.q.qsize()))
@@ -176,8 +137,7 @@ def run_arm(name, seconds, pin_dir, run_dir):
         daemon.terminate()
         daemon.wait(10)
         os.unlink(conf.name)
-    srv.kill()
-    srv.wait()
+    srv.close()
     return {"name": name, "t_start": t_start, "samples": samples, "done": done + pending,
             "seconds": seconds}
 

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include "kstate.h"
-#include "logic/match.h"
+#include "logic/kplan.h"
 #include "loader.h"
 #include "log.h"
 #include "logic/breaker.h"
@@ -103,33 +103,13 @@ static void journal_undo(struct journal *j)
 
 /* --- dep_cfg --- */
 
-/* The kernel's DW_ENFORCE_* bits of one dependency's settings (enforce = abort: both). */
-static __u32 enforce_bits(const struct dw_dep_settings *s)
+static int dep_cfg_write(struct journal *j, int fd, const struct dw_kplan *p)
 {
-	return (s->enforce_connect ? DW_ENFORCE_CONNECT : 0) |
-	       (s->enforce_abort ? DW_ENFORCE_ABORT : 0);
-}
+	int err = 0;
 
-static struct dw_dep_cfg dep_cfg_of(const struct dw_dep_settings *s)
-{
-	return (struct dw_dep_cfg){ .slow_call_ns = s->slow_call_ns, .enforce = enforce_bits(s),
-				    .multiplexed = s->judge_multiplexed,
-				    .abort_after_ns = s->abort_after_ns };
-}
-
-/* Id 0 is every destination no match covers: the defaults. */
-static int dep_cfg_write(struct journal *j, int fd, const struct dw_config *cfg,
-			 const unsigned *ids)
-{
-	struct dw_dep_cfg dc = dep_cfg_of(&cfg->defaults);
-	__u32 id = 0;
-	int err = journal_write(j, fd, &id, sizeof(id), true, &dc);
-
-	for (unsigned i = 0; i < cfg->ndeps && !err; i++) {
-		id = ids[i];
-		dc = dep_cfg_of(&cfg->deps[i].s);
-		err = journal_write(j, fd, &id, sizeof(id), true, &dc);
-	}
+	for (unsigned i = 0; i < p->ndep_cfg && !err; i++)
+		err = journal_write(j, fd, &p->dep_cfg[i].id, sizeof(p->dep_cfg[i].id), true,
+				    &p->dep_cfg[i].v);
 	if (err)
 		dw_err("cannot write dependency settings to the kernel: %s", strerror(-err));
 	return err;
@@ -139,99 +119,30 @@ static int dep_cfg_write(struct journal *j, int fd, const struct dw_config *cfg,
 
 unsigned dw_kstate_match_prefixes(const struct dw_config *cfg)
 {
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < cfg->ndeps; i++)
-		n += cfg->deps[i].nmatches;
-	return n;
-}
-
-static int key_cmp(const void *a, const void *b)
-{
-	return memcmp(a, b, sizeof(struct dw_match_key));
-}
-
-/* A set of trie keys, sorted for lookups. */
-struct key_set {
-	struct dw_match_key *k;
-	unsigned n, cap;
-};
-
-static int key_set_add(struct key_set *s, const struct dw_match_key *key)
-{
-	if (s->n == s->cap) {
-		unsigned cap = s->cap ? s->cap * 2 : 64;
-		struct dw_match_key *p = realloc(s->k, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		s->k = p;
-		s->cap = cap;
-	}
-	s->k[s->n++] = *key;
-	return 0;
-}
-
-/* Sorted, each key once: two matches may name the same prefix (other ports). */
-static void key_set_sort(struct key_set *s)
-{
-	unsigned n = 0;
-
-	if (!s->n)
-		return;
-	qsort(s->k, s->n, sizeof(*s->k), key_cmp);
-	for (unsigned i = 1; i < s->n; i++)
-		if (key_cmp(&s->k[i], &s->k[n]))
-			s->k[++n] = s->k[i];
-	s->n = n + 1;
-}
-
-static bool key_set_has(const struct key_set *s, const struct dw_match_key *key)
-{
-	return s->n && bsearch(key, s->k, s->n, sizeof(*key), key_cmp);
+	return dw_kplan_match_prefixes(cfg);
 }
 
 /* A key that is never in the trie (no family bits) makes get_next_key start from the first one. */
-static int trie_keys(int fd, struct key_set *old)
+static int trie_keys(int fd, struct dw_key_set *old)
 {
 	struct dw_match_key prev = {}, key;
 
 	while (bpf_map_get_next_key(fd, &prev, &key) == 0) {
-		if (key_set_add(old, &key))
+		if (dw_key_set_add(old, &key))
 			return -ENOMEM;
 		prev = key;
 	}
-	key_set_sort(old);
+	dw_key_set_sort(old);
 	return 0;
 }
 
-/* The whole trie cfg wants, its keys sorted; nothing written. */
-static int trie_build(const struct dw_config *cfg, const unsigned *ids, struct dw_match_entry **out,
-		      unsigned *n, struct key_set *keys)
-{
-	const struct dw_match *over = NULL;
-	int err = dw_match_entries(cfg, ids, out, n, &over);
-
-	if (err == -E2BIG && over)
-		dw_err("more than %d matches cover %s line %d", DW_MATCH_RULES, cfg->source, over->line);
-	for (unsigned i = 0; i < *n && !err; i++)
-		err = key_set_add(keys, &(*out)[i].key);
-	if (err) {
-		free(*out);
-		*out = NULL;
-		return err;
-	}
-	key_set_sort(keys);
-	return 0;
-}
-
-static int trie_delete_stale(struct journal *j, int fd, const struct key_set *old,
-			     const struct key_set *want)
+static int trie_delete_stale(struct journal *j, int fd, const struct dw_key_set *old,
+			     const struct dw_key_set *want)
 {
 	for (unsigned i = 0; i < old->n; i++) {
 		int err;
 
-		if (key_set_has(want, &old->k[i]))
+		if (dw_key_set_has(want, &old->k[i]))
 			continue;
 		err = journal_delete(j, fd, &old->k[i], sizeof(old->k[i]));
 		if (err)
@@ -240,75 +151,46 @@ static int trie_delete_stale(struct journal *j, int fd, const struct key_set *ol
 	return 0;
 }
 
-/* Whether the old entries and the new ones would not fit in the trie at once. */
-static bool trie_overflows(const struct key_set *old, const struct key_set *want)
-{
-	unsigned fresh = 0;
-
-	for (unsigned i = 0; i < want->n; i++)
-		fresh += !key_set_has(old, &want->k[i]);
-	return old->n + fresh > DW_MATCH_TRIE_ENTRIES;
-}
-
 /*
  * Additive: the new entries first, then the stale ones go, so a connect
  * never sees an empty trie. Unless both would not fit at once: then the
  * stale ones go first.
  */
-static int trie_write(struct journal *j, int fd, const struct dw_config *cfg, const unsigned *ids)
+static int trie_write(struct journal *j, int fd, const struct dw_kplan *p)
 {
-	struct key_set old = {}, want = {};
-	struct dw_match_entry *e = NULL;
+	struct dw_key_set old = {};
 	bool stale_first;
-	unsigned n = 0;
 	int err;
 
-	err = trie_build(cfg, ids, &e, &n, &want);
-	if (!err)
-		err = trie_keys(fd, &old);
+	err = trie_keys(fd, &old);
 	if (err)
 		goto out;
-	stale_first = trie_overflows(&old, &want);
+	stale_first = dw_kplan_trie_overflows(p, &old);
 	if (stale_first)
-		err = trie_delete_stale(j, fd, &old, &want);
-	for (unsigned i = 0; i < n && !err; i++)
-		err = journal_write(j, fd, &e[i].key, sizeof(e[i].key), key_set_has(&old, &e[i].key),
-				    &e[i].rules);
+		err = trie_delete_stale(j, fd, &old, &p->keys);
+	for (unsigned i = 0; i < p->ntrie && !err; i++)
+		err = journal_write(j, fd, &p->trie[i].key, sizeof(p->trie[i].key),
+				    dw_key_set_has(&old, &p->trie[i].key), &p->trie[i].rules);
 	if (!err && !stale_first)
-		err = trie_delete_stale(j, fd, &old, &want);
+		err = trie_delete_stale(j, fd, &old, &p->keys);
+out:
 	if (err)
 		dw_err("cannot write the match trie to the kernel: %s", strerror(-err));
-out:
-	free(e);
-	free(old.k);
-	free(want.k);
+	dw_key_set_free(&old);
 	return err;
 }
 
 /* --- [service] ports --- */
 
-static bool is_service_port(const struct dw_config *cfg, unsigned port)
-{
-	for (unsigned i = 0; i < cfg->nservices; i++)
-		if (port >= cfg->services[i].port_lo && port <= cfg->services[i].port_hi)
-			return true;
-	return false;
-}
-
-static bool has_service_port(const struct dw_kstate *ks, unsigned port)
-{
-	return ks->service_port[port / 8] & (1u << (port % 8));
-}
-
 /* Only the ports whose answer changes are written; the bits follow once all took. */
 static int service_ports_write(struct journal *j, int fd, const struct dw_kstate *ks,
-			       const struct dw_config *cfg)
+			       const struct dw_kplan *p)
 {
 	for (__u32 port = 1; port < 65536; port++) {
-		__u8 want = is_service_port(cfg, port);
+		__u8 want = dw_kplan_port_is_set(p->service_port, port);
 		int err;
 
-		if (has_service_port(ks, port) == want)
+		if (dw_kplan_port_is_set(ks->service_port, port) == want)
 			continue;
 		err = journal_write(j, fd, &port, sizeof(port), true, &want);
 		if (err) {
@@ -319,19 +201,16 @@ static int service_ports_write(struct journal *j, int fd, const struct dw_kstate
 	return 0;
 }
 
-static void service_ports_took(struct dw_kstate *ks, const struct dw_config *cfg)
+static void service_ports_took(struct dw_kstate *ks, const struct dw_kplan *p)
 {
-	for (unsigned port = 1; port < 65536; port++)
-		if (has_service_port(ks, port) != is_service_port(cfg, port))
-			ks->service_port[port / 8] ^= 1u << (port % 8);
-	dw_bpf_set_services_on(ks->b, cfg->nservices > 0);
+	memcpy(ks->service_port, p->service_port, sizeof(ks->service_port));
+	dw_bpf_set_services_on(ks->b, p->services_on);
 }
 
 /* --- slot_cfg: each destination slot matched again --- */
 
 struct remap {
-	struct journal *j;
-	int fd;
+	struct dw_kplan *p;
 	const struct dw_config *cfg;
 	const unsigned *ids;
 };
@@ -340,16 +219,20 @@ struct remap {
 static int remap_slot(__u32 slot, const struct dw_dest_key *dest, void *arg)
 {
 	const struct remap *r = arg;
-	struct dw_slot_cfg cfg = {};
-	int cfg_index = -1;
 
-	if (dest->family == DW_FAMILY_INBOUND)
-		cfg.service = is_service_port(r->cfg, dest->port);
-	else
-		cfg_index = dw_config_lookup(r->cfg, dest->family, dest->addr, dest->port);
-	if (cfg_index >= 0)
-		cfg.dep_id = r->ids[cfg_index];
-	return journal_write(r->j, r->fd, &slot, sizeof(slot), true, &cfg);
+	return dw_kplan_add_slot(r->p, r->cfg, r->ids, slot, dest);
+}
+
+static int slots_write(struct journal *j, int fd, const struct dw_kplan *p)
+{
+	for (unsigned i = 0; i < p->nslots; i++) {
+		int err = journal_write(j, fd, &p->slots[i].slot, sizeof(p->slots[i].slot), true,
+					&p->slots[i].v);
+
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* --- A config, whole --- */
@@ -366,19 +249,41 @@ static int retire_breakers(struct journal *j, int fd, const struct dw_breaker_op
 	return 0;
 }
 
-static int config_write(struct dw_kstate *ks, struct journal *j, const struct dw_config *cfg,
-			const unsigned *ids, bool remap)
+/* Everything cfg wants, computed before anything is written; logs why not. */
+static int config_plan(struct dw_kstate *ks, struct dw_kplan *p, const struct dw_config *cfg,
+		       const unsigned *ids, bool remap)
 {
-	struct remap r = { j, dw_bpf_map_fd(ks->b, DW_MAP_SLOT_CFG), cfg, ids };
-	int err;
+	struct remap r = { p, cfg, ids };
+	const struct dw_match *over;
+	int err = dw_kplan_build(p, cfg, ids, &over);
 
-	err = dep_cfg_write(j, dw_bpf_map_fd(ks->b, DW_MAP_DEP_CFG), cfg, ids);
-	if (!err)
-		err = trie_write(j, dw_bpf_map_fd(ks->b, DW_MAP_DEP_MATCH), cfg, ids);
-	if (!err)
-		err = service_ports_write(j, dw_bpf_map_fd(ks->b, DW_MAP_SERVICE_PORTS), ks, cfg);
+	if (err == -E2BIG && over)
+		dw_err("more than %d matches cover %s line %d", DW_MATCH_RULES, cfg->source,
+		       over->line);
+	else if (err == -E2BIG)
+		dw_err("%s: %u matches, the kernel's match trie holds %d", cfg->source,
+		       dw_kplan_match_prefixes(cfg), DW_MATCH_TRIE_ENTRIES);
+	else if (err)
+		dw_err("cannot compute the kernel's state for %s: %s", cfg->source, strerror(-err));
 	if (!err && remap)
 		err = dw_bpf_for_each_slot(ks->b, remap_slot, &r);
+	return err;
+}
+
+static int config_write(struct dw_kstate *ks, struct journal *j, const struct dw_kplan *p,
+			const struct dw_breaker_op *retire, unsigned nretire)
+{
+	int err;
+
+	err = retire_breakers(j, dw_bpf_map_fd(ks->b, DW_MAP_BREAKERS), retire, nretire);
+	if (!err)
+		err = dep_cfg_write(j, dw_bpf_map_fd(ks->b, DW_MAP_DEP_CFG), p);
+	if (!err)
+		err = trie_write(j, dw_bpf_map_fd(ks->b, DW_MAP_DEP_MATCH), p);
+	if (!err)
+		err = service_ports_write(j, dw_bpf_map_fd(ks->b, DW_MAP_SERVICE_PORTS), ks, p);
+	if (!err)
+		err = slots_write(j, dw_bpf_map_fd(ks->b, DW_MAP_SLOT_CFG), p);
 	return err;
 }
 
@@ -386,21 +291,23 @@ int dw_kstate_config(struct dw_kstate *ks, const struct dw_config *cfg, const un
 		     bool remap, const struct dw_breaker_op *retire, unsigned nretire)
 {
 	struct journal j = {};
+	struct dw_kplan *p = malloc(sizeof(*p));
 	int err;
 
-	if (dw_kstate_match_prefixes(cfg) > DW_MATCH_TRIE_ENTRIES) {
-		dw_err("%s: %u matches, the kernel's match trie holds %d", cfg->source,
-		       dw_kstate_match_prefixes(cfg), DW_MATCH_TRIE_ENTRIES);
-		return -E2BIG;
-	}
-	err = retire_breakers(&j, dw_bpf_map_fd(ks->b, DW_MAP_BREAKERS), retire, nretire);
-	if (!err)
-		err = config_write(ks, &j, cfg, ids, remap);
+	if (!p)
+		return -ENOMEM;
+	err = config_plan(ks, p, cfg, ids, remap);
+	if (err)
+		goto out;
+	err = config_write(ks, &j, p, retire, nretire);
 	if (err)
 		journal_undo(&j);
 	else
-		service_ports_took(ks, cfg);
+		service_ports_took(ks, p);
 	free(j.u);
+out:
+	dw_kplan_free(p);
+	free(p);
 	return err;
 }
 

@@ -6,22 +6,20 @@
  * (slot_cfg) and the pinned breakers map. Any future writer of kernel state
  * (aborting connections, say) belongs here too.
  *
- * A config is computed whole in memory and checked before anything is
- * written; the writes keep an undo log, so a config takes whole, or the
- * old one stays in force.
+ * A config is computed whole in memory (logic/kplan.h) and checked before
+ * anything is written; the writes keep an undo log, so a config takes
+ * whole, or the old one stays in force.
  */
 #ifndef DW_KSTATE_H
 #define DW_KSTATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "logic/kplan.h"
 
 struct dw_bpf;
 struct dw_config;
 struct dw_breaker_op;
-
-/* The match trie's size (bpf/maps.bpf.h). */
-#define DW_MATCH_TRIE_ENTRIES 16384
 
 struct dw_kstate {
 	struct dw_bpf *b;

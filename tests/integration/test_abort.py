@@ -21,143 +21,15 @@ import urllib.request
 
 from harness import DEPWATCH, Daemon, dependency, free_port, start_configured, write_config
 from realtraffic import nginx_server, start_nginx, tempdir
+from workpool import StandIn, pool
 
 SLOW_CALL = 0.5
-
-
-class StandIn:
-    """A keep-alive server: answers each line after `delay` seconds (None: never,
-    until the delay changes); a line "slow" waits `slow` seconds instead.
-    Counts the resets its connections saw."""
-
-    def __init__(self, delay=0.02, slow=None):
-        self.delay = delay
-        self.slow = slow
-        self.changed = threading.Condition()
-        self.resets = 0
-        self.stopped = False
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(256)
-        self.port = self.sock.getsockname()[1]
-        self.conns = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def set_delay(self, delay):
-        with self.changed:
-            self.delay = delay
-            self.changed.notify_all()
-
-    def _accept(self):
-        while not self.stopped:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(c)
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    def _wait(self, line):
-        start = time.monotonic()
-        with self.changed:
-            while not self.stopped:
-                delay = self.slow if line.startswith(b"slow") and self.slow else self.delay
-                left = None if delay is None else start + delay - time.monotonic()
-                if left is not None and left <= 0:
-                    return True
-                self.changed.wait(left)
-        return False
-
-    def _serve(self, c):
-        buf = b""
-        try:
-            while True:
-                data = c.recv(4096)
-                if not data:
-                    return
-                buf += data
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if not self._wait(line):
-                        return
-                    c.sendall(b"ok\n")
-        except (ConnectionResetError, BrokenPipeError):
-            with self.changed:
-                self.resets += 1
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    def close(self):
-        with self.changed:
-            self.stopped = True
-            self.changed.notify_all()
-        self.sock.close()
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-
-
-class Worker(threading.Thread):
-    """One pool worker: one keep-alive connection, a call every `pause` s;
-    on an error it closes and reconnects (refused connects count as failed calls).
-    Records (start, end, ok, errno) per call."""
-
-    def __init__(self, port, pause=0.02):
-        super().__init__(daemon=True)
-        self.port = port
-        self.pause = pause
-        self.calls = []
-        self.stop = threading.Event()
-        self.sock = None
-
-    def _call(self):
-        t0 = time.monotonic()
-        try:
-            if self.sock is None:
-                self.sock = socket.create_connection(("127.0.0.1", self.port))
-            self.sock.sendall(b"req\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = self.sock.recv(64)
-                if not chunk:
-                    raise OSError(errno.ECONNRESET, "closed by the peer")
-                data += chunk
-            self.calls.append((t0, time.monotonic(), True, 0))
-        except OSError as e:
-            self.calls.append((t0, time.monotonic(), False, e.errno))
-            if self.sock is not None:
-                self.sock.close()
-            self.sock = None
-
-    def run(self):
-        while not self.stop.is_set():
-            self._call()
-            self.stop.wait(self.pause)
-
-    def close(self):
-        self.stop.set()
-        self.join(5)
-        if self.sock is not None:
-            self.sock.close()
 
 
 def unnice(d):
     """The daemon runs as a system service does, at nice 0: a `nice` test run must not make its
     wakeups (the abort_after deadline, the opening) late. It sleeps nearly all the time."""
     os.setpriority(os.PRIO_PROCESS, d.proc.pid, 0)
-
-
-def pool(cleanups, port, n):
-    ws = [Worker(port) for _ in range(n)]
-    for w in ws:
-        w.start()
-        cleanups.append(w.close)
-    return ws
 
 
 def request(sock, line=b"req\n"):

@@ -9,13 +9,11 @@ concurrently against two dependencies of one daemon."""
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
 import unittest
 
 from harness import dependency, start_configured
+from workpool import PoolProcess, StandInProcess
 
 SLOW_CALL = 0.5
 DEADLINE = SLOW_CALL + 0.5       # the issue's: from the change to the breaker open
@@ -23,155 +21,6 @@ POLL = 0.05                      # the test reads status this often, no faster
 POOLS = (2, 4, 8, 32, 200)
 DEFAULT_SAMPLE = 20             # [defaults] sample, which the test's config leaves as it is
 NULL_SECONDS = float(os.environ.get("DW_POOL_NULL_SECONDS", "60"))
-
-
-# The stand-in dependency, in a process of its own at nice -10: the callers'
-# threads (and the machine's other load) must not add latency the test did not
-# choose, or a pool-wide pause of the test process would be a real stall.
-# argv: delay, tail share, tail delay, seed. Prints its port; a line "hang" on
-# stdin makes every request received from then on wait forever; EOF ends it.
-SERVER = r"""
-import os, random, socket, sys, threading
-delay, share, slow, seed = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-os.nice(-10)
-rng, lock, hang, forever = random.Random(seed), threading.Lock(), threading.Event(), threading.Event()
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 0))
-ls.listen(1024)
-
-def serve(conn):
-    try:
-        answer(conn)
-    except OSError:
-        pass  # the caller went away
-
-def answer(conn):
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    buf = b""
-    while True:
-        while b"\n" not in buf:
-            got = conn.recv(4096)
-            if not got:
-                return
-            buf += got
-        buf = buf[buf.index(b"\n") + 1:]
-        if hang.is_set():
-            forever.wait()
-        with lock:
-            d = slow if rng.random() < share else delay
-        forever.wait(d)
-        conn.sendall(b"ok\n")
-
-def accept():
-    while True:
-        c, _ = ls.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
-
-threading.Thread(target=accept, daemon=True).start()
-print(ls.getsockname()[1], flush=True)
-for line in sys.stdin:
-    if line.strip() == "hang":
-        hang.set()
-os._exit(0)
-"""
-
-
-class Child:
-    """A script above in a process of its own, driven line by line on its standard input."""
-
-    def command(self, line):
-        self.proc.stdin.write(line)
-        self.proc.stdin.flush()
-
-    def close(self):
-        """End of input: the script exits; killed if it has not within 5 s."""
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-class StandIn(Child):
-    """The SERVER above: `delay` s per request, `share` of them `slow` s instead."""
-
-    def __init__(self, delay, share=0.0, slow=0.0, seed=13):
-        self.proc = subprocess.Popen([sys.executable, "-c", SERVER, str(delay), str(share), str(slow),
-                                      str(seed)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.port = int(self.proc.stdout.readline())
-
-    def hang(self):
-        self.command(b"hang\n")
-
-
-# The callers, in a process of their own at nice -10 too: a pause of this
-# process (status reads, thread switches) must not look like callers that
-# stopped asking. argv: port, callers, slow, this directory. Each caller has
-# one keep-alive connection and calls back to back (closed loop); callers < 0:
-# openloop.py's client at -callers calls a second instead. A line on
-# stdin asks for the counts (answered, of them slower than slow, errors) as a
-# JSON line; EOF ends it.
-CLIENT = r"""
-import json, os, socket, sys, threading, time
-port, n, slow = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-os.nice(-10)
-lock, counts = threading.Lock(), {"answered": 0, "slow": 0, "errors": 0}
-if n < 0:
-    # open loop instead, -n calls a second (openloop.py's client)
-    sys.path.insert(0, sys.argv[4])
-    from openloop import OpenLoopClient
-    c = OpenLoopClient("127.0.0.1", port, -n).start()
-    print("ready", flush=True)
-    for line in sys.stdin:
-        with c.lock:
-            done = [e - s for s, e, ok in c.log if ok]
-            print(json.dumps({"answered": len(done), "slow": sum(d > slow for d in done),
-                              "errors": c.failed}), flush=True)
-    os._exit(0)
-
-def work(sock):
-    while True:
-        t = time.monotonic()
-        try:
-            sock.sendall(b"call\n")
-            if not sock.recv(64):
-                raise OSError("closed")
-        except OSError:
-            with lock:
-                counts["errors"] += 1
-            return
-        took = time.monotonic() - t
-        with lock:
-            counts["answered"] += 1
-            counts["slow"] += took > slow
-
-socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
-for s in socks:
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    threading.Thread(target=work, args=(s,), daemon=True).start()
-print("ready", flush=True)
-for line in sys.stdin:
-    with lock:
-        print(json.dumps(counts), flush=True)
-os._exit(0)
-"""
-
-
-class Pool(Child):
-    """The CLIENT above: n callers against port; n < 0: -n calls a second, open loop."""
-
-    def __init__(self, port, n, slow=SLOW_CALL):
-        here = os.path.dirname(os.path.abspath(__file__))
-        self.proc = subprocess.Popen([sys.executable, "-c", CLIENT, str(port), str(n), str(slow), here],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        if self.proc.stdout.readline() != b"ready\n":
-            raise RuntimeError("the pool of %d did not start" % n)
-
-    def counts(self):
-        self.command(b"?\n")
-        return json.loads(self.proc.stdout.readline())
 
 
 class PoolTest(unittest.TestCase):
@@ -186,7 +35,7 @@ class PoolTest(unittest.TestCase):
         return start_configured(self.cleanups.append, conf_text)
 
     def server(self, delay, share=0.0, slow=0.0, seed=13):
-        s = StandIn(delay, share, slow, seed)
+        s = StandInProcess(delay, share, slow, seed)
         self.cleanups.append(s.close)
         return s
 
@@ -200,7 +49,7 @@ class PoolTest(unittest.TestCase):
         """Seconds from the change to the first status read that shows the
         breaker open (status read every POLL s), and the daemon's own figure:
         that read's time less its since_s. None, None: never within 3 s."""
-        pool = Pool(srv.port, n)
+        pool = PoolProcess(srv.port, n, SLOW_CALL)
         self.cleanups.append(pool.close)
         time.sleep(1.5)     # a full sample of fast calls, from every caller
         self.assertGreater(pool.counts()["answered"], 2 * n, "the pool of %d barely called" % n)
@@ -260,9 +109,9 @@ class PoolTest(unittest.TestCase):
                               "[dependency tail]\nmatch = 127.0.0.1:%d\n"
                               "[dependency pool4]\nmatch = 127.0.0.1:%d\n"
                               % (SLOW_CALL * 1000, tail.port, pool_srv.port))
-        client = Pool(tail.port, -40)
+        client = PoolProcess(tail.port, -40, SLOW_CALL)
         self.cleanups.append(client.close)
-        pool = Pool(pool_srv.port, 4)
+        pool = PoolProcess(pool_srv.port, 4, SLOW_CALL)
         self.cleanups.append(pool.close)
         worst = {"tail": 0.0, "pool4": 0.0}
         stalled = {"tail": 0, "pool4": 0}
