@@ -343,7 +343,7 @@ static int remap_slot(__u32 slot, const struct dw_dest_key *dest, void *arg)
 	struct dw_slot_cfg cfg = {};
 	int cfg_index = -1;
 
-	if (dest->family == DW_FAMILY_INBOUND)
+	if (dw_row_kind_of(dest) == DW_ROW_LISTENER)
 		cfg.service = is_service_port(r->cfg, dest->port);
 	else
 		cfg_index = dw_config_lookup(r->cfg, dest->family, dest->addr, dest->port);

@@ -444,12 +444,10 @@ static void put_label_value(struct dw_buf *o, const char *s)
 	}
 }
 
-/* Outbound rows with a dependency (the overflow row once it counted something), as in status. */
+/* The rows status shows (dw_dest_shown), those with a dependency. */
 static bool dest_exported(const struct dw_dest *d, const struct dw_deps *deps)
 {
-	return d->used && d->key.family != DW_FAMILY_INBOUND && d->dep >= 0 &&
-	       (unsigned)d->dep < deps->n &&
-	       (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started || d->sum.connect_attempts);
+	return dw_dest_shown(d) && d->dep >= 0 && (unsigned)d->dep < deps->n;
 }
 
 static void dest_family(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,

@@ -62,14 +62,6 @@ uint64_t rv_dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool
 	return conns;
 }
 
-/* Destinations worth showing: the overflow row only once something landed in it. */
-bool rv_shown(const struct dw_dest *d)
-{
-	return d->used && d->key.family != DW_FAMILY_INBOUND &&
-	       (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
-		d->sum.connect_attempts);
-}
-
 static int by_dest(const void *a, const void *b)
 {
 	return strcmp(((const struct dest_view *)a)->dest, ((const struct dest_view *)b)->dest);
@@ -88,7 +80,7 @@ struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n)
 		return NULL;
 	}
 	for (size_t i = 0; i < c->cap; i++)
-		if (rv_shown(&c->dests[i]))
+		if (dw_dest_shown(&c->dests[i]))
 			view_of(c, &c->dests[i], &views[(*n)++], dense);
 	free(dense);
 	qsort(views, *n, sizeof(*views), by_dest);
@@ -384,7 +376,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 		const struct dw_dest *d = &c->dests[i];
 		const struct dw_svc *svc;
 
-		if (!d->used || d->key.family != DW_FAMILY_INBOUND)
+		if (!d->used || !dw_dest_is_listener(d))
 			continue;
 		svc = dw_services_at_port(svcs, d->key.port);
 		dw_buf_printf(out, "%s{\"port\":%u,\"netns\":%u,\"service\":", first ? "" : ",",

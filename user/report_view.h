@@ -50,9 +50,6 @@ double rv_age_ms(uint64_t now, uint64_t start);
 /* Over a dependency's destinations: multiplexed connections, and whether any is burst-timed. */
 uint64_t rv_dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool *burst);
 
-/* Destinations worth showing: the overflow row only once something landed in it. */
-bool rv_shown(const struct dw_dest *d);
-
 /* The rows, sorted by destination text; the caller frees. */
 struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n);
 

@@ -73,16 +73,16 @@ static void teardown(struct fixture *f)
 static struct dw_dest *dest(struct fixture *f, unsigned i, const char *ip4, unsigned port)
 {
 	struct dw_dest *d = &f->dests[i];
+	struct dw_dest_key key = { .family = AF_INET, .port = port };
 	unsigned a, b, c, e;
 
 	assert_int_equal(sscanf(ip4, "%u.%u.%u.%u", &a, &b, &c, &e), 4);
+	key.addr[0] = a;
+	key.addr[1] = b;
+	key.addr[2] = c;
+	key.addr[3] = e;
 	d->used = true;
-	d->key.family = AF_INET;
-	d->key.port = port;
-	d->key.addr[0] = a;
-	d->key.addr[1] = b;
-	d->key.addr[2] = c;
-	d->key.addr[3] = e;
+	dw_dest_set_key(d, &key);
 	return d;
 }
 

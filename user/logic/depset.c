@@ -241,7 +241,7 @@ static const struct dw_dep_settings *dep_settings(struct dw_deps *deps, const st
 {
 	deps->overflow_settings = deps->cfg.defaults;
 	deps->overflow_settings.ignore = true;
-	if (!dep->id && dep->dest.family == DW_FAMILY_OVERFLOW)
+	if (!dep->id && dw_row_kind_of(&dep->dest) == DW_ROW_OVERFLOW)
 		return &deps->overflow_settings;
 	for (unsigned k = 0; dep->id && k < deps->cfg.ndeps; k++)
 		if (!strcmp(deps->cfg.deps[k].name, dep->name))
@@ -314,7 +314,7 @@ static void assign(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 	int cfg_index = -1;
 	const struct dw_dep *dep;
 
-	if (d->key.family != DW_FAMILY_OVERFLOW)
+	if (!dw_dest_is_overflow(d))
 		cfg_index = dw_config_lookup(&deps->cfg, d->key.family, d->key.addr, d->key.port);
 	if (cfg_index < 0) {
 		d->dep = own_dep_of(deps, d, now);
@@ -352,16 +352,6 @@ static void dep_count_dest(struct dw_dep *dep, const struct dw_dest *d)
 		dep->oldest_call_ns = d->oldest_call_ns;
 }
 
-/* Rows that are no dependency's: requests this host answers (services), an empty overflow row. */
-static bool outbound_row(const struct dw_dest *d)
-{
-	if (!d->used || d->key.family == DW_FAMILY_INBOUND)
-		return false;
-	/* the overflow row is a dependency only once something landed in it */
-	return d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
-	       d->sum.connect_attempts;
-}
-
 /* Every destination onto its dependency's list, with the figures summed. */
 static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint64_t now)
 {
@@ -376,7 +366,8 @@ static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint
 		struct dw_dest *d = &dests[i];
 		struct dw_dep *dep;
 
-		if (!outbound_row(d))
+		/* listener rows are the services'; the overflow row counts once something landed in it */
+		if (!dw_dest_shown(d))
 			continue;
 		if (d->dep < 0)
 			assign(deps, d, now);

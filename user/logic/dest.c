@@ -13,6 +13,19 @@ uint64_t dw_dest_key_hash(const struct dw_dest_key *key)
 	return h;
 }
 
+void dw_dest_set_key(struct dw_dest *d, const struct dw_dest_key *key)
+{
+	d->key = *key;
+	d->kind = dw_row_kind_of(key);
+}
+
+bool dw_dest_shown(const struct dw_dest *d)
+{
+	if (!d->used || dw_dest_is_listener(d))
+		return false;
+	return !dw_dest_is_overflow(d) || d->sum.calls_started || d->sum.connect_attempts;
+}
+
 uint64_t dw_dest_inflight(const struct dw_dest *d)
 {
 	uint64_t ended = d->sum.calls_completed + d->sum.calls_failed + d->sum.calls_dropped;
@@ -36,13 +49,15 @@ void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len)
 {
 	char addr[INET6_ADDRSTRLEN] = "?";
 
-	if (key->family == DW_FAMILY_OVERFLOW) {
+	switch (dw_row_kind_of(key)) {
+	case DW_ROW_OVERFLOW:
 		snprintf(buf, len, "overflow");
 		return;
-	}
-	if (key->family == DW_FAMILY_INBOUND) {
+	case DW_ROW_LISTENER:
 		snprintf(buf, len, "*:%u", key->port);
 		return;
+	case DW_ROW_OUTBOUND:
+		break;
 	}
 	inet_ntop(key->family, key->addr, addr, sizeof(addr));
 	if (key->family == AF_INET6)

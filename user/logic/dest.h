@@ -16,6 +16,7 @@
 
 struct dw_dest {
 	struct dw_dest_key key;
+	enum dw_row_kind kind;		/* dw_row_kind_of(&key) (dwtypes.h), set with the key */
 	bool used;
 	struct dw_dest_stats sum;	/* kernel counters summed over CPUs; last_* of the newest CPU */
 	__u32 seen_call[DW_HIST_BUCKETS];	/* kernel histogram at the last read */
@@ -45,6 +46,31 @@ struct dw_dest {
 	uint64_t burst_gen;
 	bool burst_seen;
 };
+
+/* A row's key, and its kind decoded from it: the one way a row gets its key. */
+void dw_dest_set_key(struct dw_dest *d, const struct dw_dest_key *key);
+
+static inline bool dw_dest_is_outbound(const struct dw_dest *d)
+{
+	return d->kind == DW_ROW_OUTBOUND;
+}
+
+static inline bool dw_dest_is_listener(const struct dw_dest *d)
+{
+	return d->kind == DW_ROW_LISTENER;
+}
+
+static inline bool dw_dest_is_overflow(const struct dw_dest *d)
+{
+	return d->kind == DW_ROW_OVERFLOW;
+}
+
+/*
+ * A row of calls this host makes that the outputs show and the dependencies
+ * take: an outbound row, or the overflow row once something landed in it.
+ * Listener rows are the services' (requests this host answers).
+ */
+bool dw_dest_shown(const struct dw_dest *d);
 
 /* Calls in flight (started - completed - failed), never below 0. */
 uint64_t dw_dest_inflight(const struct dw_dest *d);
