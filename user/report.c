@@ -167,16 +167,6 @@ struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t nca
 	return cl;
 }
 
-bool rv_dep_shown(const struct dw_dep *dep)
-{
-	return dep->used && (dep->id || dep->ndests);
-}
-
-double rv_rate_or_zero(double r)
-{
-	return r >= 0 && r <= 1 ? r : 0;
-}
-
 /* One caller of a dependency (issue 16): its cgroup's name and kind, its figures. */
 static void json_caller(struct dw_buf *out, const struct dw_collector *c, const struct dw_caller_fig *f,
 			const char *other, uint64_t now)
@@ -255,9 +245,9 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      dw_breaker_reason_name(dep->br.reason));
 	dw_json_num(out, (now - dep->br.since_ns) / 1e9, 3);
 	dw_buf_printf(out, ",\"slow_rate\":");
-	dw_json_num(out, rv_rate_or_zero(dep->j.slow_rate), 4);
+	dw_json_num(out, dw_rate_or_zero(dep->j.slow_rate), 4);
 	dw_buf_printf(out, ",\"failure_rate\":");
-	dw_json_num(out, rv_rate_or_zero(dep->j.failure_rate), 4);
+	dw_json_num(out, dw_rate_or_zero(dep->j.failure_rate), 4);
 	dw_buf_printf(out, ",\"decided\":");
 	dw_json_num(out, dep->j.decided, 1);
 	dw_buf_printf(out, ",\"stalled\":%s,\"hanging\":%u", dep->j.stalled ? "true" : "false",
@@ -475,7 +465,7 @@ bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, ui
 	for (unsigned i = 0; i < deps->n; i++) {
 		const struct dw_dep *dep = &deps->deps[i];
 
-		if (!rv_dep_shown(dep))
+		if (!dw_dep_shown(dep))
 			continue;
 		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
 						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
@@ -509,7 +499,7 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	dw_buf_printf(out, ",\"dependencies\":[");
 	for (unsigned i = 0; i < deps->n; i++) {
 		struct dep_callers cl = rv_callers_of(callers, ncallers, &k, i);
-		if (!rv_dep_shown(&deps->deps[i]) || (fold && fold[i]))
+		if (!dw_dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		if (!first)
 			dw_buf_putc(out, ',');

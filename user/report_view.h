@@ -61,12 +61,6 @@ struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n);
 struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t ncallers, size_t *k,
 				 unsigned dep);
 
-/* Dependencies worth a row: configured ones, and destinations on their own that have some. */
-bool rv_dep_shown(const struct dw_dep *dep);
-
-/* A judged rate, or 0 where there is none (out of 0..1: not judged yet). */
-double rv_rate_or_zero(double r);
-
 /*
  * --max-series for the destinations table: the destinations of configured
  * dependencies and the busiest by calls in the window keep their rows (in

@@ -451,6 +451,16 @@ static void judge(struct dw_dep *dep, struct judge_scratch *js, uint64_t now)
 		dw_judge_probes(&in, dep->br.half_open_since_ns, dep->s->half_open_calls, &dep->probes);
 }
 
+bool dw_dep_shown(const struct dw_dep *dep)
+{
+	return dep->used && (dep->id || dep->ndests);
+}
+
+double dw_rate_or_zero(double r)
+{
+	return r >= 0 && r <= 1 ? r : 0;
+}
+
 double dw_dep_percentile_ms(const struct dw_dep *dep, double q)
 {
 	uint64_t dense[DW_HIST_BUCKETS] = { 0 }, one[DW_HIST_BUCKETS];
