@@ -66,6 +66,17 @@ static struct dw_dest *dest_get(struct dw_collector *c, const struct dw_dest_key
 	return d;
 }
 
+const struct dw_dest *dw_collect_next(const struct dw_collector *c, const struct dw_dest *d,
+				      enum dw_row_kind kind)
+{
+	const struct dw_dest *end = c->dests + c->cap;
+
+	for (d = d ? d + 1 : c->dests; d < end; d++)
+		if (d->used && d->kind == kind)
+			return d;
+	return NULL;
+}
+
 int dw_collect_init(struct dw_collector *c, unsigned nslots)
 {
 	memset(c, 0, sizeof(*c));

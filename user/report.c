@@ -125,8 +125,7 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s,\"last_caller\":",
 		      (unsigned long long)d->sum.retransmits,
 		      (unsigned long long)d->sum.connects_rejected,
-		      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
-					   d->sum.conns_opened - d->sum.conns_closed : 0),
+		      (unsigned long long)dw_dest_conns_open(d),
 		      (unsigned long long)d->sum.conns_multiplexed,
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
 	if (!d->sum.last_conn_ns) {
@@ -362,12 +361,12 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 	bool first = true;
 
 	dw_buf_printf(out, ",\"inbound\":[");
-	for (size_t i = 0; dense && i < c->cap; i++) {
-		const struct dw_dest *d = &c->dests[i];
+	for (const struct dw_dest *d = dw_collect_next(c, NULL, DW_ROW_LISTENER); dense && d;
+	     d = dw_collect_next(c, d, DW_ROW_LISTENER)) {
 		const struct dw_svc *svc;
+		struct dw_listener_fig f;
 
-		if (!d->used || !dw_dest_is_listener(d))
-			continue;
+		dw_listener_fig_of(d, &f);
 		svc = dw_services_at_port(svcs, d->key.port);
 		dw_buf_printf(out, "%s{\"port\":%u,\"netns\":%u,\"service\":", first ? "" : ",",
 			      d->key.port, d->key.netns);
@@ -377,11 +376,9 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 		else
 			dw_buf_printf(out, "null");
 		dw_buf_printf(out, ",\"requests\":%llu,\"failed\":%llu,\"dropped\":%llu,\"inflight\":%llu,\"connections\":%llu",
-			      (unsigned long long)d->sum.calls_completed,
-			      (unsigned long long)d->sum.calls_failed, (unsigned long long)d->sum.calls_dropped,
-			      (unsigned long long)dw_dest_inflight(d),
-			      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
-						   d->sum.conns_opened - d->sum.conns_closed : 0));
+			      (unsigned long long)f.requests, (unsigned long long)f.failed,
+			      (unsigned long long)f.dropped, (unsigned long long)f.inflight,
+			      (unsigned long long)f.connections);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);
 		dw_json_field_opt(out, "p50_ms", pct_ms(dense, 0.50), 3);

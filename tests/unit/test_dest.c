@@ -91,6 +91,35 @@ static void test_shown(void **state)
 	assert_false(dw_dest_shown(&d));
 }
 
+/* A listener row's call counters read as requests; connections never below 0. */
+static void test_listener_fig(void **state)
+{
+	struct dw_dest_key listener = key_of(DW_FAMILY_INBOUND, NULL, 8080);
+	struct dw_listener_fig f;
+	struct dw_dest d;
+
+	(void)state;
+	memset(&d, 0, sizeof(d));
+	dw_dest_set_key(&d, &listener);
+	d.sum.calls_started = 10;
+	d.sum.calls_completed = 6;
+	d.sum.calls_failed = 1;
+	d.sum.calls_dropped = 1;
+	d.sum.conns_opened = 4;
+	d.sum.conns_closed = 1;
+	dw_listener_fig_of(&d, &f);
+	assert_int_equal(f.requests, 6);
+	assert_int_equal(f.failed, 1);
+	assert_int_equal(f.dropped, 1);
+	assert_int_equal(f.started, 10);
+	assert_int_equal(f.inflight, 2);
+	assert_int_equal(f.connections, 3);
+
+	/* counters read per CPU at different moments: closed may pass opened */
+	d.sum.conns_closed = 5;
+	assert_int_equal(dw_dest_conns_open(&d), 0);
+}
+
 static void test_format(void **state)
 {
 	struct dw_dest_key zero = { 0 };
@@ -117,6 +146,7 @@ int main(void)
 	    cmocka_unit_test(test_key_published),
 	    cmocka_unit_test(test_set_key_and_predicates),
 	    cmocka_unit_test(test_shown),
+	    cmocka_unit_test(test_listener_fig),
 	    cmocka_unit_test(test_format),
 	};
 

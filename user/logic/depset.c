@@ -346,8 +346,7 @@ static void dep_count_dest(struct dw_dep *dep, const struct dw_dest *d)
 	dep->aborted_breaker += d->sum.conns_aborted_breaker;
 	dep->aborted_timeout += d->sum.conns_aborted_timeout;
 	dep->calls_aborted += d->sum.calls_aborted;
-	if (d->sum.conns_opened > d->sum.conns_closed)
-		dep->conns += d->sum.conns_opened - d->sum.conns_closed;
+	dep->conns += dw_dest_conns_open(d);
 	if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
 		dep->oldest_call_ns = d->oldest_call_ns;
 }

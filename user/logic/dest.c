@@ -45,6 +45,21 @@ uint64_t dw_dest_connecting(const struct dw_dest *d)
 	return d->sum.connect_attempts > ended ? d->sum.connect_attempts - ended : 0;
 }
 
+uint64_t dw_dest_conns_open(const struct dw_dest *d)
+{
+	return d->sum.conns_opened > d->sum.conns_closed ? d->sum.conns_opened - d->sum.conns_closed : 0;
+}
+
+void dw_listener_fig_of(const struct dw_dest *d, struct dw_listener_fig *f)
+{
+	f->requests = d->sum.calls_completed;
+	f->failed = d->sum.calls_failed;
+	f->dropped = d->sum.calls_dropped;
+	f->started = d->sum.calls_started;
+	f->inflight = dw_dest_inflight(d);
+	f->connections = dw_dest_conns_open(d);
+}
+
 void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len)
 {
 	char addr[INET6_ADDRSTRLEN] = "?";

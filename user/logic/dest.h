@@ -75,7 +75,24 @@ bool dw_dest_shown(const struct dw_dest *d);
 /* Calls in flight (started - completed - failed), never below 0. */
 uint64_t dw_dest_inflight(const struct dw_dest *d);
 uint64_t dw_dest_connecting(const struct dw_dest *d);
+/* Connections open now (opened - closed), never below 0. */
+uint64_t dw_dest_conns_open(const struct dw_dest *d);
 uint64_t dw_dest_connect_failures(const struct dw_dest *d);
+/*
+ * A listener row's figures, named as what they are there: the kernel counts
+ * requests this host answers in the call counters (calls_completed are
+ * requests answered, calls_started requests received).
+ */
+struct dw_listener_fig {
+	uint64_t requests;		/* answered */
+	uint64_t failed, dropped;
+	uint64_t started;		/* received */
+	uint64_t inflight;		/* received, not answered yet */
+	uint64_t connections;		/* open now */
+};
+
+void dw_listener_fig_of(const struct dw_dest *d, struct dw_listener_fig *f);
+
 /* FNV-1a of the key's bytes, for hash tables of destinations. */
 uint64_t dw_dest_key_hash(const struct dw_dest_key *key);
 /* "127.0.0.1:8080", "[::1]:443", "overflow", or "*:8080" for an inbound row. */
