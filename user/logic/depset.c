@@ -365,7 +365,7 @@ static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint
 		struct dw_dest *d = &dests[i];
 		struct dw_dep *dep;
 
-		/* listener rows are the services'; the overflow row counts once something landed in it */
+		/* listener rows are the services'; the overflow row once something landed in it */
 		if (!dw_dest_shown(d))
 			continue;
 		if (d->dep < 0)

@@ -47,7 +47,9 @@ uint64_t dw_dest_connecting(const struct dw_dest *d)
 
 uint64_t dw_dest_conns_open(const struct dw_dest *d)
 {
-	return d->sum.conns_opened > d->sum.conns_closed ? d->sum.conns_opened - d->sum.conns_closed : 0;
+	const struct dw_dest_stats *s = &d->sum;
+
+	return s->conns_opened > s->conns_closed ? s->conns_opened - s->conns_closed : 0;
 }
 
 void dw_listener_fig_of(const struct dw_dest *d, struct dw_listener_fig *f)
