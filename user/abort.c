@@ -104,8 +104,8 @@ static uint64_t after_of(const struct dw_deps *deps, const struct dw_dest_key *d
 {
 	int i;
 
-	if (dest->family != AF_INET && dest->family != AF_INET6)
-		return 0;	/* the overflow row, inbound rows */
+	if (dw_row_kind_of(dest) != DW_ROW_OUTBOUND)
+		return 0;	/* the overflow row, listener rows */
 	i = dw_config_lookup(&deps->cfg, dest->family, dest->addr, dest->port);
 	return i >= 0 ? deps->cfg.deps[i].s.abort_after_ns : deps->cfg.defaults.abort_after_ns;
 }
@@ -219,7 +219,7 @@ static bool breaker_open(struct dw_abort *a, const struct dw_deps *deps)
 		a->per_dep[i].passed_since_ns = dep->br.since_ns;
 		open = true;
 		for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
-			if (first || d->sum.conns_opened > d->sum.conns_closed)
+			if (first || dw_dest_conns_open(d))
 				ns_add(a, d->key.netns);
 	}
 	return open;

@@ -59,11 +59,22 @@ static struct dw_dest *dest_get(struct dw_collector *c, const struct dw_dest_key
 		dw_window_free(&d->connect_win);
 		return NULL;
 	}
-	d->key = *key;
+	dw_dest_set_key(d, key);
 	d->used = true;
 	d->dep = d->own_dep = -1;
 	c->count++;
 	return d;
+}
+
+const struct dw_dest *dw_collect_next(const struct dw_collector *c, const struct dw_dest *d,
+				      enum dw_row_kind kind)
+{
+	const struct dw_dest *end = c->dests + c->cap;
+
+	for (d = d ? d + 1 : c->dests; d < end; d++)
+		if (d->used && d->kind == kind)
+			return d;
+	return NULL;
 }
 
 int dw_collect_init(struct dw_collector *c, unsigned nslots)
@@ -214,7 +225,7 @@ static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 	struct dw_dest *d;
 
 	/* a slot not yet published, or a lost race's (see dest_claim); slot 0's key is all zero */
-	if (slot != DW_SLOT_OVERFLOW && key.family == DW_FAMILY_OVERFLOW)
+	if (!dw_dest_key_published(slot, &key))
 		return;
 	d = dest_get(c, &key);
 	if (!d) {
@@ -323,7 +334,7 @@ static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 		a->key = b->details[row.slot].dest;
 	}
 	/* the destination's key was published after its slot: take it once it is there */
-	if (row.slot != DW_SLOT_OVERFLOW && a->key.family == DW_FAMILY_OVERFLOW)
+	if (!dw_dest_key_published(row.slot, &a->key))
 		a->key = b->details[row.slot].dest;
 	for (unsigned i = 0; i < DW_CALLER_BUCKETS; i++) {
 		__u32 delta = row.call[i] - a->seen[i];

@@ -54,6 +54,14 @@ struct dw_collector {
 	struct dw_cgroups *cgroups;	/* names them; NULL: shown as cgroup:<id> (set by the daemon) */
 };
 
+/*
+ * The rows of one kind, in no order: the next in use after d (NULL: the
+ * first), NULL after the last.
+ *	for (d = dw_collect_next(c, NULL, kind); d; d = dw_collect_next(c, d, kind))
+ */
+const struct dw_dest *dw_collect_next(const struct dw_collector *c, const struct dw_dest *d,
+				      enum dw_row_kind kind);
+
 int dw_collect_init(struct dw_collector *c, unsigned nslots);
 void dw_collect_free(struct dw_collector *c);
 /* One polling pass. */

@@ -474,7 +474,7 @@ int dw_bpf_for_each_slot(struct dw_bpf *b, dw_slot_fn fn, void *arg)
 	for (__u32 slot = 1; slot < n && slot < b->details_rows; slot++) {
 		const struct dw_dest_key *dest = &b->details[slot].dest;
 
-		if (dest->family == DW_FAMILY_OVERFLOW)
+		if (!dw_dest_key_published(slot, dest))
 			continue;
 		err = fn(slot, dest, arg);
 		if (err)

@@ -67,16 +67,6 @@ void dw_metrics_set_max_series(unsigned n)
 
 /* ---- figures per dependency */
 
-static bool dep_shown(const struct dw_dep *dep)
-{
-	return dep->used && (dep->id || dep->ndests);
-}
-
-static double rate_or_zero(double r)
-{
-	return r >= 0 && r <= 1 ? r : 0;
-}
-
 static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_collector *c)
 {
 	memset(f, 0, sizeof(*f));
@@ -87,8 +77,8 @@ static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_coll
 	f->rejected = dep->rejected;
 	f->inflight = dep->inflight;
 	f->conns = dep->conns;
-	f->slow_rate = rate_or_zero(dep->j.slow_rate);
-	f->failure_rate = rate_or_zero(dep->j.failure_rate);
+	f->slow_rate = dw_rate_or_zero(dep->j.slow_rate);
+	f->failure_rate = dw_rate_or_zero(dep->j.failure_rate);
 	f->slow_call_s = dep->s ? dep->s->slow_call_ns / 1e9 : 0;
 	f->retries = dep->retried;
 	f->abandoned = dep->abandoned;
@@ -444,12 +434,10 @@ static void put_label_value(struct dw_buf *o, const char *s)
 	}
 }
 
-/* Outbound rows with a dependency (the overflow row once it counted something), as in status. */
+/* The rows status shows (dw_dest_shown), those with a dependency. */
 static bool dest_exported(const struct dw_dest *d, const struct dw_deps *deps)
 {
-	return d->used && d->key.family != DW_FAMILY_INBOUND && d->dep >= 0 &&
-	       (unsigned)d->dep < deps->n &&
-	       (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started || d->sum.connect_attempts);
+	return dw_dest_shown(d) && d->dep >= 0 && (unsigned)d->dep < deps->n;
 }
 
 static void dest_family(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
@@ -690,7 +678,7 @@ int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const stru
 		pg.figs_cap = pg.items_cap = pg.kept_cap = deps->n + 1;
 	}
 	for (unsigned i = 0; i < deps->n; i++) {
-		if (!dep_shown(&deps->deps[i]))
+		if (!dw_dep_shown(&deps->deps[i]))
 			continue;
 		fig_of(&pg.figs[n], &deps->deps[i], c);
 		label_of(&pg.figs[n++]);

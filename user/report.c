@@ -62,14 +62,6 @@ uint64_t rv_dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool
 	return conns;
 }
 
-/* Destinations worth showing: the overflow row only once something landed in it. */
-bool rv_shown(const struct dw_dest *d)
-{
-	return d->used && d->key.family != DW_FAMILY_INBOUND &&
-	       (d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
-		d->sum.connect_attempts);
-}
-
 static int by_dest(const void *a, const void *b)
 {
 	return strcmp(((const struct dest_view *)a)->dest, ((const struct dest_view *)b)->dest);
@@ -88,7 +80,7 @@ struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n)
 		return NULL;
 	}
 	for (size_t i = 0; i < c->cap; i++)
-		if (rv_shown(&c->dests[i]))
+		if (dw_dest_shown(&c->dests[i]))
 			view_of(c, &c->dests[i], &views[(*n)++], dense);
 	free(dense);
 	qsort(views, *n, sizeof(*views), by_dest);
@@ -133,8 +125,7 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s,\"last_caller\":",
 		      (unsigned long long)d->sum.retransmits,
 		      (unsigned long long)d->sum.connects_rejected,
-		      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
-					   d->sum.conns_opened - d->sum.conns_closed : 0),
+		      (unsigned long long)dw_dest_conns_open(d),
 		      (unsigned long long)d->sum.conns_multiplexed,
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
 	if (!d->sum.last_conn_ns) {
@@ -173,16 +164,6 @@ struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t nca
 		++*k;
 	}
 	return cl;
-}
-
-bool rv_dep_shown(const struct dw_dep *dep)
-{
-	return dep->used && (dep->id || dep->ndests);
-}
-
-double rv_rate_or_zero(double r)
-{
-	return r >= 0 && r <= 1 ? r : 0;
 }
 
 /* One caller of a dependency (issue 16): its cgroup's name and kind, its figures. */
@@ -263,9 +244,9 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      dw_breaker_reason_name(dep->br.reason));
 	dw_json_num(out, (now - dep->br.since_ns) / 1e9, 3);
 	dw_buf_printf(out, ",\"slow_rate\":");
-	dw_json_num(out, rv_rate_or_zero(dep->j.slow_rate), 4);
+	dw_json_num(out, dw_rate_or_zero(dep->j.slow_rate), 4);
 	dw_buf_printf(out, ",\"failure_rate\":");
-	dw_json_num(out, rv_rate_or_zero(dep->j.failure_rate), 4);
+	dw_json_num(out, dw_rate_or_zero(dep->j.failure_rate), 4);
 	dw_buf_printf(out, ",\"decided\":");
 	dw_json_num(out, dep->j.decided, 1);
 	dw_buf_printf(out, ",\"stalled\":%s,\"hanging\":%u", dep->j.stalled ? "true" : "false",
@@ -380,12 +361,12 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 	bool first = true;
 
 	dw_buf_printf(out, ",\"inbound\":[");
-	for (size_t i = 0; dense && i < c->cap; i++) {
-		const struct dw_dest *d = &c->dests[i];
+	for (const struct dw_dest *d = dw_collect_next(c, NULL, DW_ROW_LISTENER); dense && d;
+	     d = dw_collect_next(c, d, DW_ROW_LISTENER)) {
 		const struct dw_svc *svc;
+		struct dw_listener_fig f;
 
-		if (!d->used || d->key.family != DW_FAMILY_INBOUND)
-			continue;
+		dw_listener_fig_of(d, &f);
 		svc = dw_services_at_port(svcs, d->key.port);
 		dw_buf_printf(out, "%s{\"port\":%u,\"netns\":%u,\"service\":", first ? "" : ",",
 			      d->key.port, d->key.netns);
@@ -395,11 +376,9 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 		else
 			dw_buf_printf(out, "null");
 		dw_buf_printf(out, ",\"requests\":%llu,\"failed\":%llu,\"dropped\":%llu,\"inflight\":%llu,\"connections\":%llu",
-			      (unsigned long long)d->sum.calls_completed,
-			      (unsigned long long)d->sum.calls_failed, (unsigned long long)d->sum.calls_dropped,
-			      (unsigned long long)dw_dest_inflight(d),
-			      (unsigned long long)(d->sum.conns_opened > d->sum.conns_closed ?
-						   d->sum.conns_opened - d->sum.conns_closed : 0));
+			      (unsigned long long)f.requests, (unsigned long long)f.failed,
+			      (unsigned long long)f.dropped, (unsigned long long)f.inflight,
+			      (unsigned long long)f.connections);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);
 		dw_json_field_opt(out, "p50_ms", pct_ms(dense, 0.50), 3);
@@ -483,7 +462,7 @@ bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, ui
 	for (unsigned i = 0; i < deps->n; i++) {
 		const struct dw_dep *dep = &deps->deps[i];
 
-		if (!rv_dep_shown(dep))
+		if (!dw_dep_shown(dep))
 			continue;
 		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
 						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
@@ -517,7 +496,7 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	dw_buf_printf(out, ",\"dependencies\":[");
 	for (unsigned i = 0; i < deps->n; i++) {
 		struct dep_callers cl = rv_callers_of(callers, ncallers, &k, i);
-		if (!rv_dep_shown(&deps->deps[i]) || (fold && fold[i]))
+		if (!dw_dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		if (!first)
 			dw_buf_putc(out, ',');

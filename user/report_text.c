@@ -72,7 +72,8 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	dw_buf_printf(out, "%-24.24s %-9s %-12s %5.1f%% %5.1f%% %8llu %6llu %5llu %7s %7s %7s\n", dep->name,
 		      dw_breaker_state_name(dep->br.state),
 		      dep->br.state == DW_BREAKER_CLOSED ? "" : dw_breaker_reason_name(dep->br.reason),
-		      100 * rv_rate_or_zero(dep->j.slow_rate), 100 * rv_rate_or_zero(dep->j.failure_rate),
+		      100 * dw_rate_or_zero(dep->j.slow_rate),
+		      100 * dw_rate_or_zero(dep->j.failure_rate),
 		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
 		      (unsigned long long)dep->inflight,
 		      cell_ms(dep->oldest_call_ns ? rv_age_ms(now, dep->oldest_call_ns) : -1, oldest,
@@ -127,7 +128,7 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 		      "P99");
 	for (unsigned i = 0; i < deps->n; i++) {
 		struct dep_callers cl = rv_callers_of(callers, ncallers, &k, i);
-		if (!rv_dep_shown(&deps->deps[i]) || (fold && fold[i]))
+		if (!dw_dep_shown(&deps->deps[i]) || (fold && fold[i]))
 			continue;
 		burst |= text_dep(out, c, &deps->deps[i], now);
 		text_callers(out, c, &cl, now);
@@ -220,8 +221,8 @@ static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const stru
 		.failed = dep->failed,
 		.p50_ms = dw_dep_percentile_ms(dep, 0.50),
 		.p99_ms = dw_dep_percentile_ms(dep, 0.99),
-		.slow_rate = rv_rate_or_zero(dep->j.slow_rate),
-		.failure_rate = rv_rate_or_zero(dep->j.failure_rate),
+		.slow_rate = dw_rate_or_zero(dep->j.slow_rate),
+		.failure_rate = dw_rate_or_zero(dep->j.failure_rate),
 		.inflight = dep->inflight,
 		.max_inflight = dep->s->max_inflight,
 		.oldest_ms = rv_age_ms(now, dep->oldest_call_ns),
@@ -280,7 +281,7 @@ void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struc
 	dw_top_tsv_header(out);
 	for (unsigned i = 0; i < deps->n; i++) {
 		struct dep_callers cl = rv_callers_of(callers, ncallers, &k, i);
-		if (!rv_dep_shown(&deps->deps[i]))
+		if (!dw_dep_shown(&deps->deps[i]))
 			continue;
 		tsv_dep(out, c, &deps->deps[i], c->now_ns);
 		tsv_callers(out, c, &cl);

@@ -50,9 +50,6 @@ double rv_age_ms(uint64_t now, uint64_t start);
 /* Over a dependency's destinations: multiplexed connections, and whether any is burst-timed. */
 uint64_t rv_dep_mux(const struct dw_collector *c, const struct dw_dep *dep, bool *burst);
 
-/* Destinations worth showing: the overflow row only once something landed in it. */
-bool rv_shown(const struct dw_dest *d);
-
 /* The rows, sorted by destination text; the caller frees. */
 struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n);
 
@@ -63,12 +60,6 @@ struct dest_view *rv_views_of(const struct dw_collector *c, size_t *n);
  */
 struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t ncallers, size_t *k,
 				 unsigned dep);
-
-/* Dependencies worth a row: configured ones, and destinations on their own that have some. */
-bool rv_dep_shown(const struct dw_dep *dep);
-
-/* A judged rate, or 0 where there is none (out of 0..1: not judged yet). */
-double rv_rate_or_zero(double r);
 
 /*
  * --max-series for the destinations table: the destinations of configured

@@ -73,16 +73,16 @@ static void teardown(struct fixture *f)
 static struct dw_dest *dest(struct fixture *f, unsigned i, const char *ip4, unsigned port)
 {
 	struct dw_dest *d = &f->dests[i];
+	struct dw_dest_key key = { .family = AF_INET, .port = port };
 	unsigned a, b, c, e;
 
 	assert_int_equal(sscanf(ip4, "%u.%u.%u.%u", &a, &b, &c, &e), 4);
+	key.addr[0] = a;
+	key.addr[1] = b;
+	key.addr[2] = c;
+	key.addr[3] = e;
 	d->used = true;
-	d->key.family = AF_INET;
-	d->key.port = port;
-	d->key.addr[0] = a;
-	d->key.addr[1] = b;
-	d->key.addr[2] = c;
-	d->key.addr[3] = e;
+	dw_dest_set_key(d, &key);
 	return d;
 }
 
@@ -190,6 +190,64 @@ static void test_registers_configured_and_destinations(void **state)
 	poll(&f, T0 + SEC);
 	assert_int_equal(f.deps.n, 4);
 	teardown(&f);
+}
+
+/*
+ * A listener row (requests this host answers) is no dependency's, whatever it
+ * counts; the overflow row becomes a dependency of its own, never judged, once
+ * something landed in it. Only dependencies with a destination are shown.
+ */
+static void test_row_kinds(void **state)
+{
+	struct dw_dest_key listener = { .family = DW_FAMILY_INBOUND, .port = 8080 };
+	struct fixture f;
+	const struct dw_dep *over;
+
+	(void)state;
+	setup(&f, base_conf);
+	f.dests[0].used = true;			/* the overflow row, empty */
+	f.dests[1].used = true;
+	dw_dest_set_key(&f.dests[1], &listener);
+	calls(&f.dests[1], T0 - SEC, 5, 0, 0);
+	poll(&f, T0);
+	assert_int_equal(f.dests[0].dep, -1);
+	assert_int_equal(f.dests[1].dep, -1);
+	assert_int_equal(f.deps.n, 2);		/* the two configured ones */
+
+	f.dests[0].sum.calls_started = 1;
+	poll(&f, T0 + SEC);
+	assert_int_equal(f.deps.n, 3);
+	over = dw_depset_at(&f.deps, f.dests[0].dep);
+	assert_non_null(over);
+	assert_string_equal(over->name, "overflow");
+	assert_int_equal(over->id, 0);
+	assert_true(over->s->ignore);
+	assert_true(dw_dep_shown(over));
+	assert_int_equal(f.dests[1].dep, -1);
+	teardown(&f);
+}
+
+/* Shown in every output: configured dependencies always, destinations' own with a destination. */
+static void test_dep_shown_and_rates(void **state)
+{
+	struct dw_dep dep = { 0 };
+
+	(void)state;
+	assert_false(dw_dep_shown(&dep));	/* unused */
+	dep.used = true;
+	assert_false(dw_dep_shown(&dep));	/* a destination's own with no destination left */
+	dep.ndests = 1;
+	assert_true(dw_dep_shown(&dep));
+	dep.ndests = 0;
+	dep.id = 3;
+	assert_true(dw_dep_shown(&dep));	/* configured */
+
+	assert_double_eq(dw_rate_or_zero(-1), 0);	/* not judged yet */
+	assert_double_eq(dw_rate_or_zero(0), 0);
+	assert_double_eq(dw_rate_or_zero(0.25), 0.25);
+	assert_double_eq(dw_rate_or_zero(1), 1);
+	assert_double_eq(dw_rate_or_zero(1.5), 0);
+	assert_double_eq(dw_rate_or_zero(NAN), 0);
 }
 
 /* Slow calls open the breaker; open_for later half_open, then good probes close it. */
@@ -504,6 +562,8 @@ int main(void)
 	    cmocka_unit_test(test_reload_abandoned),
 	    cmocka_unit_test(test_retry_storm),
 	    cmocka_unit_test(test_next_slow_and_rejudge),
+	    cmocka_unit_test(test_row_kinds),
+	    cmocka_unit_test(test_dep_shown_and_rates),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

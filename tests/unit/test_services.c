@@ -83,9 +83,10 @@ static struct dw_dest *inbound(struct fixture *f, unsigned i, unsigned port)
 {
 	struct dw_dest *d = &f->dests[i];
 
+	struct dw_dest_key key = { .family = DW_FAMILY_INBOUND, .port = port };
+
 	d->used = true;
-	d->key.family = DW_FAMILY_INBOUND;
-	d->key.port = port;
+	dw_dest_set_key(d, &key);
 	return d;
 }
 
@@ -96,13 +97,10 @@ static struct dw_dest *outbound(struct fixture *f, unsigned i, const char *ip4, 
 	unsigned a, b, c, e;
 
 	assert_int_equal(sscanf(ip4, "%u.%u.%u.%u", &a, &b, &c, &e), 4);
+	struct dw_dest_key key = { .family = AF_INET, .port = port, .addr = { a, b, c, e } };
+
 	d->used = true;
-	d->key.family = AF_INET;
-	d->key.port = port;
-	d->key.addr[0] = a;
-	d->key.addr[1] = b;
-	d->key.addr[2] = c;
-	d->key.addr[3] = e;
+	dw_dest_set_key(d, &key);
 	return d;
 }
 

@@ -241,7 +241,7 @@ static const struct dw_dep_settings *dep_settings(struct dw_deps *deps, const st
 {
 	deps->overflow_settings = deps->cfg.defaults;
 	deps->overflow_settings.ignore = true;
-	if (!dep->id && dep->dest.family == DW_FAMILY_OVERFLOW)
+	if (!dep->id && dw_row_kind_of(&dep->dest) == DW_ROW_OVERFLOW)
 		return &deps->overflow_settings;
 	for (unsigned k = 0; dep->id && k < deps->cfg.ndeps; k++)
 		if (!strcmp(deps->cfg.deps[k].name, dep->name))
@@ -314,7 +314,7 @@ static void assign(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 	int cfg_index = -1;
 	const struct dw_dep *dep;
 
-	if (d->key.family != DW_FAMILY_OVERFLOW)
+	if (!dw_dest_is_overflow(d))
 		cfg_index = dw_config_lookup(&deps->cfg, d->key.family, d->key.addr, d->key.port);
 	if (cfg_index < 0) {
 		d->dep = own_dep_of(deps, d, now);
@@ -346,20 +346,9 @@ static void dep_count_dest(struct dw_dep *dep, const struct dw_dest *d)
 	dep->aborted_breaker += d->sum.conns_aborted_breaker;
 	dep->aborted_timeout += d->sum.conns_aborted_timeout;
 	dep->calls_aborted += d->sum.calls_aborted;
-	if (d->sum.conns_opened > d->sum.conns_closed)
-		dep->conns += d->sum.conns_opened - d->sum.conns_closed;
+	dep->conns += dw_dest_conns_open(d);
 	if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
 		dep->oldest_call_ns = d->oldest_call_ns;
-}
-
-/* Rows that are no dependency's: requests this host answers (services), an empty overflow row. */
-static bool outbound_row(const struct dw_dest *d)
-{
-	if (!d->used || d->key.family == DW_FAMILY_INBOUND)
-		return false;
-	/* the overflow row is a dependency only once something landed in it */
-	return d->key.family != DW_FAMILY_OVERFLOW || d->sum.calls_started ||
-	       d->sum.connect_attempts;
 }
 
 /* Every destination onto its dependency's list, with the figures summed. */
@@ -376,7 +365,8 @@ static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint
 		struct dw_dest *d = &dests[i];
 		struct dw_dep *dep;
 
-		if (!outbound_row(d))
+		/* listener rows are the services'; the overflow row once something landed in it */
+		if (!dw_dest_shown(d))
 			continue;
 		if (d->dep < 0)
 			assign(deps, d, now);
@@ -458,6 +448,16 @@ static void judge(struct dw_dep *dep, struct judge_scratch *js, uint64_t now)
 	memset(&dep->probes, 0, sizeof(dep->probes));
 	if (dep->br.state == DW_BREAKER_HALF_OPEN)
 		dw_judge_probes(&in, dep->br.half_open_since_ns, dep->s->half_open_calls, &dep->probes);
+}
+
+bool dw_dep_shown(const struct dw_dep *dep)
+{
+	return dep->used && (dep->id || dep->ndests);
+}
+
+double dw_rate_or_zero(double r)
+{
+	return r >= 0 && r <= 1 ? r : 0;
 }
 
 double dw_dep_percentile_ms(const struct dw_dep *dep, double q)

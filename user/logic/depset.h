@@ -148,6 +148,13 @@ const struct dw_dep *dw_depset_at(const struct dw_deps *deps, int index);
 uint64_t dw_depset_timeout_ns(const struct dw_deps *deps, const struct dw_dep *dep);
 /* Percentile over the window of every destination of dep, in ms; -1 when no calls. */
 double dw_dep_percentile_ms(const struct dw_dep *dep, double q);
+/*
+ * What status, top and /metrics show, alike: dependencies worth a row
+ * (configured ones, and destinations' own that have some), and a judged
+ * rate, 0 where there is none (out of 0..1: not judged yet).
+ */
+bool dw_dep_shown(const struct dw_dep *dep);
+double dw_rate_or_zero(double r);
 /* enforce in effect: "off", "connect", or "abort" (only where the kernel can abort). */
 const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep *dep);
 

@@ -13,6 +13,19 @@ uint64_t dw_dest_key_hash(const struct dw_dest_key *key)
 	return h;
 }
 
+void dw_dest_set_key(struct dw_dest *d, const struct dw_dest_key *key)
+{
+	d->key = *key;
+	d->kind = dw_row_kind_of(key);
+}
+
+bool dw_dest_shown(const struct dw_dest *d)
+{
+	if (!d->used || dw_dest_is_listener(d))
+		return false;
+	return !dw_dest_is_overflow(d) || d->sum.calls_started || d->sum.connect_attempts;
+}
+
 uint64_t dw_dest_inflight(const struct dw_dest *d)
 {
 	uint64_t ended = d->sum.calls_completed + d->sum.calls_failed + d->sum.calls_dropped;
@@ -32,17 +45,36 @@ uint64_t dw_dest_connecting(const struct dw_dest *d)
 	return d->sum.connect_attempts > ended ? d->sum.connect_attempts - ended : 0;
 }
 
+uint64_t dw_dest_conns_open(const struct dw_dest *d)
+{
+	const struct dw_dest_stats *s = &d->sum;
+
+	return s->conns_opened > s->conns_closed ? s->conns_opened - s->conns_closed : 0;
+}
+
+void dw_listener_fig_of(const struct dw_dest *d, struct dw_listener_fig *f)
+{
+	f->requests = d->sum.calls_completed;
+	f->failed = d->sum.calls_failed;
+	f->dropped = d->sum.calls_dropped;
+	f->started = d->sum.calls_started;
+	f->inflight = dw_dest_inflight(d);
+	f->connections = dw_dest_conns_open(d);
+}
+
 void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len)
 {
 	char addr[INET6_ADDRSTRLEN] = "?";
 
-	if (key->family == DW_FAMILY_OVERFLOW) {
+	switch (dw_row_kind_of(key)) {
+	case DW_ROW_OVERFLOW:
 		snprintf(buf, len, "overflow");
 		return;
-	}
-	if (key->family == DW_FAMILY_INBOUND) {
+	case DW_ROW_LISTENER:
 		snprintf(buf, len, "*:%u", key->port);
 		return;
+	case DW_ROW_OUTBOUND:
+		break;
 	}
 	inet_ntop(key->family, key->addr, addr, sizeof(addr));
 	if (key->family == AF_INET6)

@@ -16,6 +16,7 @@
 
 struct dw_dest {
 	struct dw_dest_key key;
+	enum dw_row_kind kind;		/* dw_row_kind_of(&key) (dwtypes.h), set with the key */
 	bool used;
 	struct dw_dest_stats sum;	/* kernel counters summed over CPUs; last_* of the newest CPU */
 	__u32 seen_call[DW_HIST_BUCKETS];	/* kernel histogram at the last read */
@@ -46,10 +47,52 @@ struct dw_dest {
 	bool burst_seen;
 };
 
+/* A row's key, and its kind decoded from it: the one way a row gets its key. */
+void dw_dest_set_key(struct dw_dest *d, const struct dw_dest_key *key);
+
+static inline bool dw_dest_is_outbound(const struct dw_dest *d)
+{
+	return d->kind == DW_ROW_OUTBOUND;
+}
+
+static inline bool dw_dest_is_listener(const struct dw_dest *d)
+{
+	return d->kind == DW_ROW_LISTENER;
+}
+
+static inline bool dw_dest_is_overflow(const struct dw_dest *d)
+{
+	return d->kind == DW_ROW_OVERFLOW;
+}
+
+/*
+ * A row of calls this host makes that the outputs show and the dependencies
+ * take: an outbound row, or the overflow row once something landed in it.
+ * Listener rows are the services' (requests this host answers).
+ */
+bool dw_dest_shown(const struct dw_dest *d);
+
 /* Calls in flight (started - completed - failed), never below 0. */
 uint64_t dw_dest_inflight(const struct dw_dest *d);
 uint64_t dw_dest_connecting(const struct dw_dest *d);
+/* Connections open now (opened - closed), never below 0. */
+uint64_t dw_dest_conns_open(const struct dw_dest *d);
 uint64_t dw_dest_connect_failures(const struct dw_dest *d);
+/*
+ * A listener row's figures, named as what they are there: the kernel counts
+ * requests this host answers in the call counters (calls_completed are
+ * requests answered, calls_started requests received).
+ */
+struct dw_listener_fig {
+	uint64_t requests;		/* answered */
+	uint64_t failed, dropped;
+	uint64_t started;		/* received */
+	uint64_t inflight;		/* received, not answered yet */
+	uint64_t connections;		/* open now */
+};
+
+void dw_listener_fig_of(const struct dw_dest *d, struct dw_listener_fig *f);
+
 /* FNV-1a of the key's bytes, for hash tables of destinations. */
 uint64_t dw_dest_key_hash(const struct dw_dest_key *key);
 /* "127.0.0.1:8080", "[::1]:443", "overflow", or "*:8080" for an inbound row. */

@@ -145,7 +145,7 @@ struct dw_slot_cfg dw_kplan_slot_cfg(const struct dw_config *cfg, const unsigned
 	struct dw_slot_cfg sc = {};
 	int cfg_index = -1;
 
-	if (dest->family == DW_FAMILY_INBOUND)
+	if (dw_row_kind_of(dest) == DW_ROW_LISTENER)
 		sc.service = is_service_port(cfg, dest->port);
 	else
 		cfg_index = dw_config_lookup(cfg, dest->family, dest->addr, dest->port);

@@ -78,7 +78,7 @@ static void gather_rows(struct dw_svc *svc, const struct dw_dest *dests, size_t 
 		const struct dw_dest *d = &dests[i];
 		const struct dw_service *cfg = svc->cfg;
 
-		if (!d->used || d->key.family != DW_FAMILY_INBOUND || !d->key.port ||
+		if (!d->used || !dw_dest_is_listener(d) || !d->key.port ||
 		    d->key.port < cfg->port_lo || d->key.port > cfg->port_hi)
 			continue;
 		svc->rows++;
