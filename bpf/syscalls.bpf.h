@@ -24,7 +24,7 @@
  *
  * One program serves every system call that passes the descriptor (and the
  * flags) at the same place; the loader attaches it to each, see
- * syscall_specs in user/loader.c.
+ * dw_syscall_specs in user/hooks.c.
  */
 #ifndef DEPWATCH_SYSCALLS_BPF_H
 #define DEPWATCH_SYSCALLS_BPF_H
