@@ -668,9 +668,9 @@ class NginxAbortTest(unittest.TestCase):
         self.assertEqual(set(r[2] for r in after), {502})
         self.assertFalse([r for r in after if r[3] in up.received], "a request reached the upstream after the open")
         # fast: nginx itself spent under 10 ms on each (its $request_time, from reading the request
-        # to its answer: a wait on the upstream or an abort pass would show), and its clients
-        # waited under 50 ms. The clients' tolerance: 1% of them, for a client thread the
-        # scheduler left waiting on a loaded, shared 2-core machine (nice'd)
+        # to its answer: a wait on the upstream or an abort pass would show). Its clients' wait
+        # adds this process's scheduling: on a loaded, shared 2-core machine a nice'd client
+        # thread was seen waking 50-170 ms late for 1-3% of them: theirs is held by its median
         with open(access) as f:
             took = dict((int(l.split()[0]), float(l.split()[2])) for l in f if l[0].isdigit())
         self.assertEqual([r[3] for r in after if r[3] not in took], [], "requests nginx did not log")
@@ -678,15 +678,15 @@ class NginxAbortTest(unittest.TestCase):
         self.assertLess(slowest_ngx, 0.010, "nginx took %.0f ms over a request once the breaker was open"
                         % (slowest_ngx * 1e3))
         durations = sorted(r[1] - r[0] for r in after)
-        slowest, p99 = durations[-1], durations[int(len(durations) * 0.99)]
-        self.assertLess(p99, 0.05, "requests once the breaker was open: p99 %.1f ms" % (p99 * 1e3))
+        median, p99, slowest = durations[len(durations) // 2], durations[int(len(durations) * 0.99)], durations[-1]
+        self.assertLess(median, 0.010, "requests once the breaker was open: median %.1f ms" % (median * 1e3))
         row = dependency(d.status(), "upstream")
         # at least the upstream connections that carried a hung request: one request at a time each
         self.assertGreaterEqual(row["aborted_breaker"], len(hung), json.dumps(row))
         self.assertGreaterEqual(row["calls_aborted"], len(hung), json.dumps(row))
-        print("\n  nginx: %d requests the upstream held got 502, %.0f..%.0f ms after the change; %d later requests, 502 in p99 %.1f ms, max %.1f ms (nginx: max %.0f ms)"
+        print("\n  nginx: %d requests the upstream held got 502, %.0f..%.0f ms after the change; %d later requests, 502 in median %.1f ms, p99 %.1f ms, max %.1f ms (nginx: max %.0f ms)"
               % (len(hung), min(r[1] - t_change for r in hung) * 1e3, max(r[1] - t_change for r in hung) * 1e3,
-                 len(after), p99 * 1e3, slowest * 1e3, slowest_ngx * 1e3))
+                 len(after), median * 1e3, p99 * 1e3, slowest * 1e3, slowest_ngx * 1e3))
 
 
 if __name__ == "__main__":
