@@ -22,8 +22,8 @@
 #include "privs.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
-static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "globals", "conns",
-					    "breakers" };
+static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "cpu_rows", "globals",
+					    "conns", "breakers" };
 
 /* --without NAME: the daemon behaves as on a kernel lacking that hook (tests, and a way out of a broken one). */
 static bool withheld(const struct dw_bpf *b, const char *hook)
@@ -319,6 +319,9 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_map__set_max_entries(b->skel->maps.dest_details, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.slot_cfg, b->max_dests);
 	b->skel->rodata->dw_max_slots = b->max_dests;
+	/* a row per (slot, CPU): struct dw_cpu_row; dw_bpf_start checked that it fits a u32 */
+	bpf_map__set_max_entries(b->skel->maps.cpu_rows, b->max_dests * (__u32)b->ncpus);
+	b->skel->rodata->dw_ncpus = b->ncpus;
 	err = probe_programs(b, backend);
 	if (err)
 		return err;
@@ -546,6 +549,10 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		dw_err("cannot count the CPUs: %s", strerror(-b->ncpus));
 		return -EINVAL;
 	}
+	if ((uint64_t)b->max_dests * b->ncpus > UINT32_MAX / 2) {
+		dw_err("--max-dests %u x %d CPUs: too many per-CPU rows; lower --max-dests", b->max_dests, b->ncpus);
+		return -EINVAL;
+	}
 	err = pin_dir_open(b, opts->pin_dir);
 	if (err)
 		return err;
@@ -583,6 +590,10 @@ void dw_bpf_stop(struct dw_bpf *b)
 		munmap((void *)b->details, b->details_len);
 	b->details = NULL;
 	b->details_rows = 0;
+	if (b->cpu_rows)
+		munmap((void *)b->cpu_rows, b->cpu_rows_len);
+	b->cpu_rows = NULL;
+	b->cpu_rows_slots = 0;
 	b->abort_link = NULL;
 	if (b->callers)
 		munmap((void *)b->callers, b->callers_len);
@@ -768,6 +779,16 @@ int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
 				 &b->details_len, &b->details_rows };
 
 	return map_rows(&m, rows);
+}
+
+int dw_bpf_map_cpu_rows(struct dw_bpf *b, unsigned slots)
+{
+	/* one "row" here is a slot's ncpus rows: they are read together */
+	struct mapped_rows m = { "cpu_rows", bpf_map__fd(b->skel->maps.cpu_rows),
+				 sizeof(struct dw_cpu_row) * b->ncpus, b->max_dests, (void **)&b->cpu_rows,
+				 &b->cpu_rows_len, &b->cpu_rows_slots };
+
+	return map_rows(&m, slots);
 }
 
 int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows)
