@@ -31,7 +31,8 @@
  * Each counter is one __u64, (slice << 32) | count: the slice number says
  * which slice the count belongs to, so a counter resets itself (with one
  * compare-and-swap) when its slot is reused, and a reader ignores counters
- * whose slice differs from the slot's `started` one.
+ * of a slice older than the newest its slot holds, in the shared counters or
+ * in a CPU's row (struct dw_cpu_row: the per-call counts go there first).
  */
 #define DW_SLICE_SHIFT 26
 #define DW_SLICES 128
@@ -108,7 +109,7 @@ struct dw_dest_stats {
 	__u64 connects_rejected;	/* connect() failed at once by an enforced open breaker */
 	__u64 conns_opened;		/* connections established (or adopted at start) */
 	__u64 conns_closed;		/* of those, closed since: open now = opened - closed */
-	__u64 calls_late;		/* ended after their start slice was reused (started > 8.6 s ago) */
+	__u64 calls_late;		/* ended DW_SLICES slices (8.6 s) or more after their start slice, or after it was reused */
 	__u64 calls_abandoned;		/* of the failed: the caller closed the connection while waiting */
 	__u64 calls_retried;		/* started within DW_RETRY_WINDOW_NS of an abandoned one, same process */
 	__u64 conns_multiplexed;	/* connections seen carrying overlapping requests (pipelined or multiplexed), once each */
