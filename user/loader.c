@@ -317,11 +317,11 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_map__set_max_entries(b->skel->maps.dest_slots, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.dest_stats, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.dest_details, b->max_dests);
-	bpf_map__set_max_entries(b->skel->maps.slot_cfg, b->max_dests);
-	b->skel->rodata->dw_max_slots = b->max_dests;
 	/* a row per (slot, CPU): struct dw_cpu_row; dw_bpf_start checked that it fits a u32 */
 	bpf_map__set_max_entries(b->skel->maps.cpu_rows, b->max_dests * (__u32)b->ncpus);
 	b->skel->rodata->dw_ncpus = b->ncpus;
+	bpf_map__set_max_entries(b->skel->maps.slot_cfg, b->max_dests);
+	b->skel->rodata->dw_max_slots = b->max_dests;
 	err = probe_programs(b, backend);
 	if (err)
 		return err;
