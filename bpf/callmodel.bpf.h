@@ -387,42 +387,58 @@ static __always_inline int slice_end(struct dw_dest_detail *detail, __u64 start_
  * cannot go on before this program returns, so waiting would never end. The
  * caller counts in the shared row instead.
  */
+static __always_inline bool seq_claim(__u32 *seqp)
+{
+	__u32 seq = *(volatile __u32 *)seqp;
+
+	if (seq & DW_ROW_BUSY)
+		return false;
+	/* fails only if a program that interrupted us between the load and here folded the row */
+	return __sync_val_compare_and_swap(seqp, seq, seq | DW_ROW_BUSY) == seq;
+}
+
 static __always_inline struct dw_cpu_row *row_claim(const struct dw_conn *conn)
 {
 	__u32 idx = conn->slot * dw_ncpus + bpf_get_smp_processor_id();
 	struct dw_cpu_row *row = bpf_map_lookup_elem(&cpu_rows, &idx);
-	__u32 seq;
 
-	if (!row)
-		return 0;
-	seq = *(volatile __u32 *)&row->seq;
-	if (seq & DW_ROW_BUSY)
-		return 0;
-	/* fails only if a program that interrupted us between the load and here folded the row */
-	if (__sync_val_compare_and_swap(&row->seq, seq, seq | DW_ROW_BUSY) != seq)
-		return 0;
-	return row;
+	return row && seq_claim(&row->seq) ? row : 0;
 }
 
 /* Nothing else writes seq while the row is busy: a plain store releases it. */
-static __always_inline void row_release(struct dw_cpu_row *row)
+static __always_inline void seq_release(__u32 *seqp)
 {
-	__u32 seq = *(volatile __u32 *)&row->seq;
+	__u32 seq = *(volatile __u32 *)seqp;
 
 	barrier();
-	*(volatile __u32 *)&row->seq = seq & ~DW_ROW_BUSY;
+	*(volatile __u32 *)seqp = seq & ~DW_ROW_BUSY;
+}
+
+static __always_inline void row_release(struct dw_cpu_row *row)
+{
+	seq_release(&row->seq);
 }
 
 /* Readers retry while DW_ROW_FOLDING is set: what the row holds is moving to the shared row. */
-static __always_inline void row_fold_begin(struct dw_cpu_row *row)
+static __always_inline void seq_fold_begin(__u32 *seqp)
 {
-	__sync_fetch_and_or(&row->seq, DW_ROW_FOLDING);
+	__sync_fetch_and_or(seqp, DW_ROW_FOLDING);
 }
 
 /* Clears DW_ROW_FOLDING and counts one more fold (the readers' seqcount); the row stays busy. */
+static __always_inline void seq_fold_end(__u32 *seqp)
+{
+	__sync_fetch_and_add(seqp, DW_ROW_GEN - DW_ROW_FOLDING);
+}
+
+static __always_inline void row_fold_begin(struct dw_cpu_row *row)
+{
+	seq_fold_begin(&row->seq);
+}
+
 static __always_inline void row_fold_end(struct dw_cpu_row *row)
 {
-	__sync_fetch_and_add(&row->seq, DW_ROW_GEN - DW_ROW_FOLDING);
+	seq_fold_end(&row->seq);
 }
 
 /*
@@ -529,38 +545,45 @@ static __always_inline bool row_slice_end(struct dw_cpu_row *row, struct dw_dest
 }
 
 /*
- * A completed call's duration in the claimed row's run of its bucket. A
- * run holding another bucket, or full, is flushed to the shared histogram
- * first, under the seqcount (a reader sees its count in one place only).
+ * Counts bucket b (< nbuckets, a constant once inlined) in runs, the
+ * DW_ROW_RUNS runs of a claimed row whose seq is seqp. A run holding
+ * another bucket, or full, is flushed to the shared histogram hist first,
+ * under the seqcount (a reader sees its count in one place only).
  */
-static __always_inline void row_hist_add(struct dw_cpu_row *row, struct dw_dest_detail *detail, __u64 ns)
+static __always_inline void runs_add(__u32 *seqp, __u32 *runs, __u32 *hist, __u32 nbuckets, __u32 b)
 {
-	__u32 b = dw_hist_bucket(ns), i, run, want, old;
+	__u32 i, run, want, old;
 
 	barrier_var(b);
-	if (b >= DW_HIST_BUCKETS)
+	if (b >= nbuckets)
 		return;
 	want = (b + 1) << DW_ROW_RUN_SHIFT;
 	i = b % DW_ROW_RUNS;
 	barrier_var(i);
 	if (i >= DW_ROW_RUNS)
 		return;
-	run = row->run[i];
+	run = runs[i];
 	if (!run) {
-		row->run[i] = want | 1;
+		runs[i] = want | 1;
 		return;
 	}
 	if ((run & ~DW_ROW_RUN_MAX) == want && (run & DW_ROW_RUN_MAX) < DW_ROW_RUN_MAX) {
-		row->run[i] = run + 1;
+		runs[i] = run + 1;
 		return;
 	}
 	old = (run >> DW_ROW_RUN_SHIFT) - 1;
 	barrier_var(old);
-	row_fold_begin(row);
-	if (old < DW_HIST_BUCKETS)
-		__sync_fetch_and_add(&detail->call[old], run & DW_ROW_RUN_MAX);
-	row->run[i] = want | 1;
-	row_fold_end(row);
+	seq_fold_begin(seqp);
+	if (old < nbuckets)
+		__sync_fetch_and_add(&hist[old], run & DW_ROW_RUN_MAX);
+	runs[i] = want | 1;
+	seq_fold_end(seqp);
+}
+
+/* A completed call's duration in the claimed row's run of its bucket (runs_add). */
+static __always_inline void row_hist_add(struct dw_cpu_row *row, struct dw_dest_detail *detail, __u64 ns)
+{
+	runs_add(&row->seq, row->run, detail->call, DW_HIST_BUCKETS, dw_hist_bucket(ns));
 }
 
 /*
@@ -617,6 +640,29 @@ static __always_inline __u64 call_release(struct dw_conn *conn)
 	return start;
 }
 
+/*
+ * A call's end in this CPU's row of its caller row (struct
+ * dw_caller_cpu_row); false if that row is busy (see row_claim): the
+ * caller counts in the shared caller row then.
+ */
+static __always_inline bool caller_end_mine(__u32 idx, struct dw_caller_stats *row, int failed, __u32 slow,
+					    __u64 dur)
+{
+	__u32 at = idx * dw_ncpus + bpf_get_smp_processor_id();
+	struct dw_caller_cpu_row *mine = bpf_map_lookup_elem(&caller_cpu_rows, &at);
+
+	if (!mine || !seq_claim(&mine->seq))
+		return false;
+	if (failed) {
+		mine->failed++;
+	} else {
+		mine->slow += slow;
+		runs_add(&mine->seq, mine->run, row->call, DW_CALLER_BUCKETS, dw_caller_bucket(dur));
+	}
+	seq_release(&mine->seq);
+	return true;
+}
+
 /* A call's end in its caller's row: the one array update per call that callers cost. */
 static __always_inline void caller_end(const struct dw_conn *conn, int failed, __u32 slow, __u64 dur)
 {
@@ -627,6 +673,8 @@ static __always_inline void caller_end(const struct dw_conn *conn, int failed, _
 		return;
 	row = bpf_map_lookup_elem(&caller_stats, &idx);
 	if (!row)
+		return;
+	if (caller_end_mine(idx, row, failed, slow, dur))
 		return;
 	if (failed) {
 		__sync_fetch_and_add(&row->calls_failed, 1);

@@ -470,6 +470,23 @@ struct dw_caller_stats {
 };
 
 /*
+ * Per-CPU rows of the caller rows (caller_cpu_rows, row * dw_ncpus + cpu),
+ * for the same reason and with the same claim and seqcount as struct
+ * dw_cpu_row: a call's end counts here, on a line of its CPU, instead of
+ * in its caller row, which every CPU calling the destination from the
+ * same cgroup shares. failed and slow are never folded (u64: they cannot
+ * wrap); readers add them to the caller row's. The histogram runs work as
+ * dw_cpu_row's, over the caller buckets (DW_ROW_RUNS of them: a 5.7x span).
+ */
+struct dw_caller_cpu_row {
+	__u32 seq;		/* DW_ROW_BUSY, DW_ROW_FOLDING, folds * DW_ROW_GEN */
+	__u32 pad;
+	__u64 failed;
+	__u64 slow;
+	__u32 run[DW_ROW_RUNS];	/* unflushed completions, per caller bucket */
+};
+
+/*
  * Which hooks feed the call model (the BPF object's read-only dw_backend).
  * sock: the socket tracepoints sock_send_length, sock_recv_length and
  * sk_data_ready (Linux 6.3+); per-connection state in socket storage.

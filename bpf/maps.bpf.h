@@ -167,6 +167,15 @@ struct {
 /* Rows handed out so far besides row 0; user space reads it to bound its scan. */
 __u32 dw_callers_taken;
 
+/* Per caller row and CPU (struct dw_caller_cpu_row): row * dw_ncpus + cpu, read in place. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DW_CALLER_ROWS_DEFAULT * 2);	/* set by user space: x possible CPUs */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dw_caller_cpu_row);
+} caller_cpu_rows SEC(".maps");
+
 /* slow_call per dependency; index 0 for destinations no match covers. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -89,6 +89,7 @@ void dw_collect_free(struct dw_collector *c)
 	free(c->rows);
 	free(c->seq_before);
 	free(c->seq_after);
+	free(c->crows);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -254,7 +255,8 @@ static int rows_room(struct dw_collector *c, struct dw_bpf *b)
 	c->rows = calloc(b->ncpus, sizeof(*c->rows));
 	c->seq_before = calloc(b->ncpus, sizeof(*c->seq_before));
 	c->seq_after = calloc(b->ncpus, sizeof(*c->seq_after));
-	return c->rows && c->seq_before && c->seq_after ? 0 : -ENOMEM;
+	c->crows = calloc(b->ncpus, sizeof(*c->crows));
+	return c->rows && c->seq_before && c->seq_after && c->crows ? 0 : -ENOMEM;
 }
 
 /* Slots read per system call (BPF_MAP_LOOKUP_BATCH): 80 KiB of per-CPU rows on 2 CPUs. */
@@ -341,14 +343,47 @@ static int callers_room(struct dw_collector *c, unsigned n)
 	return 0;
 }
 
+/*
+ * Caller row r and its per-CPU rows as of one moment (see read_rows): the
+ * rows' failed, slow and unflushed runs added to row; false if folds kept
+ * coming (the caller's figures stay as they were until the next read).
+ */
+static bool read_caller_rows(struct dw_collector *c, struct dw_bpf *b, unsigned r, struct dw_caller_stats *row)
+{
+	const struct dw_caller_cpu_row *live = &b->caller_rows[(size_t)r * b->ncpus];
+	int n = b->ncpus;
+
+	for (int t = 0; t < READ_TRIES; t++) {
+		for (int k = 0; k < n; k++)
+			c->seq_before[k] = __atomic_load_n(&live[k].seq, __ATOMIC_ACQUIRE);
+		memcpy(c->crows, live, (size_t)n * sizeof(*live));
+		memcpy(row, (const void *)&b->callers[r], sizeof(*row));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		for (int k = 0; k < n; k++)
+			c->seq_after[k] = __atomic_load_n(&live[k].seq, __ATOMIC_RELAXED);
+		if (!dw_cpu_rows_stable(c->seq_before, c->seq_after, n))
+			continue;
+		for (int k = 0; k < n; k++) {
+			row->calls_failed += c->crows[k].failed;
+			row->calls_slow += c->crows[k].slow;
+			dw_runs_add(row->call, DW_CALLER_BUCKETS, c->crows[k].run);
+		}
+		return true;
+	}
+	return false;
+}
+
 static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 {
 	struct dw_caller_stats row;
 	struct dw_caller_acc *a = &c->callers[r];
 	uint64_t ended;
 
-	/* one copy: the kernel keeps adding */
-	memcpy(&row, (const void *)&b->callers[r], sizeof(row));
+	/* one copy, with the CPUs' rows: the kernel keeps adding */
+	if (!read_caller_rows(c, b, r, &row)) {
+		c->rows_unstable++;
+		return;
+	}
 	if (!row.taken || row.slot >= b->details_rows)
 		return;
 	if (!a->used) {
@@ -385,7 +420,7 @@ static int read_callers(struct dw_collector *c, struct dw_bpf *b)
 
 	if (err || n <= 1)
 		return err;
-	if (callers_room(c, n))
+	if (callers_room(c, n) || rows_room(c, b))
 		return -ENOMEM;
 	if (n > c->ncallers)
 		c->ncallers = n;

@@ -49,6 +49,10 @@ struct dw_bpf {
 	const struct dw_caller_stats *callers;	/* caller_stats, mapped read-only: rows 0 .. callers_rows-1 */
 	size_t callers_len;
 	unsigned callers_rows;
+	/* caller_cpu_rows, mapped read-only: row r's CPU c at [r * ncpus + c], rows 0 .. caller_rows_n-1 */
+	const struct dw_caller_cpu_row *caller_rows;
+	size_t caller_rows_len;
+	unsigned caller_rows_n;
 	bool keep_pinned;
 	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */

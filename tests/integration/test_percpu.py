@@ -8,7 +8,8 @@ short calls to one destination at once, so starts, ends, folds and flushes
 of several CPUs interleave, and every figure built from those counters must
 equal what the clients know: calls, the window's histogram (window_calls),
 the cumulative histogram (/metrics _count), the slices the slow-rate is
-judged from (decided, slow_rate), and the same on the server's inbound row.
+judged from (decided, slow_rate), the caller rows' calls (struct
+dw_caller_cpu_row), and the same on the server's inbound row.
 """
 
 import os
@@ -98,6 +99,10 @@ class Test01PerCpuExact(DaemonTestCase):
         dep = dependency(st, "pc")
         self.assertRow(dep, {"calls": total, "failed": 0, "slow": 0, "inflight": 0, "decided": total,
                              "slow_rate": 0, "failure_rate": 0}, "dependency pc")
+        # the caller rows (issue 16) count per CPU too: the clients' cgroup has every call
+        callers = dep.get("callers", [])
+        self.assertEqual(sum(c["calls"] for c in callers), total, "callers: %r" % callers)
+        self.assertEqual(sum(c["failed"] for c in callers), 0)
         inbound = [r for r in st["inbound"] if r["port"] == srv.port]
         self.assertEqual(len(inbound), 1, "inbound rows of port %d: %r" % (srv.port, st["inbound"]))
         self.assertRow(inbound[0], {"requests": total, "failed": 0, "inflight": 0}, "inbound")

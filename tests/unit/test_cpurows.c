@@ -189,6 +189,20 @@ static void test_hist_runs(void **state)
 	assert_int_equal(hist[6], 0);
 }
 
+/* One row's runs over the caller histogram's buckets: those beyond it are not counted. */
+static void test_runs_of_a_caller_row(void **state)
+{
+	__u32 hist[DW_CALLER_BUCKETS] = { 0 }, runs[DW_ROW_RUNS] = { 0 };
+
+	(void)state;
+	runs[7] = mkrun(127, 4);
+	runs[8] = mkrun(128, 9);	/* out of range: a corrupt run is dropped, not written past the end */
+	runs[0] = mkrun(10, 1);
+	dw_runs_add(hist, DW_CALLER_BUCKETS, runs);
+	assert_int_equal(hist[127], 4);
+	assert_int_equal(hist[10], 1);
+}
+
 /*
  * A model of the kernel's side (bpf/callmodel.bpf.h: row_at, row_move,
  * row_hist_add) on 2 CPUs, one operation at a time: after every one the
@@ -311,6 +325,7 @@ int main(void)
 	    cmocka_unit_test(test_wrapped_slice_numbers),
 	    cmocka_unit_test(test_no_start_left_out),
 	    cmocka_unit_test(test_hist_runs),
+	    cmocka_unit_test(test_runs_of_a_caller_row),
 	    cmocka_unit_test(test_model_folds_and_flushes),
 	};
 

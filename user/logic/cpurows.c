@@ -92,14 +92,18 @@ unsigned dw_slices_merge(const struct dw_slice *shared, const struct dw_cpu_row 
 	return n;
 }
 
+void dw_runs_add(__u32 *hist, unsigned nbuckets, const __u32 *runs)
+{
+	for (unsigned i = 0; i < DW_ROW_RUNS; i++) {
+		__u32 run = runs[i], b = (run >> DW_ROW_RUN_SHIFT) - 1;
+
+		if (run && b < nbuckets)
+			hist[b] += run & DW_ROW_RUN_MAX;
+	}
+}
+
 void dw_hist_add_runs(__u32 *hist, const struct dw_cpu_row *rows, unsigned nrows)
 {
-	for (unsigned c = 0; c < nrows; c++) {
-		for (unsigned i = 0; i < DW_ROW_RUNS; i++) {
-			__u32 run = rows[c].run[i], b = (run >> DW_ROW_RUN_SHIFT) - 1;
-
-			if (run && b < DW_HIST_BUCKETS)
-				hist[b] += run & DW_ROW_RUN_MAX;
-		}
-	}
+	for (unsigned c = 0; c < nrows; c++)
+		dw_runs_add(hist, DW_HIST_BUCKETS, rows[c].run);
 }

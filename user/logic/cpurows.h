@@ -33,4 +33,7 @@ unsigned dw_slices_merge(const struct dw_slice *shared, const struct dw_cpu_row 
 /* Adds the rows' unflushed runs to hist (the shared call histogram, copied). */
 void dw_hist_add_runs(__u32 *hist, const struct dw_cpu_row *rows, unsigned nrows);
 
+/* Adds one row's DW_ROW_RUNS runs to hist, of nbuckets buckets (the caller rows' too). */
+void dw_runs_add(__u32 *hist, unsigned nbuckets, const __u32 *runs);
+
 #endif /* DW_CPUROWS_H */
