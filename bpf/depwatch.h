@@ -430,8 +430,9 @@ struct dw_global_stats {
  * accepted one, its listener's). Each (destination slot, cgroup id) gets a
  * row once, at the connection's connect, accept or adoption (caller_slots
  * maps the key to the row); the connection keeps the row number, and each
- * call's end adds to caller_stats[row]: one array lookup, a few atomic
- * adds. Row 0 is never handed out: a connection that found no row left has
+ * call's end counts in its CPU's row of it (struct dw_caller_cpu_row,
+ * issue 17), or in caller_stats[row] with atomic adds when that row is
+ * busy; readers add the CPUs' rows. Row 0 is never handed out: a connection that found no row left has
  * caller 0, and its calls count for the destination only (caller_map_full).
  * In flight and the oldest outstanding call come from the pending table
  * (dw_pending_entry.caller).
@@ -454,7 +455,7 @@ struct dw_caller_key {
 	__u32 pad;
 };
 
-/* One caller row, shared by all CPUs (atomic adds); all zero until taken. */
+/* One caller row, shared by all CPUs (atomic adds, and flushes of the CPUs' rows); all zero until taken. */
 struct dw_caller_stats {
 	__u64 cgroup_id;
 	__u32 slot;
@@ -463,8 +464,8 @@ struct dw_caller_stats {
 	__u64 calls_slow;	/* completed, slower than their dependency's slow_call */
 	/*
 	 * Completed call durations (dw_caller_bucket); u32 wraps, readers take
-	 * deltas. Their sum is the completed calls: a completion is one atomic
-	 * add here (and one more when slow), nothing else.
+	 * deltas. With the CPUs' rows' runs, their sum is the completed calls:
+	 * a completion counts once, here or in a run (and in slow when slow).
 	 */
 	__u32 call[DW_CALLER_BUCKETS];
 };

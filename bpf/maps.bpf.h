@@ -155,7 +155,7 @@ struct {
 	__type(value, __u32);
 } caller_slots SEC(".maps");
 
-/* Per caller row, shared by all CPUs (atomic adds), like dest_details; read in place. */
+/* Per caller row, shared by all CPUs, like dest_details (per-call counts via caller_cpu_rows); read in place. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DW_CALLER_ROWS_DEFAULT);
