@@ -480,7 +480,8 @@ static __always_inline void fold_add(__u64 *counter, __u32 slice, __u32 n)
  * ring position was reused: the row sat still for 8.6 s) takes nothing: a
  * reader would ignore those counts anyway.
  */
-static __always_inline void row_move(struct dw_cpu_row *row, struct dw_dest_detail *detail, __u32 slice)
+static __always_inline void row_move(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+				     __u32 slice)
 {
 	struct dw_slice *sl = &detail->slices[row->slice % DW_SLICES];
 	__u32 was = row->slice;
@@ -504,7 +505,8 @@ static __always_inline void row_move(struct dw_cpu_row *row, struct dw_dest_deta
  * already on a newer slice (a call that started before the row's slice
  * counts in the shared one).
  */
-static __always_inline bool row_at(struct dw_cpu_row *row, struct dw_dest_detail *detail, __u32 slice)
+static __always_inline bool row_at(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+				   __u32 slice)
 {
 	if (row->slice == slice)
 		return true;
@@ -515,7 +517,8 @@ static __always_inline bool row_at(struct dw_cpu_row *row, struct dw_dest_detail
 }
 
 /* A call's start at now in this CPU's row; false: count it in the shared row. */
-static __always_inline bool row_start(struct dw_conn *conn, struct dw_dest_detail *detail, __u64 now)
+static __always_inline bool row_start(struct dw_conn *conn, struct dw_dest_detail *detail,
+				      __u64 now)
 {
 	struct dw_cpu_row *row = row_claim(conn);
 	bool counted;
@@ -529,9 +532,9 @@ static __always_inline bool row_start(struct dw_conn *conn, struct dw_dest_detai
 	return counted;
 }
 
-/* An end in its start slice, in the claimed row (field: 0 fast, 1 slow, 2 failed); false: not here. */
-static __always_inline bool row_slice_end(struct dw_cpu_row *row, struct dw_dest_detail *detail, __u32 slice,
-					  __u32 field)
+/* An end in its start slice, in the claimed row (field: 0 fast, 1 slow, 2 failed); false: not. */
+static __always_inline bool row_slice_end(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+					  __u32 slice, __u32 field)
 {
 	if (!row_at(row, detail, slice))
 		return false;
@@ -581,7 +584,8 @@ static __always_inline void runs_add(__u32 *seqp, __u32 *runs, __u32 *hist, __u3
 }
 
 /* A completed call's duration in the claimed row's run of its bucket (runs_add). */
-static __always_inline void row_hist_add(struct dw_cpu_row *row, struct dw_dest_detail *detail, __u64 ns)
+static __always_inline void row_hist_add(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+					 __u64 ns)
 {
 	runs_add(&row->seq, row->run, detail->call, DW_HIST_BUCKETS, dw_hist_bucket(ns));
 }
@@ -594,8 +598,8 @@ static __always_inline void row_hist_add(struct dw_cpu_row *row, struct dw_dest_
  * before now, or the shared slot already holds a newer slice (late).
  */
 #define DW_NO_SLICE 3
-static __always_inline int end_count(struct dw_conn *conn, struct dw_dest_detail *detail, __u64 start, __u64 now,
-				     __u32 field, bool hist, __u64 dur)
+static __always_inline int end_count(struct dw_conn *conn, struct dw_dest_detail *detail,
+				     __u64 start, __u64 now, __u32 field, bool hist, __u64 dur)
 {
 	__u32 slice = start >> DW_SLICE_SHIFT;
 	struct dw_cpu_row *row;
@@ -645,8 +649,8 @@ static __always_inline __u64 call_release(struct dw_conn *conn)
  * dw_caller_cpu_row); false if that row is busy (see row_claim): the
  * caller counts in the shared caller row then.
  */
-static __always_inline bool caller_end_mine(__u32 idx, struct dw_caller_stats *row, int failed, __u32 slow,
-					    __u64 dur)
+static __always_inline bool caller_end_mine(__u32 idx, struct dw_caller_stats *row, int failed,
+					    __u32 slow, __u64 dur)
 {
 	__u32 at = idx * dw_ncpus + bpf_get_smp_processor_id();
 	struct dw_caller_cpu_row *mine = bpf_map_lookup_elem(&caller_cpu_rows, &at);
@@ -657,7 +661,8 @@ static __always_inline bool caller_end_mine(__u32 idx, struct dw_caller_stats *r
 		mine->failed++;
 	} else {
 		mine->slow += slow;
-		runs_add(&mine->seq, mine->run, row->call, DW_CALLER_BUCKETS, dw_caller_bucket(dur));
+		runs_add(&mine->seq, mine->run, row->call, DW_CALLER_BUCKETS,
+			 dw_caller_bucket(dur));
 	}
 	seq_release(&mine->seq);
 	return true;
@@ -709,7 +714,7 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	struct dw_dep_cfg *cfg = 0;
 	struct dw_dest_stats *st;
 	__u32 field = 2;	/* failed */
-	int late = 0;
+	int late = 0, sliced;
 
 	if (!start)
 		return;
@@ -720,11 +725,11 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 		cfg = dep_cfg_of(conn);
 		field = cfg && cfg->slow_call_ns && dur > cfg->slow_call_ns;
 	}
+	sliced = outcome == OUTCOME_FAILED || judged(conn, cfg);
 	detail = detail_of(conn);
 	if (detail && outcome != OUTCOME_DROPPED)
-		late = end_count(conn, detail, start, now,
-				 outcome == OUTCOME_FAILED || judged(conn, cfg) ? field : DW_NO_SLICE,
-				 outcome == OUTCOME_COMPLETED, dur);
+		late = end_count(conn, detail, start, now, sliced ? field : DW_NO_SLICE,
+				  outcome == OUTCOME_COMPLETED, dur);
 	if (outcome != OUTCOME_DROPPED)
 		caller_end(conn, outcome == OUTCOME_FAILED, field == 1, dur);
 	st = stats_of(conn);

@@ -109,7 +109,7 @@ struct dw_dest_stats {
 	__u64 connects_rejected;	/* connect() failed at once by an enforced open breaker */
 	__u64 conns_opened;		/* connections established (or adopted at start) */
 	__u64 conns_closed;		/* of those, closed since: open now = opened - closed */
-	__u64 calls_late;		/* ended DW_SLICES slices (8.6 s) or more after their start slice, or after it was reused */
+	__u64 calls_late;		/* ended 8.6 s after their start slice, or its reuse */
 	__u64 calls_abandoned;		/* of the failed: the caller closed the connection while waiting */
 	__u64 calls_retried;		/* started within DW_RETRY_WINDOW_NS of an abandoned one, same process */
 	__u64 conns_multiplexed;	/* connections seen carrying overlapping requests (pipelined or multiplexed), once each */
@@ -432,9 +432,10 @@ struct dw_global_stats {
  * maps the key to the row); the connection keeps the row number, and each
  * call's end counts in its CPU's row of it (struct dw_caller_cpu_row,
  * issue 17), or in caller_stats[row] with atomic adds when that row is
- * busy; readers add the CPUs' rows. Row 0 is never handed out: a connection that found no row left has
- * caller 0, and its calls count for the destination only (caller_map_full).
- * In flight and the oldest outstanding call come from the pending table
+ * busy; readers add the CPUs' rows. Row 0 is never handed out: a
+ * connection that found no row left has caller 0, and its calls count for
+ * the destination only (caller_map_full). In flight and the oldest
+ * outstanding call come from the pending table
  * (dw_pending_entry.caller).
  *
  * The histogram: 1.024 us units (ns >> 10); values below 4 units each have
@@ -455,7 +456,7 @@ struct dw_caller_key {
 	__u32 pad;
 };
 
-/* One caller row, shared by all CPUs (atomic adds, and flushes of the CPUs' rows); all zero until taken. */
+/* One caller row, shared by all CPUs (atomic adds, flushes of CPUs' rows); all zero until taken. */
 struct dw_caller_stats {
 	__u64 cgroup_id;
 	__u32 slot;

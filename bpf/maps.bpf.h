@@ -155,7 +155,7 @@ struct {
 	__type(value, __u32);
 } caller_slots SEC(".maps");
 
-/* Per caller row, shared by all CPUs, like dest_details (per-call counts via caller_cpu_rows); read in place. */
+/* Per caller row, shared like dest_details (calls via caller_cpu_rows); read in place. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DW_CALLER_ROWS_DEFAULT);
@@ -170,7 +170,7 @@ __u32 dw_callers_taken;
 /* Per caller row and CPU (struct dw_caller_cpu_row): row * dw_ncpus + cpu, read in place. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DW_CALLER_ROWS_DEFAULT * 2);	/* set by user space: x possible CPUs */
+	__uint(max_entries, DW_CALLER_ROWS_DEFAULT * 2);	/* set by user space: x CPUs */
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dw_caller_cpu_row);

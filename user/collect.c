@@ -151,8 +151,8 @@ static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now, uin
  * seqcount), retried while a fold moved counts from a row to the shared
  * row in between. False if folds kept coming: nothing usable was read.
  */
-static bool read_rows(struct dw_collector *c, struct dw_bpf *b, unsigned slot, bool call, bool slices,
-		      struct dw_dest_detail *detail)
+static bool read_rows(struct dw_collector *c, struct dw_bpf *b, unsigned slot, bool call,
+		      bool slices, struct dw_dest_detail *detail)
 {
 	const struct dw_cpu_row *live = &b->cpu_rows[(size_t)slot * b->ncpus];
 	const struct dw_dest_detail *row = &b->details[slot];
@@ -190,7 +190,8 @@ static void read_detail(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 	const struct dw_dest_stats *was = &d->sum;
 	bool call = d->rows_unread || was->calls_completed != now->calls_completed;
 	bool slices = d->rows_unread || was->calls_started != now->calls_started ||
-		      was->calls_completed != now->calls_completed || was->calls_failed != now->calls_failed;
+		      was->calls_completed != now->calls_completed ||
+		      was->calls_failed != now->calls_failed;
 
 	if (was->connects_ok != now->connects_ok) {
 		memcpy(detail->connect, b->details[slot].connect, sizeof(detail->connect));
@@ -348,7 +349,8 @@ static int callers_room(struct dw_collector *c, unsigned n)
  * rows' failed, slow and unflushed runs added to row; false if folds kept
  * coming (the caller's figures stay as they were until the next read).
  */
-static bool read_caller_rows(struct dw_collector *c, struct dw_bpf *b, unsigned r, struct dw_caller_stats *row)
+static bool read_caller_rows(struct dw_collector *c, struct dw_bpf *b, unsigned r,
+			     struct dw_caller_stats *row)
 {
 	const struct dw_caller_cpu_row *live = &b->caller_rows[(size_t)r * b->ncpus];
 	int n = b->ncpus;

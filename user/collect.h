@@ -56,7 +56,7 @@ struct dw_collector {
 	struct dw_cpu_row *rows;
 	struct dw_caller_cpu_row *crows;	/* the same for one caller row (read_caller_rows) */
 	__u32 *seq_before, *seq_after;
-	uint64_t rows_unstable;		/* reads of a slot's rows given up for folds that kept coming */
+	uint64_t rows_unstable;		/* reads of rows given up for folds that kept coming */
 };
 
 int dw_collect_init(struct dw_collector *c, unsigned nslots);

@@ -22,8 +22,8 @@
 #include "privs.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
-static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "cpu_rows", "globals",
-					    "conns", "breakers" };
+static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "cpu_rows",
+					    "globals", "conns", "breakers" };
 
 /* --without NAME: the daemon behaves as on a kernel lacking that hook (tests, and a way out of a broken one). */
 static bool withheld(const struct dw_bpf *b, const char *hook)
@@ -319,7 +319,8 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_map__set_max_entries(b->skel->maps.dest_details, b->max_dests);
 	/* a row per (slot, CPU): struct dw_cpu_row; dw_bpf_start checked that it fits a u32 */
 	bpf_map__set_max_entries(b->skel->maps.cpu_rows, b->max_dests * (__u32)b->ncpus);
-	bpf_map__set_max_entries(b->skel->maps.caller_cpu_rows, DW_CALLER_ROWS_DEFAULT * (__u32)b->ncpus);
+	bpf_map__set_max_entries(b->skel->maps.caller_cpu_rows,
+				 DW_CALLER_ROWS_DEFAULT * (__u32)b->ncpus);
 	b->skel->rodata->dw_ncpus = b->ncpus;
 	bpf_map__set_max_entries(b->skel->maps.slot_cfg, b->max_dests);
 	b->skel->rodata->dw_max_slots = b->max_dests;
@@ -551,7 +552,8 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		return -EINVAL;
 	}
 	if ((uint64_t)b->max_dests * b->ncpus > UINT32_MAX / 2) {
-		dw_err("--max-dests %u x %d CPUs: too many per-CPU rows; lower --max-dests", b->max_dests, b->ncpus);
+		dw_err("--max-dests %u x %d CPUs: too many per-CPU rows; lower --max-dests",
+		       b->max_dests, b->ncpus);
 		return -EINVAL;
 	}
 	err = pin_dir_open(b, opts->pin_dir);
@@ -790,17 +792,18 @@ int dw_bpf_map_cpu_rows(struct dw_bpf *b, unsigned slots)
 {
 	/* one "row" here is a slot's ncpus rows: they are read together */
 	struct mapped_rows m = { "cpu_rows", bpf_map__fd(b->skel->maps.cpu_rows),
-				 sizeof(struct dw_cpu_row) * b->ncpus, b->max_dests, (void **)&b->cpu_rows,
-				 &b->cpu_rows_len, &b->cpu_rows_slots };
+				 sizeof(struct dw_cpu_row) * b->ncpus, b->max_dests,
+				 (void **)&b->cpu_rows, &b->cpu_rows_len, &b->cpu_rows_slots };
 
 	return map_rows(&m, slots);
 }
 
-/* The per-CPU rows of caller rows 0 .. rows-1 (struct dw_caller_cpu_row), a row's ncpus together. */
+/* The per-CPU rows of caller rows 0 .. rows-1 (struct dw_caller_cpu_row), ncpus per row. */
 static int map_caller_rows(struct dw_bpf *b, unsigned rows)
 {
 	struct mapped_rows m = { "caller_cpu_rows", bpf_map__fd(b->skel->maps.caller_cpu_rows),
-				 sizeof(struct dw_caller_cpu_row) * b->ncpus, DW_CALLER_ROWS_DEFAULT,
+				 sizeof(struct dw_caller_cpu_row) * b->ncpus,
+				 DW_CALLER_ROWS_DEFAULT,
 				 (void **)&b->caller_rows, &b->caller_rows_len, &b->caller_rows_n };
 
 	return map_rows(&m, rows);

@@ -38,7 +38,7 @@ struct dw_bpf {
 	const struct dw_dest_detail *details;	/* dest_details, mapped read-only: rows 0 .. details_rows-1 */
 	size_t details_len;
 	unsigned details_rows;
-	/* cpu_rows, mapped read-only: slot s's CPU c at [s * ncpus + c], slots 0 .. cpu_rows_slots-1 */
+	/* cpu_rows, mapped read-only: slot s's CPU c at [s * ncpus + c], s < cpu_rows_slots */
 	const struct dw_cpu_row *cpu_rows;
 	size_t cpu_rows_len;
 	unsigned cpu_rows_slots;
@@ -49,7 +49,7 @@ struct dw_bpf {
 	const struct dw_caller_stats *callers;	/* caller_stats, mapped read-only: rows 0 .. callers_rows-1 */
 	size_t callers_len;
 	unsigned callers_rows;
-	/* caller_cpu_rows, mapped read-only: row r's CPU c at [r * ncpus + c], rows 0 .. caller_rows_n-1 */
+	/* caller_cpu_rows, mapped read-only: row r's CPU c at [r * ncpus + c], r < caller_rows_n */
 	const struct dw_caller_cpu_row *caller_rows;
 	size_t caller_rows_len;
 	unsigned caller_rows_n;

@@ -56,7 +56,8 @@ static void test_row_on_current_slice(void **state)
 	unsigned n;
 
 	(void)state;
-	shared[RING(1000)] = (struct dw_slice){ counter(1000, 5), counter(1000, 2), 0, counter(1000, 1) };
+	shared[RING(1000)] =
+		(struct dw_slice){ counter(1000, 5), counter(1000, 2), 0, counter(1000, 1) };
 	rows[0] = (struct dw_cpu_row){ .slice = 1000, .started = 3, .fast = 1, .slow = 1 };
 	rows[1] = (struct dw_cpu_row){ .slice = 1000, .started = 2 };
 	n = dw_slices_merge(shared, rows, 2, out);
@@ -80,7 +81,8 @@ static void test_starts_in_rows_ends_shared(void **state)
 
 	(void)state;
 	/* the position's started counter still holds an older slice */
-	shared[RING(1000)] = (struct dw_slice){ counter(1000 - DW_SLICES, 9), counter(1000, 4), 0, 0 };
+	shared[RING(1000)] =
+		(struct dw_slice){ counter(1000 - DW_SLICES, 9), counter(1000, 4), 0, 0 };
 	rows[1] = (struct dw_cpu_row){ .slice = 1000, .started = 6, .fast = 1 };
 	n = dw_slices_merge(shared, rows, 2, out);
 	assert_int_equal(n, 1);
@@ -196,7 +198,8 @@ static void test_runs_of_a_caller_row(void **state)
 
 	(void)state;
 	runs[7] = mkrun(127, 4);
-	runs[8] = mkrun(128, 9);	/* out of range: a corrupt run is dropped, not written past the end */
+	/* out of range: a corrupt run is dropped, not written past the end */
+	runs[8] = mkrun(128, 9);
 	runs[0] = mkrun(10, 1);
 	dw_runs_add(hist, DW_CALLER_BUCKETS, runs);
 	assert_int_equal(hist[127], 4);
@@ -213,7 +216,8 @@ struct model {
 	struct dw_slice shared[DW_SLICES];
 	__u32 hist[DW_HIST_BUCKETS];
 	struct dw_cpu_row rows[2];
-	__u64 started[1 << 12], ended[1 << 12];	/* truth, by slice (slices stay below 4096) */
+	/* truth, by slice (slices stay below 4096) */
+	__u64 started[1 << 12], ended[1 << 12];
 	__u64 hist_truth[DW_HIST_BUCKETS];
 };
 

@@ -48,8 +48,8 @@ static __u32 part(__u64 counter, __u32 slice)
 	return (__u32)(counter >> 32) == slice ? (__u32)counter : 0;
 }
 
-unsigned dw_slices_merge(const struct dw_slice *shared, const struct dw_cpu_row *rows, unsigned nrows,
-			 struct dw_slice_counts *out)
+unsigned dw_slices_merge(const struct dw_slice *shared, const struct dw_cpu_row *rows,
+			 unsigned nrows, struct dw_slice_counts *out)
 {
 	struct dw_slice_counts acc[DW_SLICES];
 	struct ring r;

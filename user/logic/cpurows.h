@@ -27,8 +27,8 @@ bool dw_cpu_rows_stable(const __u32 *before, const __u32 *after, unsigned n);
  * position was reused). Writes the slices with calls started to out (room
  * for DW_SLICES), returns how many.
  */
-unsigned dw_slices_merge(const struct dw_slice *shared, const struct dw_cpu_row *rows, unsigned nrows,
-			 struct dw_slice_counts *out);
+unsigned dw_slices_merge(const struct dw_slice *shared, const struct dw_cpu_row *rows,
+			 unsigned nrows, struct dw_slice_counts *out);
 
 /* Adds the rows' unflushed runs to hist (the shared call histogram, copied). */
 void dw_hist_add_runs(__u32 *hist, const struct dw_cpu_row *rows, unsigned nrows);
