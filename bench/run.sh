@@ -99,11 +99,12 @@
 # waiting for other dw_ programs).
 # Issue 17's run (the floor; on a quiet machine): every ping-pong
 # configuration (1 B and 4 KiB, 1 and 2 threads), split and churn; arms A F
-# B H P S C, P being the per-CPU-rows variant (bench/variants/percpu.patch);
+# B H P S C, P being depwatch before its per-CPU rows (1448099; or the
+# percpu variant, bench/variants/percpu.patch: what the rows leave shared);
 # no dd, decide or scale (issue 13's figures stand for those):
-#   make OUT=build-bench bench-variant VARIANT=percpu     # ~15 s
+#   make OUT=build-bench bench-before BEFORE_REV=1448099
 #   DD=0 DECIDE_TRIALS=0 DECIDE_FAST_TRIALS=0 SCALE=0 STATS_RUNS=3 \
-#     BEFORE=build-bench/depwatch-percpu BEFORE_LABEL="depwatch, per-CPU rows (variant)" \
+#     BEFORE=build-bench/depwatch-before BEFORE_LABEL="depwatch before per-CPU rows (1448099)" \
 #     RESULTS=bench/RESULTS-issue17.md make OUT=build-bench bench
 # 6 configurations x 7 rounds x 7 arms = 294 runs of 3.3 s plus ~1-3 s of
 # start and stop each (bpftrace's more), 90 stats runs, 1 churn warm-up:

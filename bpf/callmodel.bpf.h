@@ -303,12 +303,12 @@ static __always_inline void hist_add(__u32 *hist, __u64 ns)
 }
 
 /*
- * Adds one to a (slice << 32 | count) counter. A counter still holding an
- * older slice restarts at 1; one already holding a newer slice means the
+ * Adds n to a (slice << 32 | count) counter. A counter still holding an
+ * older slice restarts at n; one already holding a newer slice means the
  * slot was reused while this call was outstanding: -1, the caller counts
  * the call as late.
  */
-static __always_inline int slice_count(__u64 *counter, __u32 slice)
+static __always_inline int slice_add(__u64 *counter, __u32 slice, __u32 n)
 {
 	for (int i = 0; i < 4; i++) {
 		__u64 old = *(volatile __u64 *)counter;
@@ -316,15 +316,20 @@ static __always_inline int slice_count(__u64 *counter, __u32 slice)
 		__u64 new;
 
 		if (have == slice)
-			new = old + 1;
+			new = old + n;
 		else if ((__s32)(slice - have) > 0)
-			new = ((__u64)slice << 32) | 1;
+			new = ((__u64)slice << 32) | n;
 		else
 			return -1;
 		if (__sync_val_compare_and_swap(counter, old, new) == old)
 			return 0;
 	}
 	return -1;
+}
+
+static __always_inline int slice_count(__u64 *counter, __u32 slice)
+{
+	return slice_add(counter, slice, 1);
 }
 
 static __always_inline struct dw_slice *slice_of(struct dw_dest_detail *detail, __u64 start_ns)
@@ -350,19 +355,273 @@ static __always_inline struct dw_dep_cfg *dep_cfg_of(struct dw_conn *conn)
 	return bpf_map_lookup_elem(&dep_cfg, &dep_id);
 }
 
-/* Counts the end of a call that started at start_ns in its start slice; -1 if the slot moved on. */
+/*
+ * Counts the end of a call that started at start_ns in its shared start
+ * slice; -1 if the slot moved on. The slot may still show an older slice:
+ * the call's start may be in a CPU's row (struct dw_cpu_row), not folded yet.
+ */
 static __always_inline int slice_end(struct dw_dest_detail *detail, __u64 start_ns, __u32 field)
 {
 	struct dw_slice *sl = slice_of(detail, start_ns);
 	__u32 slice = start_ns >> DW_SLICE_SHIFT;
+	__u32 have = *(volatile __u64 *)&sl->started >> 32;
 
-	if ((__u32)(*(volatile __u64 *)&sl->started >> 32) != slice)
+	if ((__s32)(slice - have) < 0)
 		return -1;
 	if (field == 0)
 		return slice_count(&sl->fast, slice);
 	if (field == 1)
 		return slice_count(&sl->slow, slice);
 	return slice_count(&sl->failed, slice);
+}
+
+/*
+ * ---- Per-CPU rows of the per-call counters (struct dw_cpu_row, issue 17) ----
+ * The reasoning (who may interleave with whom on one CPU, and what a reader
+ * on another CPU may see) is in bpf/depwatch.h, above struct dw_cpu_row.
+ */
+
+/*
+ * Claims this CPU's row of the connection's slot; 0 if there is none, or it
+ * is busy: then this program interrupted the row's holder on this CPU, which
+ * cannot go on before this program returns, so waiting would never end. The
+ * caller counts in the shared row instead.
+ */
+static __always_inline bool seq_claim(__u32 *seqp)
+{
+	__u32 seq = *(volatile __u32 *)seqp;
+
+	if (seq & DW_ROW_BUSY)
+		return false;
+	/* fails only if a program that interrupted us between the load and here folded the row */
+	return __sync_val_compare_and_swap(seqp, seq, seq | DW_ROW_BUSY) == seq;
+}
+
+static __always_inline struct dw_cpu_row *row_claim(const struct dw_conn *conn)
+{
+	__u32 idx = conn->slot * dw_ncpus + bpf_get_smp_processor_id();
+	struct dw_cpu_row *row = bpf_map_lookup_elem(&cpu_rows, &idx);
+
+	return row && seq_claim(&row->seq) ? row : 0;
+}
+
+/* Nothing else writes seq while the row is busy: a plain store releases it. */
+static __always_inline void seq_release(__u32 *seqp)
+{
+	__u32 seq = *(volatile __u32 *)seqp;
+
+	barrier();
+	*(volatile __u32 *)seqp = seq & ~DW_ROW_BUSY;
+}
+
+static __always_inline void row_release(struct dw_cpu_row *row)
+{
+	seq_release(&row->seq);
+}
+
+/* Readers retry while DW_ROW_FOLDING is set: what the row holds is moving to the shared row. */
+static __always_inline void seq_fold_begin(__u32 *seqp)
+{
+	__sync_fetch_and_or(seqp, DW_ROW_FOLDING);
+}
+
+/* Clears DW_ROW_FOLDING and counts one more fold (the readers' seqcount); the row stays busy. */
+static __always_inline void seq_fold_end(__u32 *seqp)
+{
+	__sync_fetch_and_add(seqp, DW_ROW_GEN - DW_ROW_FOLDING);
+}
+
+static __always_inline void row_fold_begin(struct dw_cpu_row *row)
+{
+	seq_fold_begin(&row->seq);
+}
+
+static __always_inline void row_fold_end(struct dw_cpu_row *row)
+{
+	seq_fold_end(&row->seq);
+}
+
+/*
+ * slice_add for a fold. Every CPU that called the destination folds the
+ * same slice into the same counters at the same moment (when the clock
+ * enters the next slice), so a compare-and-swap loop would fail there under
+ * contention: once the counter holds the slice (after the first fold), the
+ * others add to it with one atomic add instead, which cannot fail. If the
+ * counter moved to a newer slice between the load and the add (its ring
+ * position reused: this row sat still for 8.6 s, and another CPU took the
+ * position at that very moment), the add is taken back and the counts are
+ * dropped, as a reader would have dropped them anyway.
+ */
+static __always_inline void fold_add(__u64 *counter, __u32 slice, __u32 n)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)counter;
+		__u32 have = old >> 32;
+
+		if (have == slice) {
+			old = __sync_fetch_and_add(counter, n);
+			if ((__u32)(old >> 32) == slice)
+				return;
+			__sync_fetch_and_add(counter, -(__u64)n);
+			return;
+		}
+		if ((__s32)(slice - have) < 0)
+			return;
+		if (__sync_val_compare_and_swap(counter, old, ((__u64)slice << 32) | n) == old)
+			return;
+	}
+}
+
+/*
+ * Folds the claimed row's slice counts into the shared slice they belong to
+ * and moves the row to slice. Always under the seqcount, even with nothing
+ * to fold: a reader must never see the new slice number with the old
+ * counts, or the reverse. A shared counter already on a newer slice (the
+ * ring position was reused: the row sat still for 8.6 s) takes nothing: a
+ * reader would ignore those counts anyway.
+ */
+static __always_inline void row_move(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+				     __u32 slice)
+{
+	struct dw_slice *sl = &detail->slices[row->slice % DW_SLICES];
+	__u32 was = row->slice;
+
+	row_fold_begin(row);
+	if (row->started)
+		fold_add(&sl->started, was, row->started);
+	if (row->fast)
+		fold_add(&sl->fast, was, row->fast);
+	if (row->slow)
+		fold_add(&sl->slow, was, row->slow);
+	if (row->failed)
+		fold_add(&sl->failed, was, row->failed);
+	row->started = row->fast = row->slow = row->failed = 0;
+	row->slice = slice;
+	row_fold_end(row);
+}
+
+/*
+ * Brings the claimed row to slice if it is behind; false if the row is
+ * already on a newer slice (a call that started before the row's slice
+ * counts in the shared one).
+ */
+static __always_inline bool row_at(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+				   __u32 slice)
+{
+	if (row->slice == slice)
+		return true;
+	if ((__s32)(slice - row->slice) < 0)
+		return false;
+	row_move(row, detail, slice);
+	return true;
+}
+
+/* A call's start at now in this CPU's row; false: count it in the shared row. */
+static __always_inline bool row_start(struct dw_conn *conn, struct dw_dest_detail *detail,
+				      __u64 now)
+{
+	struct dw_cpu_row *row = row_claim(conn);
+	bool counted;
+
+	if (!row)
+		return false;
+	counted = row_at(row, detail, now >> DW_SLICE_SHIFT);
+	if (counted)
+		row->started++;
+	row_release(row);
+	return counted;
+}
+
+/* An end in its start slice, in the claimed row (field: 0 fast, 1 slow, 2 failed); false: not. */
+static __always_inline bool row_slice_end(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+					  __u32 slice, __u32 field)
+{
+	if (!row_at(row, detail, slice))
+		return false;
+	if (field == 0)
+		row->fast++;
+	else if (field == 1)
+		row->slow++;
+	else
+		row->failed++;
+	return true;
+}
+
+/*
+ * Counts bucket b (< nbuckets, a constant once inlined) in runs, the
+ * DW_ROW_RUNS runs of a claimed row whose seq is seqp. A run holding
+ * another bucket, or full, is flushed to the shared histogram hist first,
+ * under the seqcount (a reader sees its count in one place only).
+ */
+static __always_inline void runs_add(__u32 *seqp, __u32 *runs, __u32 *hist, __u32 nbuckets, __u32 b)
+{
+	__u32 i, run, want, old;
+
+	barrier_var(b);
+	if (b >= nbuckets)
+		return;
+	want = (b + 1) << DW_ROW_RUN_SHIFT;
+	i = b % DW_ROW_RUNS;
+	barrier_var(i);
+	if (i >= DW_ROW_RUNS)
+		return;
+	run = runs[i];
+	if (!run) {
+		runs[i] = want | 1;
+		return;
+	}
+	if ((run & ~DW_ROW_RUN_MAX) == want && (run & DW_ROW_RUN_MAX) < DW_ROW_RUN_MAX) {
+		runs[i] = run + 1;
+		return;
+	}
+	old = (run >> DW_ROW_RUN_SHIFT) - 1;
+	barrier_var(old);
+	seq_fold_begin(seqp);
+	if (old < nbuckets)
+		__sync_fetch_and_add(&hist[old], run & DW_ROW_RUN_MAX);
+	runs[i] = want | 1;
+	seq_fold_end(seqp);
+}
+
+/* A completed call's duration in the claimed row's run of its bucket (runs_add). */
+static __always_inline void row_hist_add(struct dw_cpu_row *row, struct dw_dest_detail *detail,
+					 __u64 ns)
+{
+	runs_add(&row->seq, row->run, detail->call, DW_HIST_BUCKETS, dw_hist_bucket(ns));
+}
+
+/*
+ * A call's end in the per-call counters: its start slice (field: 0 fast,
+ * 1 slow, 2 failed, DW_NO_SLICE: none) and, if hist, its duration in the
+ * histogram; in this CPU's row where it can, in the shared row otherwise.
+ * -1 if its start slice is gone: it started DW_SLICES slices (8.6 s) or more
+ * before now, or the shared slot already holds a newer slice (late).
+ */
+#define DW_NO_SLICE 3
+static __always_inline int end_count(struct dw_conn *conn, struct dw_dest_detail *detail,
+				     __u64 start, __u64 now, __u32 field, bool hist, __u64 dur)
+{
+	__u32 slice = start >> DW_SLICE_SHIFT;
+	struct dw_cpu_row *row;
+	int late = 0;
+
+	/* its ring position may be a newer slice's in some CPU's row, which this CPU cannot see */
+	if (field != DW_NO_SLICE && (__s32)((__u32)(now >> DW_SLICE_SHIFT) - slice) >= DW_SLICES) {
+		late = -1;
+		field = DW_NO_SLICE;
+	}
+	row = row_claim(conn);
+	if (field != DW_NO_SLICE && !(row && row_slice_end(row, detail, slice, field)))
+		late = slice_end(detail, start, field);
+	if (hist) {
+		if (row)
+			row_hist_add(row, detail, dur);
+		else
+			hist_add(detail->call, dur);
+	}
+	if (row)
+		row_release(row);
+	return late;
 }
 
 /*
@@ -385,6 +644,30 @@ static __always_inline __u64 call_release(struct dw_conn *conn)
 	return start;
 }
 
+/*
+ * A call's end in this CPU's row of its caller row (struct
+ * dw_caller_cpu_row); false if that row is busy (see row_claim): the
+ * caller counts in the shared caller row then.
+ */
+static __always_inline bool caller_end_mine(__u32 idx, struct dw_caller_stats *row, int failed,
+					    __u32 slow, __u64 dur)
+{
+	__u32 at = idx * dw_ncpus + bpf_get_smp_processor_id();
+	struct dw_caller_cpu_row *mine = bpf_map_lookup_elem(&caller_cpu_rows, &at);
+
+	if (!mine || !seq_claim(&mine->seq))
+		return false;
+	if (failed) {
+		mine->failed++;
+	} else {
+		mine->slow += slow;
+		runs_add(&mine->seq, mine->run, row->call, DW_CALLER_BUCKETS,
+			 dw_caller_bucket(dur));
+	}
+	seq_release(&mine->seq);
+	return true;
+}
+
 /* A call's end in its caller's row: the one array update per call that callers cost. */
 static __always_inline void caller_end(const struct dw_conn *conn, int failed, __u32 slow, __u64 dur)
 {
@@ -395,6 +678,8 @@ static __always_inline void caller_end(const struct dw_conn *conn, int failed, _
 		return;
 	row = bpf_map_lookup_elem(&caller_stats, &idx);
 	if (!row)
+		return;
+	if (caller_end_mine(idx, row, failed, slow, dur))
 		return;
 	if (failed) {
 		__sync_fetch_and_add(&row->calls_failed, 1);
@@ -429,7 +714,7 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	struct dw_dep_cfg *cfg = 0;
 	struct dw_dest_stats *st;
 	__u32 field = 2;	/* failed */
-	int late = 0;
+	int late = 0, sliced;
 
 	if (!start)
 		return;
@@ -440,13 +725,11 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 		cfg = dep_cfg_of(conn);
 		field = cfg && cfg->slow_call_ns && dur > cfg->slow_call_ns;
 	}
+	sliced = outcome == OUTCOME_FAILED || judged(conn, cfg);
 	detail = detail_of(conn);
-	if (detail && outcome != OUTCOME_DROPPED) {
-		if (outcome == OUTCOME_FAILED || judged(conn, cfg))
-			late = slice_end(detail, start, field);
-		if (outcome == OUTCOME_COMPLETED)
-			hist_add(detail->call, dur);
-	}
+	if (detail && outcome != OUTCOME_DROPPED)
+		late = end_count(conn, detail, start, now, sliced ? field : DW_NO_SLICE,
+				  outcome == OUTCOME_COMPLETED, dur);
 	if (outcome != OUTCOME_DROPPED)
 		caller_end(conn, outcome == OUTCOME_FAILED, field == 1, dur);
 	st = stats_of(conn);
@@ -840,7 +1123,7 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 		e->call_start_ns = now;
 	}
 	detail = detail_of(conn);
-	if (detail)
+	if (detail && !row_start(conn, detail, now))
 		slice_count(&slice_of(detail, now)->started, now >> DW_SLICE_SHIFT);
 	st = stats_of(conn);
 	if (!st)

@@ -31,7 +31,8 @@
  * Each counter is one __u64, (slice << 32) | count: the slice number says
  * which slice the count belongs to, so a counter resets itself (with one
  * compare-and-swap) when its slot is reused, and a reader ignores counters
- * whose slice differs from the slot's `started` one.
+ * of a slice older than the newest its slot holds, in the shared counters or
+ * in a CPU's row (struct dw_cpu_row: the per-call counts go there first).
  */
 #define DW_SLICE_SHIFT 26
 #define DW_SLICES 128
@@ -108,7 +109,7 @@ struct dw_dest_stats {
 	__u64 connects_rejected;	/* connect() failed at once by an enforced open breaker */
 	__u64 conns_opened;		/* connections established (or adopted at start) */
 	__u64 conns_closed;		/* of those, closed since: open now = opened - closed */
-	__u64 calls_late;		/* ended after their start slice was reused (started > 8.6 s ago) */
+	__u64 calls_late;		/* ended 8.6 s after their start slice, or its reuse */
 	__u64 calls_abandoned;		/* of the failed: the caller closed the connection while waiting */
 	__u64 calls_retried;		/* started within DW_RETRY_WINDOW_NS of an abandoned one, same process */
 	__u64 conns_multiplexed;	/* connections seen carrying overlapping requests (pipelined or multiplexed), once each */
@@ -142,12 +143,83 @@ struct dw_slice {
  * Histograms and start-time slices of one destination, shared by all CPUs
  * (atomic adds). dest says whose slot this is: written once the slot is
  * taken, all zero in slot 0 (overflow) and in slots not handed out.
+ * The per-call counts reach these rows through the per-CPU rows below
+ * (struct dw_cpu_row): a reader adds those to get the figures.
  */
 struct dw_dest_detail {
 	struct dw_dest_key dest;
 	__u32 call[DW_HIST_BUCKETS];	/* completed call durations; u32 wraps, readers take deltas */
 	__u32 connect[DW_HIST_BUCKETS];	/* successful connect durations */
 	struct dw_slice slices[DW_SLICES];	/* slot = slice % DW_SLICES */
+};
+
+/*
+ * Per-CPU rows of the per-call counters (issue 17): the call histogram and
+ * the start-time slices, counted on a line no other CPU writes, and moved to
+ * the shared row (struct dw_dest_detail) now and then. One row per (slot,
+ * CPU) in the cpu_rows map, at index slot * dw_ncpus + cpu: 64 bytes, one
+ * cache line (the map is mmapable, so its rows are page-aligned), 16 MiB at
+ * 64 CPUs x 4096 slots. Without them every call from several CPUs to one
+ * destination moved the slice line and a histogram line between their
+ * caches (bench/RESULTS.md, issue 17).
+ *
+ * Slices: the row counts the calls started, and ended, in one slice (its
+ * `slice`). A start or an end in a newer slice first folds the row's counts
+ * into the shared slice, then moves the row to the new slice. An end whose
+ * call started in an older slice than the row's (a call longer than the rest
+ * of its slice, or started on a CPU whose row was behind) counts in the
+ * shared slice, as before the per-CPU rows. A row that stops moving keeps
+ * its counts: readers add them by slice number, so nothing has to flush it.
+ *
+ * Histogram: not a per-CPU copy (1.75 KiB per slot per CPU, 0.45 GiB at 64
+ * CPUs x 4096 slots) but DW_ROW_RUNS counters, each for one bucket: bucket b
+ * counts in run[b % DW_ROW_RUNS] while that run holds b or nothing; a run
+ * that holds another bucket is flushed first (one atomic add to the shared
+ * histogram). Latencies cluster: DW_ROW_RUNS neighbouring buckets (a span of
+ * 2^(10/16) = 1.5x above 1 us) never evict each other. A run is
+ * (bucket + 1) << DW_ROW_RUN_SHIFT | count, 0 when empty.
+ *
+ * Who writes a row: only programs on its CPU, but a program in softirq
+ * context (sk_data_ready, tcp_retransmit_skb) can interrupt one in task
+ * context (tcp_sendmsg_locked, the syscalls backend's tracepoints) between
+ * any two instructions, and a preemptible program can be preempted by a
+ * task running another. So a program first claims the row: one
+ * compare-and-swap setting DW_ROW_BUSY in seq (a local line: ~20 cycles).
+ * A program that finds the row busy was, necessarily, interrupting its
+ * holder on this CPU: it must not wait for it, and counts in the shared
+ * row instead (atomic adds, exact). The holder then updates the row with
+ * plain stores, which nothing else writes, and releases it.
+ *
+ * Readers (the daemon, another CPU) see a fold as a seqcount: the holder
+ * sets DW_ROW_FOLDING (an atomic, a full barrier) before it adds the row's
+ * counts to the shared row, and adds 1 at the end, which clears both bits
+ * and counts one more fold (seq += DW_ROW_GEN). A reader loads seq, then
+ * the rows and the shared row, then seq again (acquire order); it retries
+ * if a fold was in progress at either load or seq / DW_ROW_GEN changed:
+ * otherwise no count it read was in both places or in neither. Plain
+ * updates (no fold) only grow the row's counts; a reader may see each
+ * before or after, as it would see a shared counter's atomic add.
+ *
+ * Slots are never reused while the maps live (DW_SLOT_OVERFLOW's comment),
+ * so rows are never reset: like the shared counters, a row's counts belong
+ * to its slice number, and a reader ignores any count of a slice older than
+ * the newest its ring position (slice % DW_SLICES) has seen anywhere.
+ */
+#define DW_ROW_BUSY 1U
+#define DW_ROW_FOLDING 2U
+#define DW_ROW_GEN 4U
+#define DW_ROW_RUNS 10
+#define DW_ROW_RUN_SHIFT 23
+#define DW_ROW_RUN_MAX ((1U << DW_ROW_RUN_SHIFT) - 1)
+
+struct dw_cpu_row {
+	__u32 seq;		/* DW_ROW_BUSY, DW_ROW_FOLDING, folds * DW_ROW_GEN */
+	__u32 slice;		/* the slice its counts below belong to */
+	__u32 started;
+	__u32 fast;
+	__u32 slow;
+	__u32 failed;
+	__u32 run[DW_ROW_RUNS];	/* unflushed completions, per bucket (see above) */
 };
 
 /* dw_dep_cfg.enforce, bits: what the kernel does while the dependency's breaker is open. */
@@ -358,10 +430,12 @@ struct dw_global_stats {
  * accepted one, its listener's). Each (destination slot, cgroup id) gets a
  * row once, at the connection's connect, accept or adoption (caller_slots
  * maps the key to the row); the connection keeps the row number, and each
- * call's end adds to caller_stats[row]: one array lookup, a few atomic
- * adds. Row 0 is never handed out: a connection that found no row left has
- * caller 0, and its calls count for the destination only (caller_map_full).
- * In flight and the oldest outstanding call come from the pending table
+ * call's end counts in its CPU's row of it (struct dw_caller_cpu_row,
+ * issue 17), or in caller_stats[row] with atomic adds when that row is
+ * busy; readers add the CPUs' rows. Row 0 is never handed out: a
+ * connection that found no row left has caller 0, and its calls count for
+ * the destination only (caller_map_full). In flight and the oldest
+ * outstanding call come from the pending table
  * (dw_pending_entry.caller).
  *
  * The histogram: 1.024 us units (ns >> 10); values below 4 units each have
@@ -382,7 +456,7 @@ struct dw_caller_key {
 	__u32 pad;
 };
 
-/* One caller row, shared by all CPUs (atomic adds); all zero until taken. */
+/* One caller row, shared by all CPUs (atomic adds, flushes of CPUs' rows); all zero until taken. */
 struct dw_caller_stats {
 	__u64 cgroup_id;
 	__u32 slot;
@@ -391,10 +465,27 @@ struct dw_caller_stats {
 	__u64 calls_slow;	/* completed, slower than their dependency's slow_call */
 	/*
 	 * Completed call durations (dw_caller_bucket); u32 wraps, readers take
-	 * deltas. Their sum is the completed calls: a completion is one atomic
-	 * add here (and one more when slow), nothing else.
+	 * deltas. With the CPUs' rows' runs, their sum is the completed calls:
+	 * a completion counts once, here or in a run (and in slow when slow).
 	 */
 	__u32 call[DW_CALLER_BUCKETS];
+};
+
+/*
+ * Per-CPU rows of the caller rows (caller_cpu_rows, row * dw_ncpus + cpu),
+ * for the same reason and with the same claim and seqcount as struct
+ * dw_cpu_row: a call's end counts here, on a line of its CPU, instead of
+ * in its caller row, which every CPU calling the destination from the
+ * same cgroup shares. failed and slow are never folded (u64: they cannot
+ * wrap); readers add them to the caller row's. The histogram runs work as
+ * dw_cpu_row's, over the caller buckets (DW_ROW_RUNS of them: a 5.7x span).
+ */
+struct dw_caller_cpu_row {
+	__u32 seq;		/* DW_ROW_BUSY, DW_ROW_FOLDING, folds * DW_ROW_GEN */
+	__u32 pad;
+	__u64 failed;
+	__u64 slow;
+	__u32 run[DW_ROW_RUNS];	/* unflushed completions, per caller bucket */
 };
 
 /*

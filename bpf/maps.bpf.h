@@ -78,8 +78,9 @@ struct {
 
 /*
  * Latency histograms and start-time slices per destination slot. Shared by
- * all CPUs: a per-CPU copy would cost 7.5 KiB per destination per CPU; an
- * atomic add per call is cheaper than that memory on a large host.
+ * all CPUs: a per-CPU copy would cost 7.5 KiB per destination per CPU. The
+ * per-call counts come through cpu_rows (struct dw_cpu_row), a line per CPU,
+ * and reach these rows by folds and flushes; connects add here directly.
  * Mmapable: the daemon reads it in place, without a system call per row.
  */
 struct {
@@ -89,6 +90,23 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dw_dest_detail);
 } dest_details SEC(".maps");
+
+/*
+ * The per-CPU rows of the per-call counters (struct dw_cpu_row): row
+ * slot * dw_ncpus + cpu. An array indexed by CPU rather than a
+ * PERCPU_ARRAY so that the daemon reads it in place (mmapable), between
+ * its loads of a row's seq, without a system call.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096 * 2);	/* set by user space: --max-dests x possible CPUs */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dw_cpu_row);
+} cpu_rows SEC(".maps");
+
+/* Set by user space before load: the possible CPUs (rows of cpu_rows per slot). */
+const volatile __u32 dw_ncpus = 2;
 
 /* Per destination slot: its dependency and service flag (struct dw_slot_cfg). */
 struct {
@@ -137,7 +155,7 @@ struct {
 	__type(value, __u32);
 } caller_slots SEC(".maps");
 
-/* Per caller row, shared by all CPUs (atomic adds), like dest_details; read in place. */
+/* Per caller row, shared like dest_details (calls via caller_cpu_rows); read in place. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DW_CALLER_ROWS_DEFAULT);
@@ -148,6 +166,15 @@ struct {
 
 /* Rows handed out so far besides row 0; user space reads it to bound its scan. */
 __u32 dw_callers_taken;
+
+/* Per caller row and CPU (struct dw_caller_cpu_row): row * dw_ncpus + cpu, read in place. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DW_CALLER_ROWS_DEFAULT * 2);	/* set by user space: x CPUs */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct dw_caller_cpu_row);
+} caller_cpu_rows SEC(".maps");
 
 /* slow_call per dependency; index 0 for destinations no match covers. */
 struct {

@@ -10,6 +10,7 @@
 #include "collect.h"
 #include "loader.h"
 #include "log.h"
+#include "logic/cpurows.h"
 
 uint64_t dw_monotonic_ns(void)
 {
@@ -96,6 +97,10 @@ void dw_collect_free(struct dw_collector *c)
 	free(c->dests);
 	free(c->waits);
 	free(c->callers);
+	free(c->rows);
+	free(c->seq_before);
+	free(c->seq_after);
+	free(c->crows);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -148,56 +153,74 @@ static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now, uin
 	}
 }
 
-/* A counter of a slot counts for the slot's slice only if it carries the same slice number. */
-static uint32_t slice_part(__u64 counter, uint32_t slice)
-{
-	return (uint32_t)(counter >> 32) == slice ? (uint32_t)counter : 0;
-}
+/* Attempts at reading one slot's rows as of one moment before giving up until the next read. */
+#define READ_TRIES 64
 
-static void decode_slices(struct dw_dest *d, const struct dw_dest_detail *detail)
+/*
+ * The slot's per-CPU rows and the shared parts wanted, as of one moment:
+ * copied between two loads of every row's seq (struct dw_cpu_row's
+ * seqcount), retried while a fold moved counts from a row to the shared
+ * row in between. False if folds kept coming: nothing usable was read.
+ */
+static bool read_rows(struct dw_collector *c, struct dw_bpf *b, unsigned slot, bool call,
+		      bool slices, struct dw_dest_detail *detail)
 {
-	d->nslices = 0;
-	for (unsigned i = 0; i < DW_SLICES; i++) {
-		const struct dw_slice *sl = &detail->slices[i];
-		uint32_t slice = sl->started >> 32;
-		struct dw_slice_counts *out;
+	const struct dw_cpu_row *live = &b->cpu_rows[(size_t)slot * b->ncpus];
+	const struct dw_dest_detail *row = &b->details[slot];
+	__u32 *before = c->seq_before, *after = c->seq_after;
 
-		if (!(uint32_t)sl->started)
-			continue;
-		out = &d->slices[d->nslices++];
-		out->slice = slice;
-		out->started = (uint32_t)sl->started;
-		out->fast = slice_part(sl->fast, slice);
-		out->slow = slice_part(sl->slow, slice);
-		out->failed = slice_part(sl->failed, slice);
+	for (int t = 0; t < READ_TRIES; t++) {
+		for (int k = 0; k < b->ncpus; k++)
+			before[k] = __atomic_load_n(&live[k].seq, __ATOMIC_ACQUIRE);
+		memcpy(c->rows, live, (size_t)b->ncpus * sizeof(*live));
+		if (call)
+			memcpy(detail->call, row->call, sizeof(detail->call));
+		if (slices)
+			memcpy(detail->slices, row->slices, sizeof(detail->slices));
+		/* the copies above happen before the second loads */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		for (int k = 0; k < b->ncpus; k++)
+			after[k] = __atomic_load_n(&live[k].seq, __ATOMIC_RELAXED);
+		if (dw_cpu_rows_stable(before, after, b->ncpus))
+			return true;
 	}
+	return false;
 }
 
 /*
- * From the mapped row, copied first (each bucket must be read once, and the
+ * From the mapped rows, copied first (each bucket must be read once, and the
  * kernel keeps adding), and only the parts that can have changed: call
  * histogram at completions, connect histogram at connects, slices at any
- * start or end of a call.
+ * start or end of a call. The call histogram and the slices are the shared
+ * row plus the per-CPU rows (cpurows.h); a read that found them moving
+ * (read_rows) keeps the figures it had and is done again at the next one.
  */
-static void read_detail(struct dw_bpf *b, unsigned slot, struct dw_dest *d, const struct dw_dest_stats *now,
-			struct dw_dest_detail *detail)
+static void read_detail(struct dw_collector *c, struct dw_bpf *b, unsigned slot, struct dw_dest *d,
+			const struct dw_dest_stats *now, struct dw_dest_detail *detail)
 {
-	const struct dw_dest_detail *row = &b->details[slot];
 	const struct dw_dest_stats *was = &d->sum;
+	bool call = d->rows_unread || was->calls_completed != now->calls_completed;
+	bool slices = d->rows_unread || was->calls_started != now->calls_started ||
+		      was->calls_completed != now->calls_completed ||
+		      was->calls_failed != now->calls_failed;
 
-	if (was->calls_completed != now->calls_completed) {
-		memcpy(detail->call, row->call, sizeof(detail->call));
-		add_deltas(&d->call_win, d->seen_call, detail->call, d->cum_call);
-	}
 	if (was->connects_ok != now->connects_ok) {
-		memcpy(detail->connect, row->connect, sizeof(detail->connect));
+		memcpy(detail->connect, b->details[slot].connect, sizeof(detail->connect));
 		add_deltas(&d->connect_win, d->seen_connect, detail->connect, d->cum_connect);
 	}
-	if (was->calls_started != now->calls_started || was->calls_completed != now->calls_completed ||
-	    was->calls_failed != now->calls_failed) {
-		memcpy(detail->slices, row->slices, sizeof(detail->slices));
-		decode_slices(d, detail);
+	if (!call && !slices)
+		return;
+	d->rows_unread = slot >= b->cpu_rows_slots || !read_rows(c, b, slot, call, slices, detail);
+	if (d->rows_unread) {
+		c->rows_unstable++;
+		return;
 	}
+	if (call) {
+		dw_hist_add_runs(detail->call, c->rows, b->ncpus);
+		add_deltas(&d->call_win, d->seen_call, detail->call, d->cum_call);
+	}
+	if (slices)
+		d->nslices = dw_slices_merge(detail->slices, c->rows, b->ncpus, d->slices);
 }
 
 /* A destination's figures from its per-CPU counters, and the detail parts that moved. */
@@ -207,7 +230,7 @@ static void refresh_dest(struct dw_collector *c, struct dw_bpf *b, struct dw_des
 	struct dw_dest_stats sum;
 
 	sum_cpus(per_cpu, b->ncpus, &sum);
-	read_detail(b, d->slot, d, &sum, detail);
+	read_detail(c, b, d->slot, d, &sum, detail);
 	/* the burst-timed calls went to the same window slot as their histogram counts */
 	if (sum.calls_burst != d->sum.calls_burst) {
 		d->burst_gen = dw_collect_gen(c);
@@ -236,6 +259,18 @@ static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 	refresh_dest(c, b, d, per_cpu, detail);
 }
 
+/* Room for one slot's per-CPU rows and their seqs (read_rows). */
+static int rows_room(struct dw_collector *c, struct dw_bpf *b)
+{
+	if (c->rows)
+		return 0;
+	c->rows = calloc(b->ncpus, sizeof(*c->rows));
+	c->seq_before = calloc(b->ncpus, sizeof(*c->seq_before));
+	c->seq_after = calloc(b->ncpus, sizeof(*c->seq_after));
+	c->crows = calloc(b->ncpus, sizeof(*c->crows));
+	return c->rows && c->seq_before && c->seq_after && c->crows ? 0 : -ENOMEM;
+}
+
 /* Slots read per system call (BPF_MAP_LOOKUP_BATCH): 80 KiB of per-CPU rows on 2 CPUs. */
 #define BATCH_SLOTS 256
 
@@ -255,6 +290,10 @@ static int read_dests(struct dw_collector *c, struct dw_bpf *b)
 		goto out;
 	}
 	err = dw_bpf_map_details(b, n);
+	if (!err)
+		err = dw_bpf_map_cpu_rows(b, n);
+	if (!err)
+		err = rows_room(c, b);
 	if (err)
 		goto out;
 	for (unsigned first = 0; first < n;) {
@@ -316,14 +355,48 @@ static int callers_room(struct dw_collector *c, unsigned n)
 	return 0;
 }
 
+/*
+ * Caller row r and its per-CPU rows as of one moment (see read_rows): the
+ * rows' failed, slow and unflushed runs added to row; false if folds kept
+ * coming (the caller's figures stay as they were until the next read).
+ */
+static bool read_caller_rows(struct dw_collector *c, struct dw_bpf *b, unsigned r,
+			     struct dw_caller_stats *row)
+{
+	const struct dw_caller_cpu_row *live = &b->caller_rows[(size_t)r * b->ncpus];
+	int n = b->ncpus;
+
+	for (int t = 0; t < READ_TRIES; t++) {
+		for (int k = 0; k < n; k++)
+			c->seq_before[k] = __atomic_load_n(&live[k].seq, __ATOMIC_ACQUIRE);
+		memcpy(c->crows, live, (size_t)n * sizeof(*live));
+		memcpy(row, (const void *)&b->callers[r], sizeof(*row));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		for (int k = 0; k < n; k++)
+			c->seq_after[k] = __atomic_load_n(&live[k].seq, __ATOMIC_RELAXED);
+		if (!dw_cpu_rows_stable(c->seq_before, c->seq_after, n))
+			continue;
+		for (int k = 0; k < n; k++) {
+			row->calls_failed += c->crows[k].failed;
+			row->calls_slow += c->crows[k].slow;
+			dw_runs_add(row->call, DW_CALLER_BUCKETS, c->crows[k].run);
+		}
+		return true;
+	}
+	return false;
+}
+
 static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 {
 	struct dw_caller_stats row;
 	struct dw_caller_acc *a = &c->callers[r];
 	uint64_t ended;
 
-	/* one copy: the kernel keeps adding */
-	memcpy(&row, (const void *)&b->callers[r], sizeof(row));
+	/* one copy, with the CPUs' rows: the kernel keeps adding */
+	if (!read_caller_rows(c, b, r, &row)) {
+		c->rows_unstable++;
+		return;
+	}
 	if (!row.taken || row.slot >= b->details_rows)
 		return;
 	if (!a->used) {
@@ -360,7 +433,7 @@ static int read_callers(struct dw_collector *c, struct dw_bpf *b)
 
 	if (err || n <= 1)
 		return err;
-	if (callers_room(c, n))
+	if (callers_room(c, n) || rows_room(c, b))
 		return -ENOMEM;
 	if (n > c->ncallers)
 		c->ncallers = n;

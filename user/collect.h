@@ -52,6 +52,11 @@ struct dw_collector {
 	struct dw_caller_acc *callers;
 	unsigned ncallers, callers_cap;
 	struct dw_cgroups *cgroups;	/* names them; NULL: shown as cgroup:<id> (set by the daemon) */
+	/* one slot's per-CPU rows as last copied, and their seqs around the copy (read_rows) */
+	struct dw_cpu_row *rows;
+	struct dw_caller_cpu_row *crows;	/* the same for one caller row (read_caller_rows) */
+	__u32 *seq_before, *seq_after;
+	uint64_t rows_unstable;		/* reads of rows given up for folds that kept coming */
 };
 
 /*

@@ -22,8 +22,8 @@
 #include "probe.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
-static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "globals", "conns",
-					    "breakers" };
+static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "cpu_rows",
+					    "globals", "conns", "breakers" };
 
 static int pin_dir_open(struct dw_bpf *b, const char *dir)
 {
@@ -83,6 +83,11 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_map__set_max_entries(b->skel->maps.dest_slots, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.dest_stats, b->max_dests);
 	bpf_map__set_max_entries(b->skel->maps.dest_details, b->max_dests);
+	/* a row per (slot, CPU): struct dw_cpu_row; dw_bpf_start checked that it fits a u32 */
+	bpf_map__set_max_entries(b->skel->maps.cpu_rows, b->max_dests * (__u32)b->ncpus);
+	bpf_map__set_max_entries(b->skel->maps.caller_cpu_rows,
+				 DW_CALLER_ROWS_DEFAULT * (__u32)b->ncpus);
+	b->skel->rodata->dw_ncpus = b->ncpus;
 	bpf_map__set_max_entries(b->skel->maps.slot_cfg, b->max_dests);
 	b->skel->rodata->dw_max_slots = b->max_dests;
 	err = dw_bpf_probe(b, backend);
@@ -312,6 +317,11 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		dw_err("cannot count the CPUs: %s", strerror(-b->ncpus));
 		return -EINVAL;
 	}
+	if ((uint64_t)b->max_dests * b->ncpus > UINT32_MAX / 2) {
+		dw_err("--max-dests %u x %d CPUs: too many per-CPU rows; lower --max-dests",
+		       b->max_dests, b->ncpus);
+		return -EINVAL;
+	}
 	err = pin_dir_open(b, opts->pin_dir);
 	if (err)
 		return err;
@@ -349,6 +359,14 @@ void dw_bpf_stop(struct dw_bpf *b)
 		munmap((void *)b->details, b->details_len);
 	b->details = NULL;
 	b->details_rows = 0;
+	if (b->cpu_rows)
+		munmap((void *)b->cpu_rows, b->cpu_rows_len);
+	b->cpu_rows = NULL;
+	b->cpu_rows_slots = 0;
+	if (b->caller_rows)
+		munmap((void *)b->caller_rows, b->caller_rows_len);
+	b->caller_rows = NULL;
+	b->caller_rows_n = 0;
 	b->abort_link = NULL;
 	if (b->callers)
 		munmap((void *)b->callers, b->callers_len);
@@ -536,6 +554,27 @@ int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
 	return map_rows(&m, rows);
 }
 
+int dw_bpf_map_cpu_rows(struct dw_bpf *b, unsigned slots)
+{
+	/* one "row" here is a slot's ncpus rows: they are read together */
+	struct mapped_rows m = { "cpu_rows", bpf_map__fd(b->skel->maps.cpu_rows),
+				 sizeof(struct dw_cpu_row) * b->ncpus, b->max_dests,
+				 (void **)&b->cpu_rows, &b->cpu_rows_len, &b->cpu_rows_slots };
+
+	return map_rows(&m, slots);
+}
+
+/* The per-CPU rows of caller rows 0 .. rows-1 (struct dw_caller_cpu_row), ncpus per row. */
+static int map_caller_rows(struct dw_bpf *b, unsigned rows)
+{
+	struct mapped_rows m = { "caller_cpu_rows", bpf_map__fd(b->skel->maps.caller_cpu_rows),
+				 sizeof(struct dw_caller_cpu_row) * b->ncpus,
+				 DW_CALLER_ROWS_DEFAULT,
+				 (void **)&b->caller_rows, &b->caller_rows_len, &b->caller_rows_n };
+
+	return map_rows(&m, rows);
+}
+
 int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows)
 {
 	struct mapped_rows m = { "caller_stats", bpf_map__fd(b->skel->maps.caller_stats),
@@ -551,9 +590,13 @@ int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows)
 	if (n <= 1)
 		return 0;
 	err = map_rows(&m, n);
+	if (!err)
+		err = map_caller_rows(b, n);
 	if (err)
 		return err;
 	*rows = n < b->callers_rows ? n : b->callers_rows;
+	if (*rows > b->caller_rows_n)
+		*rows = b->caller_rows_n;
 	return 0;
 }
 

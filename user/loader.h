@@ -38,6 +38,10 @@ struct dw_bpf {
 	const struct dw_dest_detail *details;	/* dest_details, mapped read-only: rows 0 .. details_rows-1 */
 	size_t details_len;
 	unsigned details_rows;
+	/* cpu_rows, mapped read-only: slot s's CPU c at [s * ncpus + c], s < cpu_rows_slots */
+	const struct dw_cpu_row *cpu_rows;
+	size_t cpu_rows_len;
+	unsigned cpu_rows_slots;
 	const struct dw_pending_entry *pending;	/* the pending table, mapped read-only: entries 0 .. pending_rows-1 */
 	size_t pending_len;
 	unsigned pending_rows;
@@ -45,6 +49,10 @@ struct dw_bpf {
 	const struct dw_caller_stats *callers;	/* caller_stats, mapped read-only: rows 0 .. callers_rows-1 */
 	size_t callers_len;
 	unsigned callers_rows;
+	/* caller_cpu_rows, mapped read-only: row r's CPU c at [r * ncpus + c], r < caller_rows_n */
+	const struct dw_caller_cpu_row *caller_rows;
+	size_t caller_rows_len;
+	unsigned caller_rows_n;
 	bool keep_pinned;
 	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */
@@ -112,6 +120,8 @@ int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
 /* Makes b->details cover at least rows 0 .. rows-1 (the mapping may move). */
 int dw_bpf_map_details(struct dw_bpf *b, unsigned rows);
 
+/* Makes b->cpu_rows cover at least slots 0 .. slots-1 (the mapping may move). */
+int dw_bpf_map_cpu_rows(struct dw_bpf *b, unsigned slots);
 /* Rows of dest_stats and dest_details that may be in use: slots 0 .. n-1. */
 unsigned dw_bpf_slots_used(const struct dw_bpf *b);
 

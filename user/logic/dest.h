@@ -39,6 +39,7 @@ struct dw_dest {
 	struct dw_dest *next_in_dep;	/* rebuilt every poll */
 	unsigned slot;			/* its row in the kernel's dest_stats and dest_details */
 	bool hot;			/* re-read between polls (dw_collect_refresh) */
+	bool rows_unread;		/* its per-CPU rows' last read gave up: read all next */
 	/*
 	 * Burst timings: the window generation (see dw_collect_gen) of the
 	 * newest read that saw calls_burst grow; burst_seen: any read did.

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "dwtest.h"
+
+#include <string.h>
+
+#include "logic/cpurows.h"
+
+#define RING(s) ((s) % DW_SLICES)
+
+static __u64 counter(__u32 slice, __u32 count)
+{
+	return (__u64)slice << 32 | count;
+}
+
+static const struct dw_slice_counts *find(const struct dw_slice_counts *v, unsigned n, __u32 slice)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].slice == slice)
+			return &v[i];
+	return NULL;
+}
+
+static void test_stable(void **state)
+{
+	__u32 a[2] = { 8, 4 }, b[2] = { 8, 4 };
+
+	(void)state;
+	assert_true(dw_cpu_rows_stable(a, b, 2));
+	/* a plain update claims and releases the row: BUSY alone never moves a count */
+	b[0] = 8 | DW_ROW_BUSY;
+	assert_true(dw_cpu_rows_stable(a, b, 2));
+	/* a fold in progress at either load */
+	b[0] = 8 | DW_ROW_BUSY | DW_ROW_FOLDING;
+	assert_false(dw_cpu_rows_stable(a, b, 2));
+	assert_false(dw_cpu_rows_stable(b, a, 2));
+	/* a fold done in between */
+	b[0] = 8 + DW_ROW_GEN;
+	assert_false(dw_cpu_rows_stable(a, b, 2));
+	/* on another CPU */
+	b[0] = 8;
+	b[1] = 4 + DW_ROW_GEN;
+	assert_false(dw_cpu_rows_stable(a, b, 2));
+	/* its counter wraps: still a change */
+	a[1] = 0xfffffffc;
+	b[1] = 0;
+	assert_false(dw_cpu_rows_stable(a, b, 2));
+}
+
+/* The record on the current slice adds to the shared counts of that slice. */
+static void test_row_on_current_slice(void **state)
+{
+	struct dw_slice shared[DW_SLICES] = { 0 };
+	struct dw_cpu_row rows[2] = { 0 };
+	struct dw_slice_counts out[DW_SLICES];
+	const struct dw_slice_counts *s;
+	unsigned n;
+
+	(void)state;
+	shared[RING(1000)] =
+		(struct dw_slice){ counter(1000, 5), counter(1000, 2), 0, counter(1000, 1) };
+	rows[0] = (struct dw_cpu_row){ .slice = 1000, .started = 3, .fast = 1, .slow = 1 };
+	rows[1] = (struct dw_cpu_row){ .slice = 1000, .started = 2 };
+	n = dw_slices_merge(shared, rows, 2, out);
+	assert_int_equal(n, 1);
+	s = find(out, n, 1000);
+	assert_non_null(s);
+	assert_int_equal(s->started, 10);
+	assert_int_equal(s->fast, 3);
+	assert_int_equal(s->slow, 1);
+	assert_int_equal(s->failed, 1);
+}
+
+/* Ends counted in the shared slice while its starts are all still in rows. */
+static void test_starts_in_rows_ends_shared(void **state)
+{
+	struct dw_slice shared[DW_SLICES] = { 0 };
+	struct dw_cpu_row rows[2] = { 0 };
+	struct dw_slice_counts out[DW_SLICES];
+	const struct dw_slice_counts *s;
+	unsigned n;
+
+	(void)state;
+	/* the position's started counter still holds an older slice */
+	shared[RING(1000)] =
+		(struct dw_slice){ counter(1000 - DW_SLICES, 9), counter(1000, 4), 0, 0 };
+	rows[1] = (struct dw_cpu_row){ .slice = 1000, .started = 6, .fast = 1 };
+	n = dw_slices_merge(shared, rows, 2, out);
+	assert_int_equal(n, 1);
+	s = find(out, n, 1000);
+	assert_non_null(s);
+	assert_int_equal(s->started, 6);
+	assert_int_equal(s->fast, 5);
+}
+
+/* A row that sat still while its ring position moved on: stale, ignored; and the reverse. */
+static void test_stale_row_and_stale_shared(void **state)
+{
+	struct dw_slice shared[DW_SLICES] = { 0 };
+	struct dw_cpu_row rows[2] = { 0 };
+	struct dw_slice_counts out[DW_SLICES];
+	const struct dw_slice_counts *s;
+	unsigned n;
+
+	(void)state;
+	shared[RING(1000)] = (struct dw_slice){ counter(1000 + DW_SLICES, 7), 0, 0, 0 };
+	rows[0] = (struct dw_cpu_row){ .slice = 1000, .started = 3, .fast = 3 };
+	/* another position: the row is newer than the shared counters there */
+	shared[RING(1001)] = (struct dw_slice){ counter(1001, 4), counter(1001, 4), 0, 0 };
+	rows[1] = (struct dw_cpu_row){ .slice = 1001 + DW_SLICES, .started = 2 };
+	n = dw_slices_merge(shared, rows, 2, out);
+	assert_int_equal(n, 2);
+	assert_null(find(out, n, 1000));
+	assert_null(find(out, n, 1001));
+	s = find(out, n, 1000 + DW_SLICES);
+	assert_non_null(s);
+	assert_int_equal(s->started, 7);
+	assert_int_equal(s->fast, 0);
+	s = find(out, n, 1001 + DW_SLICES);
+	assert_non_null(s);
+	assert_int_equal(s->started, 2);
+	assert_int_equal(s->fast, 0);
+}
+
+/* Slice numbers wrap (u32): 0 is newer than 0xffffff80 at the same position. */
+static void test_wrapped_slice_numbers(void **state)
+{
+	struct dw_slice shared[DW_SLICES] = { 0 };
+	struct dw_cpu_row rows[1] = { 0 };
+	struct dw_slice_counts out[DW_SLICES];
+	const struct dw_slice_counts *s;
+	__u32 old = 0xffffff80, young = 0;
+	unsigned n;
+
+	(void)state;
+	assert_int_equal(RING(old), RING(young));
+	shared[RING(old)] = (struct dw_slice){ counter(old, 50), counter(old, 50), 0, 0 };
+	rows[0] = (struct dw_cpu_row){ .slice = young, .started = 1 };
+	n = dw_slices_merge(shared, rows, 1, out);
+	assert_int_equal(n, 1);
+	s = find(out, n, young);
+	assert_non_null(s);
+	assert_int_equal(s->started, 1);
+	assert_int_equal(s->fast, 0);
+	/* and the other way round: the shared counter is the newer one */
+	shared[RING(old)] = (struct dw_slice){ counter(young, 2), 0, 0, 0 };
+	rows[0] = (struct dw_cpu_row){ .slice = old, .started = 9 };
+	n = dw_slices_merge(shared, rows, 1, out);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].slice, young);
+	assert_int_equal(out[0].started, 2);
+}
+
+/* A position whose newest slice counted no start is left out, as the shared counters alone were. */
+static void test_no_start_left_out(void **state)
+{
+	struct dw_slice shared[DW_SLICES] = { 0 };
+	struct dw_cpu_row rows[1] = { 0 };
+	struct dw_slice_counts out[DW_SLICES];
+
+	(void)state;
+	shared[RING(77)] = (struct dw_slice){ 0, counter(77, 3), 0, 0 };
+	rows[0] = (struct dw_cpu_row){ .slice = 77, .failed = 1 };
+	assert_int_equal(dw_slices_merge(shared, rows, 1, out), 0);
+	/* an empty row on a newer slice hides nothing */
+	shared[RING(78)] = (struct dw_slice){ counter(78, 3), 0, 0, 0 };
+	rows[0] = (struct dw_cpu_row){ .slice = 78 + DW_SLICES };
+	assert_int_equal(dw_slices_merge(shared, rows, 1, out), 1);
+	assert_int_equal(out[0].slice, 78);
+}
+
+static __u32 mkrun(__u32 bucket, __u32 count)
+{
+	return (bucket + 1) << DW_ROW_RUN_SHIFT | count;
+}
+
+static void test_hist_runs(void **state)
+{
+	__u32 hist[DW_HIST_BUCKETS] = { 0 };
+	struct dw_cpu_row rows[2] = { 0 };
+
+	(void)state;
+	hist[5] = 0xfffffffe;	/* u32 buckets wrap; readers take deltas */
+	rows[0].run[5 % DW_ROW_RUNS] = mkrun(5, 3);
+	rows[0].run[447 % DW_ROW_RUNS] = mkrun(447, DW_ROW_RUN_MAX);
+	rows[1].run[5 % DW_ROW_RUNS] = mkrun(5, 1);
+	rows[1].run[6 % DW_ROW_RUNS] = mkrun(16, 2);
+	dw_hist_add_runs(hist, rows, 2);
+	assert_int_equal(hist[5], 2);
+	assert_int_equal(hist[447], DW_ROW_RUN_MAX);
+	assert_int_equal(hist[16], 2);
+	assert_int_equal(hist[6], 0);
+}
+
+/* One row's runs over the caller histogram's buckets: those beyond it are not counted. */
+static void test_runs_of_a_caller_row(void **state)
+{
+	__u32 hist[DW_CALLER_BUCKETS] = { 0 }, runs[DW_ROW_RUNS] = { 0 };
+
+	(void)state;
+	runs[7] = mkrun(127, 4);
+	/* out of range: a corrupt run is dropped, not written past the end */
+	runs[8] = mkrun(128, 9);
+	runs[0] = mkrun(10, 1);
+	dw_runs_add(hist, DW_CALLER_BUCKETS, runs);
+	assert_int_equal(hist[127], 4);
+	assert_int_equal(hist[10], 1);
+}
+
+/*
+ * A model of the kernel's side (bpf/callmodel.bpf.h: row_at, row_move,
+ * row_hist_add) on 2 CPUs, one operation at a time: after every one the
+ * merged view must equal the truth, so a fold or a flush never counts twice
+ * or goes missing, and no count goes backwards.
+ */
+struct model {
+	struct dw_slice shared[DW_SLICES];
+	__u32 hist[DW_HIST_BUCKETS];
+	struct dw_cpu_row rows[2];
+	/* truth, by slice (slices stay below 4096) */
+	__u64 started[1 << 12], ended[1 << 12];
+	__u64 hist_truth[DW_HIST_BUCKETS];
+};
+
+static void shared_add(__u64 *c, __u32 slice, __u32 n)
+{
+	__u32 have = *c >> 32;
+
+	if (have == slice)
+		*c += n;
+	else if ((__s32)(slice - have) > 0)
+		*c = counter(slice, n);
+}
+
+static bool model_row_at(struct model *m, struct dw_cpu_row *r, __u32 slice)
+{
+	struct dw_slice *sl = &m->shared[RING(r->slice)];
+
+	if (r->slice == slice)
+		return true;
+	if ((__s32)(slice - r->slice) < 0)
+		return false;
+	shared_add(&sl->started, r->slice, r->started);
+	shared_add(&sl->fast, r->slice, r->fast);
+	r->started = r->fast = r->slow = r->failed = 0;
+	r->slice = slice;
+	return true;
+}
+
+static void model_hist(struct model *m, struct dw_cpu_row *r, __u32 b)
+{
+	__u32 *run = &r->run[b % DW_ROW_RUNS];
+
+	if (*run && (*run >> DW_ROW_RUN_SHIFT) != b + 1) {
+		m->hist[(*run >> DW_ROW_RUN_SHIFT) - 1] += *run & DW_ROW_RUN_MAX;
+		*run = 0;
+	}
+	*run = *run ? *run + 1 : mkrun(b, 1);
+}
+
+static void model_check(struct model *m, __u32 now, __u64 *prev_hist)
+{
+	struct dw_slice_counts out[DW_SLICES];
+	__u32 h[DW_HIST_BUCKETS];
+	unsigned n = dw_slices_merge(m->shared, m->rows, 2, out);
+
+	for (unsigned i = 0; i < n; i++) {
+		/* every slice of the last DW_SLICES is exact */
+		if (out[i].slice + DW_SLICES <= now)
+			continue;
+		assert_int_equal(out[i].started, m->started[out[i].slice]);
+		assert_int_equal(out[i].fast, m->ended[out[i].slice]);
+	}
+	for (__u32 sl = now >= DW_SLICES ? now - DW_SLICES + 1 : 0; sl <= now; sl++)
+		if (m->started[sl])
+			assert_non_null(find(out, n, sl));
+	memcpy(h, m->hist, sizeof(h));
+	dw_hist_add_runs(h, m->rows, 2);
+	for (unsigned b = 0; b < DW_HIST_BUCKETS; b++) {
+		assert_int_equal(h[b], m->hist_truth[b]);
+		assert_true(h[b] >= prev_hist[b]);
+		prev_hist[b] = h[b];
+	}
+}
+
+static void test_model_folds_and_flushes(void **state)
+{
+	static struct model m;
+	__u64 prev_hist[DW_HIST_BUCKETS] = { 0 };
+	uint64_t seed = 17;
+	__u32 now = 10;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	for (int step = 0; step < 200000 && now < 4000; step++) {
+		struct dw_cpu_row *r = &m.rows[dwt_rand(&seed) % 2];
+		__u32 op = dwt_rand(&seed) % 16;
+
+		if (op == 0) {
+			now++;	/* time moves on: a new slice */
+		} else if (op < 8) {
+			if (model_row_at(&m, r, now))
+				r->started++;
+			else
+				shared_add(&m.shared[RING(now)].started, now, 1);
+			m.started[now]++;
+		} else {
+			/* an end of a call started up to 3 slices ago, possibly on the other CPU */
+			__u32 s = now - dwt_rand(&seed) % 4, b = 100 + dwt_rand(&seed) % 24;
+
+			if (model_row_at(&m, r, s))
+				r->fast++;
+			else
+				shared_add(&m.shared[RING(s)].fast, s, 1);
+			m.ended[s]++;
+			model_hist(&m, r, b);
+			m.hist_truth[b]++;
+		}
+		model_check(&m, now, prev_hist);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_stable),
+	    cmocka_unit_test(test_row_on_current_slice),
+	    cmocka_unit_test(test_starts_in_rows_ends_shared),
+	    cmocka_unit_test(test_stale_row_and_stale_shared),
+	    cmocka_unit_test(test_wrapped_slice_numbers),
+	    cmocka_unit_test(test_no_start_left_out),
+	    cmocka_unit_test(test_hist_runs),
+	    cmocka_unit_test(test_runs_of_a_caller_row),
+	    cmocka_unit_test(test_model_folds_and_flushes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
