@@ -359,6 +359,10 @@ static void process_families(struct dw_buf *o, const struct dw_collector *c)
 	family(o, "depwatch_destinations", "gauge",
 	       "Destinations (netns, address, port) with a row in the kernel's map.");
 	dw_buf_printf(o, "depwatch_destinations %zu\n", c->count);
+	family(o, "depwatch_rows_unstable_total", "counter",
+	       "Reads of a destination's per-CPU rows given up because folds kept coming; "
+	       "its figures wait for the next poll.");
+	dw_buf_printf(o, "depwatch_rows_unstable_total %llu\n", (unsigned long long)c->rows_unstable);
 #define KERNEL_FAMILY(field, metric, help)					\
 	family(o, "depwatch_kernel_" #metric "_total", "counter", help);	\
 	dw_buf_printf(o, "depwatch_kernel_" #metric "_total %llu\n",		\

@@ -149,7 +149,7 @@ static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const 
 #undef JSON_GLOBAL
 	dw_buf_printf(out, ",\"conns_max\":%u,\"poll_ms\":", info->max_conns);
 	dw_json_num(out, c->last_poll_ns / 1e6, 3);
-	dw_buf_printf(out, "}");
+	dw_buf_printf(out, ",\"rows_unstable\":%llu}", (unsigned long long)c->rows_unstable);
 }
 
 struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t ncallers, size_t *k,

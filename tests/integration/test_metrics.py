@@ -70,6 +70,7 @@ FAMILIES = {
     "depwatch_polls_total": "counter",
     "depwatch_last_poll_duration_seconds": "gauge",
     "depwatch_destinations": "gauge",
+    "depwatch_rows_unstable_total": "counter",
     "depwatch_kernel_dest_map_full_total": "counter",
     "depwatch_kernel_hist_map_full_total": "counter",
     "depwatch_kernel_conn_storage_failures_total": "counter",
