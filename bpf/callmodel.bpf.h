@@ -414,11 +414,6 @@ static __always_inline void seq_release(__u32 *seqp)
 	*(volatile __u32 *)seqp = seq & ~DW_ROW_BUSY;
 }
 
-static __always_inline void row_release(struct dw_cpu_row *row)
-{
-	seq_release(&row->seq);
-}
-
 /* Readers retry while DW_ROW_FOLDING is set: what the row holds is moving to the shared row. */
 static __always_inline void seq_fold_begin(__u32 *seqp)
 {
@@ -429,16 +424,6 @@ static __always_inline void seq_fold_begin(__u32 *seqp)
 static __always_inline void seq_fold_end(__u32 *seqp)
 {
 	__sync_fetch_and_add(seqp, DW_ROW_GEN - DW_ROW_FOLDING);
-}
-
-static __always_inline void row_fold_begin(struct dw_cpu_row *row)
-{
-	seq_fold_begin(&row->seq);
-}
-
-static __always_inline void row_fold_end(struct dw_cpu_row *row)
-{
-	seq_fold_end(&row->seq);
 }
 
 /*
@@ -486,7 +471,7 @@ static __always_inline void row_move(struct dw_cpu_row *row, struct dw_dest_deta
 	struct dw_slice *sl = &detail->slices[row->slice % DW_SLICES];
 	__u32 was = row->slice;
 
-	row_fold_begin(row);
+	seq_fold_begin(&row->seq);
 	if (row->started)
 		fold_add(&sl->started, was, row->started);
 	if (row->fast)
@@ -497,7 +482,7 @@ static __always_inline void row_move(struct dw_cpu_row *row, struct dw_dest_deta
 		fold_add(&sl->failed, was, row->failed);
 	row->started = row->fast = row->slow = row->failed = 0;
 	row->slice = slice;
-	row_fold_end(row);
+	seq_fold_end(&row->seq);
 }
 
 /*
@@ -528,7 +513,7 @@ static __always_inline bool row_start(struct dw_conn *conn, struct dw_dest_detai
 	counted = row_at(row, detail, now >> DW_SLICE_SHIFT);
 	if (counted)
 		row->started++;
-	row_release(row);
+	seq_release(&row->seq);
 	return counted;
 }
 
@@ -610,6 +595,8 @@ static __always_inline int end_count(struct dw_conn *conn, struct dw_dest_detail
 		late = -1;
 		field = DW_NO_SLICE;
 	}
+	if (field == DW_NO_SLICE && !hist)
+		return late;
 	row = row_claim(conn);
 	if (field != DW_NO_SLICE && !(row && row_slice_end(row, detail, slice, field)))
 		late = slice_end(detail, start, field);
@@ -620,7 +607,7 @@ static __always_inline int end_count(struct dw_conn *conn, struct dw_dest_detail
 			hist_add(detail->call, dur);
 	}
 	if (row)
-		row_release(row);
+		seq_release(&row->seq);
 	return late;
 }
 
