@@ -165,8 +165,8 @@ static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now, uin
 static bool read_rows(struct dw_collector *c, struct dw_bpf *b, unsigned slot, bool call,
 		      bool slices, struct dw_dest_detail *detail)
 {
-	const struct dw_cpu_row *live = &b->cpu_rows[(size_t)slot * b->ncpus];
-	const struct dw_dest_detail *row = &b->details[slot];
+	const struct dw_cpu_row *live = dw_bpf_cpu_rows(b, slot);
+	const struct dw_dest_detail *row = dw_bpf_detail(b, slot);
 	__u32 *before = c->seq_before, *after = c->seq_after;
 
 	for (int t = 0; t < READ_TRIES; t++) {
@@ -205,12 +205,12 @@ static void read_detail(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 		      was->calls_failed != now->calls_failed;
 
 	if (was->connects_ok != now->connects_ok) {
-		memcpy(detail->connect, b->details[slot].connect, sizeof(detail->connect));
+		memcpy(detail->connect, dw_bpf_detail(b, slot)->connect, sizeof(detail->connect));
 		add_deltas(&d->connect_win, d->seen_connect, detail->connect, d->cum_connect);
 	}
 	if (!call && !slices)
 		return;
-	d->rows_unread = slot >= b->cpu_rows_slots || !read_rows(c, b, slot, call, slices, detail);
+	d->rows_unread = slot >= b->cpu_rows.rows || !read_rows(c, b, slot, call, slices, detail);
 	if (d->rows_unread) {
 		c->rows_unstable++;
 		return;
@@ -244,7 +244,7 @@ static void refresh_dest(struct dw_collector *c, struct dw_bpf *b, struct dw_des
 static void update_dest(struct dw_collector *c, struct dw_bpf *b, unsigned slot,
 			const struct dw_dest_stats *per_cpu, struct dw_dest_detail *detail)
 {
-	struct dw_dest_key key = b->details[slot].dest;
+	struct dw_dest_key key = dw_bpf_detail(b, slot)->dest;
 	struct dw_dest *d;
 
 	/* a slot not yet published, or a lost race's (see dest_claim); slot 0's key is all zero */
@@ -363,14 +363,14 @@ static int callers_room(struct dw_collector *c, unsigned n)
 static bool read_caller_rows(struct dw_collector *c, struct dw_bpf *b, unsigned r,
 			     struct dw_caller_stats *row)
 {
-	const struct dw_caller_cpu_row *live = &b->caller_rows[(size_t)r * b->ncpus];
+	const struct dw_caller_cpu_row *live = dw_bpf_caller_cpu_rows(b, r);
 	int n = b->ncpus;
 
 	for (int t = 0; t < READ_TRIES; t++) {
 		for (int k = 0; k < n; k++)
 			c->seq_before[k] = __atomic_load_n(&live[k].seq, __ATOMIC_ACQUIRE);
 		memcpy(c->crows, live, (size_t)n * sizeof(*live));
-		memcpy(row, (const void *)&b->callers[r], sizeof(*row));
+		memcpy(row, dw_bpf_caller(b, r), sizeof(*row));
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		for (int k = 0; k < n; k++)
 			c->seq_after[k] = __atomic_load_n(&live[k].seq, __ATOMIC_RELAXED);
@@ -397,18 +397,18 @@ static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 		c->rows_unstable++;
 		return;
 	}
-	if (!row.taken || row.slot >= b->details_rows)
+	if (!row.taken || row.slot >= b->details.rows)
 		return;
 	if (!a->used) {
 		a->used = true;
 		a->fig.cgroup_id = row.cgroup_id;
 		a->fig.slot = row.slot;
 		a->fig.dep = -1;
-		a->key = b->details[row.slot].dest;
+		a->key = dw_bpf_detail(b, row.slot)->dest;
 	}
 	/* the destination's key was published after its slot: take it once it is there */
 	if (!dw_dest_key_published(row.slot, &a->key))
-		a->key = b->details[row.slot].dest;
+		a->key = dw_bpf_detail(b, row.slot)->dest;
 	for (unsigned i = 0; i < DW_CALLER_BUCKETS; i++) {
 		__u32 delta = row.call[i] - a->seen[i];
 

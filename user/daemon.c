@@ -23,6 +23,7 @@
 #include "alert.h"
 #include "cgroups.h"
 #include "deps.h"
+#include "hooks.h"
 #include "loader.h"
 #include "log.h"
 #include "logic/parse.h"

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "bpfstate.h"
 #include "hooks.h"
-#include "loader.h"
 
 const struct dw_prog_spec dw_prog_specs[] = {
 	{ "dw_sendmsg", "tcp_sendmsg_locked", false,

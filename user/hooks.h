@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "logic/dwtypes.h"
 
 #define DW_ON_SOCK (1u << DW_BACKEND_SOCK)
 #define DW_ON_SYSCALLS (1u << DW_BACKEND_SYSCALLS)
@@ -66,5 +67,13 @@ extern const size_t dw_nother_hooks;
  * without it, or it is no hook of this backend (*known false).
  */
 const char *dw_hook_loss(int backend, const char *hook, bool *known);
+
+/* The hook names --without accepts, one per line with what is lost without it. */
+void dw_bpf_list_hooks(FILE *out);
+
+/* "sock" or "syscalls". */
+const char *dw_backend_name(int backend);
+/* 0 if name is a backend (*backend set), -EINVAL if not. */
+int dw_backend_parse(const char *name, int *backend);
 
 #endif /* DW_HOOKS_H */

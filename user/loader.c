@@ -300,6 +300,7 @@ static int required_attached(const struct dw_bpf *b)
 }
 
 static int map_pending(struct dw_bpf *b, unsigned rows);
+static void unmap_rows(struct dw_mapped *m);
 
 int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 {
@@ -351,27 +352,12 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 
 void dw_bpf_stop(struct dw_bpf *b)
 {
-	if (b->pending)
-		munmap((void *)b->pending, b->pending_len);
-	b->pending = NULL;
-	b->pending_rows = 0;
-	if (b->details)
-		munmap((void *)b->details, b->details_len);
-	b->details = NULL;
-	b->details_rows = 0;
-	if (b->cpu_rows)
-		munmap((void *)b->cpu_rows, b->cpu_rows_len);
-	b->cpu_rows = NULL;
-	b->cpu_rows_slots = 0;
-	if (b->caller_rows)
-		munmap((void *)b->caller_rows, b->caller_rows_len);
-	b->caller_rows = NULL;
-	b->caller_rows_n = 0;
+	unmap_rows(&b->pending);
+	unmap_rows(&b->details);
+	unmap_rows(&b->cpu_rows);
+	unmap_rows(&b->caller_rows);
 	b->abort_link = NULL;
-	if (b->callers)
-		munmap((void *)b->callers, b->callers_len);
-	b->callers = NULL;
-	b->callers_rows = 0;
+	unmap_rows(&b->callers);
 	for (int i = 0; i < b->nprogs; i++) {
 		bpf_link__destroy(b->progs[i].link);
 		b->progs[i].link = NULL;
@@ -489,8 +475,8 @@ int dw_bpf_for_each_slot(struct dw_bpf *b, dw_slot_fn fn, void *arg)
 	if (err)
 		return err;
 	/* slot 0 (overflow) keeps the defaults; a slot with no dest yet is filled by the kernel */
-	for (__u32 slot = 1; slot < n && slot < b->details_rows; slot++) {
-		const struct dw_dest_key *dest = &b->details[slot].dest;
+	for (__u32 slot = 1; slot < n && slot < b->details.rows; slot++) {
+		const struct dw_dest_key *dest = &dw_bpf_detail(b, slot)->dest;
 
 		if (!dw_dest_key_published(slot, dest))
 			continue;
@@ -505,81 +491,67 @@ int dw_bpf_for_each_slot(struct dw_bpf *b, dw_slot_fn fn, void *arg)
  * An array map read in place, read-only: without a system call per row.
  * Only the rows in use so far (and a quarter more) are mapped: the kernel
  * maps every page of a mapping at once, and the whole array in the
- * daemon's RSS would be its full size from the start.
+ * daemon's RSS would be its full size from the start. Makes m cover at
+ * least rows 0 .. want-1 of the map behind fd (rows of row_size bytes,
+ * max_rows of them), mapping it again, larger, when it does not yet.
  */
-struct mapped_rows {
-	const char *name;
-	int fd;
-	size_t row_size, max_rows;
-	void **ptr;
-	size_t *len;
-	unsigned *rows;
-};
-
-static int map_rows(const struct mapped_rows *m, unsigned want)
+static int map_rows(struct dw_mapped *m, const char *name, int fd, size_t row_size, size_t max_rows,
+		    unsigned want)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	size_t len, max_len;
 	void *p;
 
-	if (want <= *m->rows)
+	if (want <= m->rows)
 		return 0;
 	want += want / 4 + 64;
-	max_len = (m->max_rows * m->row_size + page - 1) / page * page;
-	len = ((size_t)want * m->row_size + page - 1) / page * page;
+	max_len = (max_rows * row_size + page - 1) / page * page;
+	len = ((size_t)want * row_size + page - 1) / page * page;
 	if (len > max_len)
 		len = max_len;
 	/* the old mapping goes first: both at once would count twice in the peak RSS */
-	if (*m->ptr)
-		munmap(*m->ptr, *m->len);
-	*m->ptr = NULL;
-	*m->rows = 0;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, m->fd, 0);
+	unmap_rows(m);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
-		dw_err("cannot map %s: %s", m->name, strerror(errno));
+		dw_err("cannot map %s: %s", name, strerror(errno));
 		return -errno;
 	}
-	*m->ptr = p;
-	*m->len = len;
-	*m->rows = len / m->row_size < m->max_rows ? len / m->row_size : m->max_rows;
+	m->ptr = p;
+	m->len = len;
+	m->rows = len / row_size < max_rows ? len / row_size : max_rows;
 	return 0;
+}
+
+static void unmap_rows(struct dw_mapped *m)
+{
+	if (m->ptr)
+		munmap((void *)m->ptr, m->len);
+	*m = (struct dw_mapped){ 0 };
 }
 
 int dw_bpf_map_details(struct dw_bpf *b, unsigned rows)
 {
-	struct mapped_rows m = { "dest_details", bpf_map__fd(b->skel->maps.dest_details),
-				 sizeof(struct dw_dest_detail), b->max_dests, (void **)&b->details,
-				 &b->details_len, &b->details_rows };
-
-	return map_rows(&m, rows);
+	return map_rows(&b->details, "dest_details", bpf_map__fd(b->skel->maps.dest_details),
+			sizeof(struct dw_dest_detail), b->max_dests, rows);
 }
 
 int dw_bpf_map_cpu_rows(struct dw_bpf *b, unsigned slots)
 {
-	/* one "row" here is a slot's ncpus rows: they are read together */
-	struct mapped_rows m = { "cpu_rows", bpf_map__fd(b->skel->maps.cpu_rows),
-				 sizeof(struct dw_cpu_row) * b->ncpus, b->max_dests,
-				 (void **)&b->cpu_rows, &b->cpu_rows_len, &b->cpu_rows_slots };
-
-	return map_rows(&m, slots);
+	/* one row here is a slot's ncpus rows: they are read together */
+	return map_rows(&b->cpu_rows, "cpu_rows", bpf_map__fd(b->skel->maps.cpu_rows),
+			sizeof(struct dw_cpu_row) * b->ncpus, b->max_dests, slots);
 }
 
 /* The per-CPU rows of caller rows 0 .. rows-1 (struct dw_caller_cpu_row), ncpus per row. */
 static int map_caller_rows(struct dw_bpf *b, unsigned rows)
 {
-	struct mapped_rows m = { "caller_cpu_rows", bpf_map__fd(b->skel->maps.caller_cpu_rows),
-				 sizeof(struct dw_caller_cpu_row) * b->ncpus,
-				 DW_CALLER_ROWS_DEFAULT,
-				 (void **)&b->caller_rows, &b->caller_rows_len, &b->caller_rows_n };
-
-	return map_rows(&m, rows);
+	return map_rows(&b->caller_rows, "caller_cpu_rows",
+			bpf_map__fd(b->skel->maps.caller_cpu_rows),
+			sizeof(struct dw_caller_cpu_row) * b->ncpus, DW_CALLER_ROWS_DEFAULT, rows);
 }
 
 int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows)
 {
-	struct mapped_rows m = { "caller_stats", bpf_map__fd(b->skel->maps.caller_stats),
-				 sizeof(struct dw_caller_stats), DW_CALLER_ROWS_DEFAULT,
-				 (void **)&b->callers, &b->callers_len, &b->callers_rows };
 	/* row 0 and those handed out; racing claims may push the counter past the end */
 	unsigned n = *(volatile __u32 *)&b->skel->bss->dw_callers_taken + 1;
 	int err;
@@ -589,25 +561,23 @@ int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows)
 	*rows = 0;
 	if (n <= 1)
 		return 0;
-	err = map_rows(&m, n);
+	err = map_rows(&b->callers, "caller_stats", bpf_map__fd(b->skel->maps.caller_stats),
+		       sizeof(struct dw_caller_stats), DW_CALLER_ROWS_DEFAULT, n);
 	if (!err)
 		err = map_caller_rows(b, n);
 	if (err)
 		return err;
-	*rows = n < b->callers_rows ? n : b->callers_rows;
-	if (*rows > b->caller_rows_n)
-		*rows = b->caller_rows_n;
+	*rows = n < b->callers.rows ? n : b->callers.rows;
+	if (*rows > b->caller_rows.rows)
+		*rows = b->caller_rows.rows;
 	return 0;
 }
 
 /* The pending table, likewise: up to the entries handed out so far. */
 static int map_pending(struct dw_bpf *b, unsigned rows)
 {
-	struct mapped_rows m = { "the pending table", bpf_map__fd(b->skel->maps.pending),
-				 sizeof(struct dw_pending_entry), b->max_conns, (void **)&b->pending,
-				 &b->pending_len, &b->pending_rows };
-
-	return map_rows(&m, rows);
+	return map_rows(&b->pending, "the pending table", bpf_map__fd(b->skel->maps.pending),
+			sizeof(struct dw_pending_entry), b->max_conns, rows);
 }
 
 unsigned dw_bpf_slots_used(const struct dw_bpf *b)
@@ -622,17 +592,19 @@ int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg)
 {
 	unsigned n = *(volatile __u32 *)&b->skel->bss->dw_pend_taken;
 	int err = map_pending(b, n);
+	volatile const struct dw_pending_entry *entries;
 
 	if (err)
 		return err;
-	if (n > b->pending_rows)
-		n = b->pending_rows;	/* racing takers push the counter past the end */
+	entries = b->pending.ptr;
+	if (n > b->pending.rows)
+		n = b->pending.rows;	/* racing takers push the counter past the end */
 	for (unsigned i = 0; i < n; i++) {
-		struct dw_pending_entry e = ((volatile const struct dw_pending_entry *)b->pending)[i];
+		struct dw_pending_entry e = entries[i];
 
-		if ((!e.call_start_ns && !e.connect_start_ns) || e.slot >= b->details_rows)
+		if ((!e.call_start_ns && !e.connect_start_ns) || e.slot >= b->details.rows)
 			continue;
-		fn(&e, &b->details[e.slot].dest, arg);
+		fn(&e, &dw_bpf_detail(b, e.slot)->dest, arg);
 	}
 	return 0;
 }

@@ -5,63 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
+#include "bpfstate.h"
 #include "logic/dwtypes.h"
-
-struct depwatch_bpf;
-
-#define DW_MAX_PROGS 32
-
-/* One tracing program: attached, or not and why. */
-struct dw_prog_status {
-	const char *name;	/* program, e.g. "dw_send" */
-	const char *hook;	/* what it attaches to, e.g. "tp_btf/sock_send_length" */
-	bool required;
-	bool attached;
-	bool syscall;		/* hook is a system call: name enters, exit_link its exit */
-	char why[320];		/* when not attached */
-	struct bpf_link *link;
-	struct bpf_link *exit_link;
-};
-
-struct dw_bpf {
-	struct depwatch_bpf *skel;
-	char pin_dir[256];
-	int pin_dir_fd;		/* held with flock() while the daemon runs */
-	struct dw_prog_status progs[DW_MAX_PROGS];
-	int nprogs;
-	int backend;		/* enum dw_backend */
-	char backend_why[96];	/* "forced by --backend", "kernel has sock_send_length", ... */
-	unsigned max_dests;
-	int ncpus;
-	int stats_fd, globals_fd;
-	const struct dw_dest_detail *details;	/* dest_details, mapped read-only: rows 0 .. details_rows-1 */
-	size_t details_len;
-	unsigned details_rows;
-	/* cpu_rows, mapped read-only: slot s's CPU c at [s * ncpus + c], s < cpu_rows_slots */
-	const struct dw_cpu_row *cpu_rows;
-	size_t cpu_rows_len;
-	unsigned cpu_rows_slots;
-	const struct dw_pending_entry *pending;	/* the pending table, mapped read-only: entries 0 .. pending_rows-1 */
-	size_t pending_len;
-	unsigned pending_rows;
-	char cgroup[256];	/* where enforcement is attached, "" if it is not */
-	const struct dw_caller_stats *callers;	/* caller_stats, mapped read-only: rows 0 .. callers_rows-1 */
-	size_t callers_len;
-	unsigned callers_rows;
-	/* caller_cpu_rows, mapped read-only: row r's CPU c at [r * ncpus + c], r < caller_rows_n */
-	const struct dw_caller_cpu_row *caller_rows;
-	size_t caller_rows_len;
-	unsigned caller_rows_n;
-	bool keep_pinned;
-	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
-	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */
-	char without_line[512];	/* what --without took away and what that costs; "" if nothing */
-	int group;		/* gid given read access to the pins (--group), -1: root only */
-	/* the abort iterator (enforce = abort, abort_after): its link, NULL if missing and why */
-	struct bpf_link *abort_link;
-	char abort_why[160];
-};
 
 struct dw_bpf_opts {
 	const char *pin_dir;
@@ -80,16 +25,10 @@ struct dw_bpf_opts {
 
 /* Opens, probes, loads, pins and attaches. On error, prints why and undoes what it did. */
 int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts);
-/* The hook names --without accepts, one per line with what is lost without it. */
-void dw_bpf_list_hooks(FILE *out);
 /* Detaches and unpins everything. */
 void dw_bpf_stop(struct dw_bpf *b);
 /* One line: which programs are attached, which are not and why. */
 void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len);
-/* "sock" or "syscalls". */
-const char *dw_backend_name(int backend);
-/* 0 if name is a backend (*backend set), -EINVAL if not. */
-int dw_backend_parse(const char *name, int *backend);
 
 /* Adopts connections that were open before the programs were attached. Returns how many. */
 int dw_bpf_classify_existing(struct dw_bpf *b);
@@ -130,6 +69,33 @@ unsigned dw_bpf_slots_used(const struct dw_bpf *b);
  * many of b->callers to read (row 0 is none and stays zero).
  */
 int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows);
+
+/*
+ * The mapped rows, typed: the caller keeps to the rows mapped (slot <
+ * b->details.rows and so on), and reads again after a dw_bpf_map_*() call.
+ */
+static inline const struct dw_dest_detail *dw_bpf_detail(const struct dw_bpf *b, unsigned slot)
+{
+	return (const struct dw_dest_detail *)b->details.ptr + slot;
+}
+
+/* Slot slot's per-CPU rows, ncpus of them. */
+static inline const struct dw_cpu_row *dw_bpf_cpu_rows(const struct dw_bpf *b, unsigned slot)
+{
+	return (const struct dw_cpu_row *)b->cpu_rows.ptr + (size_t)slot * b->ncpus;
+}
+
+static inline const struct dw_caller_stats *dw_bpf_caller(const struct dw_bpf *b, unsigned r)
+{
+	return (const struct dw_caller_stats *)b->callers.ptr + r;
+}
+
+/* Caller row r's per-CPU rows, ncpus of them. */
+static inline const struct dw_caller_cpu_row *dw_bpf_caller_cpu_rows(const struct dw_bpf *b,
+								       unsigned r)
+{
+	return (const struct dw_caller_cpu_row *)b->caller_rows.ptr + (size_t)r * b->ncpus;
+}
 
 /* Sums the per-CPU global counters. */
 int dw_bpf_globals(struct dw_bpf *b, struct dw_global_stats *out);

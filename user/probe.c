@@ -13,8 +13,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "depwatch.skel.h"
+#include "bpfstate.h"
 #include "hooks.h"
-#include "loader.h"
 #include "log.h"
 #include "probe.h"
 

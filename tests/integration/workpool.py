@@ -59,7 +59,13 @@ class KeepAlive:
 class StandIn:
     """A keep-alive server: answers each line after `delay` seconds (None: never,
     until the delay changes); a line "slow" waits `slow` seconds instead.
-    Counts the resets its connections saw."""
+    Counts the resets its connections saw. A subclass may speak another
+    protocol (test_abort.py's HttpStandIn): END ends a request, ANSWER is the
+    answer to each, and _received / _answered see each request as it comes
+    and once it is answered."""
+
+    END = b"\n"
+    ANSWER = b"ok\n"
 
     def __init__(self, delay=0.02, slow=None):
         self.delay = delay
@@ -100,6 +106,12 @@ class StandIn:
                 self.changed.wait(left)
         return False
 
+    def _received(self, request):
+        pass
+
+    def _answered(self, request):
+        pass
+
     def _serve(self, c):
         buf = b""
         try:
@@ -108,11 +120,13 @@ class StandIn:
                 if not data:
                     return
                 buf += data
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if not self._wait(line):
+                while self.END in buf:
+                    request, buf = buf.split(self.END, 1)
+                    self._received(request)
+                    if not self._wait(request):
                         return
-                    c.sendall(b"ok\n")
+                    c.sendall(self.ANSWER)
+                    self._answered(request)
         except (ConnectionResetError, BrokenPipeError):
             with self.changed:
                 self.resets += 1

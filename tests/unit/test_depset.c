@@ -40,50 +40,21 @@ struct fixture {
 	struct dw_depset_out out;
 };
 
-static void parse(const char *text, struct dw_config *cfg)
-{
-	char err[256];
-
-	if (dw_config_parse("t.conf", text, strlen(text), cfg, err, sizeof(err)))
-		fail_msg("config: %s", err);
-}
-
 static void setup(struct fixture *f, const char *text)
 {
 	struct dw_config cfg;
 
 	memset(f, 0, sizeof(*f));
-	parse(text, &cfg);
+	dwt_parse(text, &cfg);
 	assert_int_equal(dw_depset_init(&f->deps, &cfg, LEASE, T0), 0);
-	for (unsigned i = 0; i < NDESTS; i++) {
-		f->dests[i].dep = f->dests[i].own_dep = -1;
-		assert_int_equal(dw_window_init(&f->dests[i].call_win, 4), 0);
-	}
+	dwt_rows_init(f->dests, NDESTS);
 }
 
 static void teardown(struct fixture *f)
 {
-	for (unsigned i = 0; i < NDESTS; i++)
-		dw_window_free(&f->dests[i].call_win);
+	dwt_rows_free(f->dests, NDESTS);
 	dw_depset_out_free(&f->out);
 	dw_depset_free(&f->deps);
-}
-
-/* dests[i] becomes a.b.c.d:port. */
-static struct dw_dest *dest(struct fixture *f, unsigned i, const char *ip4, unsigned port)
-{
-	struct dw_dest *d = &f->dests[i];
-	struct dw_dest_key key = { .family = AF_INET, .port = port };
-	unsigned a, b, c, e;
-
-	assert_int_equal(sscanf(ip4, "%u.%u.%u.%u", &a, &b, &c, &e), 4);
-	key.addr[0] = a;
-	key.addr[1] = b;
-	key.addr[2] = c;
-	key.addr[3] = e;
-	d->used = true;
-	dw_dest_set_key(d, &key);
-	return d;
 }
 
 /* One slice of calls started at `at`: fast, slow and failed among them, all decided. */
@@ -159,10 +130,10 @@ static void test_registers_configured_and_destinations(void **state)
 	assert_null(dw_depset_find(&f.deps, "nothing"));
 	assert_int_equal(dw_depset_timeout_ns(&f.deps, dw_depset_find(&f.deps, "payments")), 800 * MS);
 
-	dest(&f, 0, "10.0.3.9", 443);		/* payments */
-	dest(&f, 1, "10.0.3.10", 443);		/* payments too */
-	dest(&f, 2, "192.168.1.1", 80);		/* no match: its own */
-	dest(&f, 3, "10.0.3.9", 80);		/* port outside payments' match: its own */
+	dwt_outbound(&f.dests[0], "10.0.3.9", 443);	/* payments */
+	dwt_outbound(&f.dests[1], "10.0.3.10", 443);	/* payments too */
+	dwt_outbound(&f.dests[2], "192.168.1.1", 80);	/* no match: its own */
+	dwt_outbound(&f.dests[3], "10.0.3.9", 80); /* port outside payments' match: its own */
 	f.dests[4].used = true;			/* an empty overflow row: nobody's */
 	poll(&f, T0);
 
@@ -199,15 +170,13 @@ static void test_registers_configured_and_destinations(void **state)
  */
 static void test_row_kinds(void **state)
 {
-	struct dw_dest_key listener = { .family = DW_FAMILY_INBOUND, .port = 8080 };
 	struct fixture f;
 	const struct dw_dep *over;
 
 	(void)state;
 	setup(&f, base_conf);
 	f.dests[0].used = true;			/* the overflow row, empty */
-	f.dests[1].used = true;
-	dw_dest_set_key(&f.dests[1], &listener);
+	dwt_inbound(&f.dests[1], 8080);
 	calls(&f.dests[1], T0 - SEC, 5, 0, 0);
 	poll(&f, T0);
 	assert_int_equal(f.dests[0].dep, -1);
@@ -261,7 +230,7 @@ static void test_opens_half_opens_closes(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	d = dest(&f, 0, "10.0.3.9", 443);
+	d = dwt_outbound(&f.dests[0], "10.0.3.9", 443);
 	calls(d, t - SEC, 0, 20, 0);
 	poll(&f, t);
 	pay = named(&f, "payments");
@@ -308,7 +277,7 @@ static void test_destination_entry_lives_while_open(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	d = dest(&f, 0, "192.168.1.1", 80);
+	d = dwt_outbound(&f.dests[0], "192.168.1.1", 80);
 	calls(d, t - SEC, 0, 20, 0);
 	poll(&f, t);
 	op = op_for(&f, 0, &d->key);
@@ -339,7 +308,7 @@ static void test_force_and_auto(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	d = dest(&f, 0, "10.0.3.9", 443);
+	d = dwt_outbound(&f.dests[0], "10.0.3.9", 443);
 	calls(d, T0 - SEC, 20, 0, 0);
 	poll(&f, T0);
 	pay = named(&f, "payments");
@@ -386,7 +355,7 @@ static void test_rejection_raised_once(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	d = dest(&f, 0, "10.0.3.9", 443);
+	d = dwt_outbound(&f.dests[0], "10.0.3.9", 443);
 	poll(&f, T0);
 	dw_depset_force(&f.deps, "payments", DW_BREAKER_OPEN, T0, &f.out);
 	d->sum.connects_rejected = 3;
@@ -421,13 +390,13 @@ static void test_reload_keeps_same_named_breakers(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	d = dest(&f, 0, "10.0.3.9", 443);
+	d = dwt_outbound(&f.dests[0], "10.0.3.9", 443);
 	calls(d, T0 - SEC, 0, 20, 0);
 	poll(&f, T0);
 	pay = named(&f, "payments");
 	assert_int_equal(pay->br.state, DW_BREAKER_OPEN);
 
-	parse(reload_conf, &cfg);
+	dwt_parse(reload_conf, &cfg);
 	dw_depset_out_reset(&f.out);
 	assert_int_equal(dw_depset_prepare(&f.deps, &cfg, ids, &f.out), 0);
 	/* orders (id 2) goes: its entry is to be removed; search takes the free id 2 */
@@ -466,7 +435,7 @@ static void test_reload_abandoned(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	parse(reload_conf, &cfg);
+	dwt_parse(reload_conf, &cfg);
 	assert_int_equal(dw_depset_prepare(&f.deps, &cfg, ids, &f.out), 0);
 	dw_config_free(&cfg);
 	assert_non_null(dw_depset_find(&f.deps, "orders"));
@@ -487,7 +456,7 @@ static void test_retry_storm(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	d = dest(&f, 0, "10.0.3.9", 443);
+	d = dwt_outbound(&f.dests[0], "10.0.3.9", 443);
 	/* slow, below the limits: 4 of 20 */
 	calls(d, t - SEC, 16, 4, 0);
 	poll(&f, t);
@@ -529,8 +498,8 @@ static void test_next_slow_and_rejudge(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	d = dest(&f, 0, "10.0.3.9", 443);
-	other = dest(&f, 1, "192.168.1.1", 80);
+	d = dwt_outbound(&f.dests[0], "10.0.3.9", 443);
+	other = dwt_outbound(&f.dests[1], "192.168.1.1", 80);
 	d->pending_start = &start;
 	d->pending_calls = 1;
 	d->sum.calls_started = 1;

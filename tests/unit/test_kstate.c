@@ -52,14 +52,6 @@ static const char base_conf[] =
 /* The kernel's ids of payments and orders: not their indexes, as after reloads. */
 static const unsigned ids[] = { 5, 9 };
 
-static void parse(const char *text, struct dw_config *cfg)
-{
-	char err[256];
-
-	if (dw_config_parse("t.conf", text, strlen(text), cfg, err, sizeof(err)))
-		fail_msg("config: %s", err);
-}
-
 static struct dw_match_key key4(const char *ip, unsigned prefix_len)
 {
 	struct dw_match_key key;
@@ -105,7 +97,7 @@ static void test_dep_cfg(void **state)
 	struct dw_kplan *p = malloc(sizeof(*p));
 
 	(void)state;
-	parse(base_conf, &cfg);
+	dwt_parse(base_conf, &cfg);
 	assert_int_equal(dw_kplan_build(p, &cfg, ids, NULL), 0);
 	assert_int_equal(p->ndep_cfg, 3);
 	assert_int_equal(p->dep_cfg[0].id, 0);
@@ -139,7 +131,7 @@ static void test_trie(void **state)
 	unsigned nwant;
 
 	(void)state;
-	parse(base_conf, &cfg);
+	dwt_parse(base_conf, &cfg);
 	assert_int_equal(dw_kplan_build(p, &cfg, ids, NULL), 0);
 	assert_int_equal(p->ntrie, 3);
 	assert_int_equal(p->keys.n, 3);
@@ -182,7 +174,7 @@ static void test_service_ports(void **state)
 	unsigned set = 0;
 
 	(void)state;
-	parse(base_conf, &cfg);
+	dwt_parse(base_conf, &cfg);
 	assert_int_equal(dw_kplan_build(p, &cfg, ids, NULL), 0);
 	assert_true(p->services_on);
 	assert_true(dw_kplan_port_is_set(p->service_port, 8080));
@@ -197,7 +189,7 @@ static void test_service_ports(void **state)
 	dw_kplan_free(p);
 	dw_config_free(&cfg);
 
-	parse("[dependency a]\nmatch = 10.0.0.1\n", &cfg);
+	dwt_parse("[dependency a]\nmatch = 10.0.0.1\n", &cfg);
 	assert_int_equal(dw_kplan_build(p, &cfg, ids, NULL), 0);
 	assert_false(p->services_on);
 	for (unsigned i = 0; i < DW_PORT_BITS; i++)
@@ -215,7 +207,7 @@ static void test_slot_cfg(void **state)
 	struct dw_slot_cfg sc;
 
 	(void)state;
-	parse(base_conf, &cfg);
+	dwt_parse(base_conf, &cfg);
 	d = dest4("10.0.3.9", 443);
 	sc = dw_kplan_slot_cfg(&cfg, ids, &d);
 	assert_int_equal(sc.dep_id, 5);
@@ -246,7 +238,7 @@ static void test_slots_added(void **state)
 	struct dw_kplan *p = malloc(sizeof(*p));
 
 	(void)state;
-	parse(base_conf, &cfg);
+	dwt_parse(base_conf, &cfg);
 	assert_int_equal(dw_kplan_build(p, &cfg, ids, NULL), 0);
 	for (unsigned i = 0; i < 1000; i++) {
 		struct dw_dest_key d = i % 2 ? dest4("10.0.4.7", 80) : inbound(9000 + i % 20);
@@ -330,8 +322,8 @@ static void test_trie_against_old(void **state)
 	unsigned stale = 0;
 
 	(void)state;
-	parse(base_conf, &cfg);
-	parse(next_conf, &next);
+	dwt_parse(base_conf, &cfg);
+	dwt_parse(next_conf, &next);
 	assert_int_equal(dw_kplan_build(p, &cfg, ids, NULL), 0);
 	assert_int_equal(dw_kplan_build(q, &next, (const unsigned[]){ 5, 12 }, NULL), 0);
 	for (unsigned i = 0; i < p->ntrie; i++)
@@ -578,7 +570,7 @@ static void start_state(struct dw_kstate *ks, struct dw_config *cfg)
 				      .v = { .state = DW_BREAKER_OPEN, .name = "orders" } };
 
 	fake_reset();
-	parse(base_conf, cfg);
+	dwt_parse(base_conf, cfg);
 	dw_kstate_init(ks, (struct dw_bpf *)ks);
 	assert_int_equal(dw_kstate_config(ks, cfg, ids, false, NULL, 0), 0);
 	dw_kstate_breakers(ks, &open, 1);
@@ -606,7 +598,7 @@ static void test_apply_then_reload(void **state)
 	assert_true(services_on);
 	assert_true(dw_kplan_port_is_set(ks.service_port, 8080));
 
-	parse(next_conf, &next);
+	dwt_parse(next_conf, &next);
 	assert_int_equal(dw_kstate_config(&ks, &next, next_ids, true, &retire, 1), 0);
 	assert_int_equal(maps[DW_MAP_BREAKERS].n, 0);
 	/* 9's settings stay (an id is not reused at once) */
@@ -656,7 +648,7 @@ static void test_reload_all_or_nothing(void **state)
 
 	(void)state;
 	start_state(&ks, &cfg);
-	parse(next_conf, &next);
+	dwt_parse(next_conf, &next);
 	memcpy(before, maps, sizeof(maps));
 	memcpy(ports, ks.service_port, sizeof(ports));
 	writes = 0;
@@ -692,7 +684,7 @@ static void test_nothing_written_before_the_plan_is_whole(void **state)
 
 	(void)state;
 	start_state(&ks, &cfg);
-	parse(next_conf, &next);
+	dwt_parse(next_conf, &next);
 	writes = 0;
 	slots_err = -EIO;
 	assert_int_equal(dw_kstate_config(&ks, &next, next_ids, true, &retire, 1), -EIO);

@@ -47,61 +47,23 @@ struct fixture {
 	struct dw_depset_out out;
 };
 
-static void parse(const char *text, struct dw_config *cfg)
-{
-	char err[256];
-
-	if (dw_config_parse("t.conf", text, strlen(text), cfg, err, sizeof(err)))
-		fail_msg("config: %s", err);
-}
-
 static void setup(struct fixture *f, const char *text)
 {
 	struct dw_config cfg;
 
 	memset(f, 0, sizeof(*f));
-	parse(text, &cfg);
+	dwt_parse(text, &cfg);
 	assert_int_equal(dw_depset_init(&f->deps, &cfg, LEASE, T0), 0);
 	assert_int_equal(dw_services_sync(&f->s, &f->deps.cfg), 0);
-	for (unsigned i = 0; i < NDESTS; i++) {
-		f->dests[i].dep = f->dests[i].own_dep = -1;
-		assert_int_equal(dw_window_init(&f->dests[i].call_win, 4), 0);
-	}
+	dwt_rows_init(f->dests, NDESTS);
 }
 
 static void teardown(struct fixture *f)
 {
-	for (unsigned i = 0; i < NDESTS; i++)
-		dw_window_free(&f->dests[i].call_win);
+	dwt_rows_free(f->dests, NDESTS);
 	dw_services_free(&f->s);
 	dw_depset_out_free(&f->out);
 	dw_depset_free(&f->deps);
-}
-
-/* dests[i] becomes the inbound row of listening port port. */
-static struct dw_dest *inbound(struct fixture *f, unsigned i, unsigned port)
-{
-	struct dw_dest *d = &f->dests[i];
-
-	struct dw_dest_key key = { .family = DW_FAMILY_INBOUND, .port = port };
-
-	d->used = true;
-	dw_dest_set_key(d, &key);
-	return d;
-}
-
-/* dests[i] becomes a.b.c.d:port. */
-static struct dw_dest *outbound(struct fixture *f, unsigned i, const char *ip4, unsigned port)
-{
-	struct dw_dest *d = &f->dests[i];
-	unsigned a, b, c, e;
-
-	assert_int_equal(sscanf(ip4, "%u.%u.%u.%u", &a, &b, &c, &e), 4);
-	struct dw_dest_key key = { .family = AF_INET, .port = port, .addr = { a, b, c, e } };
-
-	d->used = true;
-	dw_dest_set_key(d, &key);
-	return d;
 }
 
 /* Cumulative counts, as the kernel's counters give them: in flight is the rest. */
@@ -216,14 +178,14 @@ static void test_rows_summed(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	a = inbound(&f, 0, 8080);
+	a = dwt_inbound(&f.dests[0], 8080);
 	requests(a, 10, 6, 1);
 	a->oldest_call_ns = T0 - 2 * SEC;
 	a->sum.last_pid = 100;
 	a->sum.last_conn_ns = 5;
 	strcpy(a->sum.last_comm, "old");
 	timed(a, 10, 50);
-	b = inbound(&f, 1, 8080);
+	b = dwt_inbound(&f.dests[1], 8080);
 	b->key.netns = 7;		/* the same port in another namespace */
 	requests(b, 4, 4, 0);
 	b->oldest_call_ns = T0 - SEC;
@@ -231,10 +193,10 @@ static void test_rows_summed(void **state)
 	b->sum.last_conn_ns = 9;
 	strcpy(b->sum.last_comm, "nginx");
 	timed(b, 30, 50);
-	requests(inbound(&f, 2, 9005), 3, 1, 0);
-	requests(outbound(&f, 3, "10.0.4.7", 8080), 100, 0, 0);
-	requests(inbound(&f, 4, 0), 100, 0, 0);
-	requests(inbound(&f, 5, 8080), 100, 0, 0);
+	requests(dwt_inbound(&f.dests[2], 9005), 3, 1, 0);
+	requests(dwt_outbound(&f.dests[3], "10.0.4.7", 8080), 100, 0, 0);
+	requests(dwt_inbound(&f.dests[4], 0), 100, 0, 0);
+	requests(dwt_inbound(&f.dests[5], 8080), 100, 0, 0);
 	f.dests[5].used = false;
 
 	poll(&f, T0);
@@ -267,7 +229,7 @@ static void test_rates(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	a = inbound(&f, 0, 9000);
+	a = dwt_inbound(&f.dests[0], 9000);
 	requests(a, 10, 10, 0);
 	poll(&f, T0);
 	admin = svc(&f, "admin");
@@ -370,7 +332,7 @@ static void test_pool_events(void **state)
 	(void)state;
 	setup(&f, base_conf);
 	shop = svc(&f, "shop");
-	a = inbound(&f, 0, 8080);
+	a = dwt_inbound(&f.dests[0], 8080);
 	requests(a, 100, 93, 0);	/* 7 of 10 in flight */
 	poll(&f, T0);
 	expect_events(shop, NULL, NULL);
@@ -409,9 +371,9 @@ static void test_latency_and_forecast(void **state)
 	(void)state;
 	setup(&f, base_conf);
 	shop = svc(&f, "shop");
-	pay = outbound(&f, 0, "10.0.3.1", 443);
+	pay = dwt_outbound(&f.dests[0], "10.0.3.1", 443);
 	timed(pay, 100, 20);
-	in = inbound(&f, 1, 8080);
+	in = dwt_inbound(&f.dests[1], 8080);
 	requests(in, 0, 0, 0);
 	poll(&f, T0);
 	assert_near(shop->latency_s, 0.1, 0.0625);
@@ -440,12 +402,12 @@ static void test_path_deadline(void **state)
 	(void)state;
 	setup(&f, base_conf);
 	shop = svc(&f, "shop");
-	in = inbound(&f, 1, 8080);
+	in = dwt_inbound(&f.dests[1], 8080);
 	poll(&f, T0);
 	assert_double_eq(shop->path_p99_ms, -1);	/* no calls on the path */
 	assert_double_eq(svc(&f, "admin")->path_p99_ms, -1);	/* no path */
 
-	pay = outbound(&f, 0, "10.0.3.1", 443);
+	pay = dwt_outbound(&f.dests[0], "10.0.3.1", 443);
 	timed(pay, 1500, 10);
 	requests(in, 10, 0, 0);		/* every worker busy too */
 	poll(&f, T0 + SEC);
@@ -481,12 +443,12 @@ static void test_sync_keeps_by_name(void **state)
 
 	(void)state;
 	setup(&f, base_conf);
-	requests(inbound(&f, 0, 8080), 100, 90, 0);
+	requests(dwt_inbound(&f.dests[0], 8080), 100, 90, 0);
 	poll(&f, T0);
 	poll(&f, T0 + SEC);
 	assert_int_equal(svc(&f, "shop")->level, DW_POOL_EXHAUSTED);
 
-	parse(reload_conf, &next);
+	dwt_parse(reload_conf, &next);
 	assert_int_equal(dw_services_sync(&f.s, &next), 0);
 	assert_int_equal(f.s.n, 2);
 	assert_string_equal(f.s.svc[0].name, "fresh");
