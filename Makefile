@@ -126,6 +126,10 @@ $(OUT)/tests/test_cgroups: $(OUT)/obj-san/user/cgroups.o
 $(OUT)/tests/test_kstate: $(OUT)/obj-san/user/kstate.o
 -include $(wildcard $(OUT)/obj-san/user/kstate.d)
 
+# The control socket's test also links its I/O unit, user/control.c, on sockets of its own.
+$(OUT)/tests/test_control: $(OUT)/obj-san/user/control.o
+-include $(wildcard $(OUT)/obj-san/user/control.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 

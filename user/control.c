@@ -90,56 +90,122 @@ void dw_control_close(int fd, const char *run_dir)
 		unlink(sun.sun_path);
 }
 
-/* A client gets 200 ms to send its request line: the daemon's loop must not wait on it. */
-static int read_request(int fd, char *req, size_t len)
+void dw_clients_init(struct dw_clients *t)
 {
-	size_t have = 0;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-	while (have + 1 < len) {
-		ssize_t n;
-
-		if (poll(&pfd, 1, 200) <= 0)
-			return -ETIMEDOUT;
-		n = read(fd, req + have, len - 1 - have);
-		if (n <= 0)
-			return -EIO;
-		have += n;
-		if (memchr(req, '\n', have))
-			break;
-	}
-	req[have] = 0;
-	req[strcspn(req, "\r\n")] = 0;
-	return 0;
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < DW_CONTROL_CLIENTS; i++)
+		t->c[i].fd = -1;
 }
 
-int dw_control_accept(int listen_fd, char *req, size_t len)
+/* A full table means a client (or a script) that does not let go: said once a minute. */
+static void refuse(struct dw_clients *t, int fd, uint64_t now_ns)
 {
-	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	struct timeval tv = { .tv_sec = 1 };
+	close(fd);
+	t->refused++;
+	if (t->refused > 1 && now_ns - t->refused_log_ns < 60000000000ULL)
+		return;
+	dw_warn("control socket: %d clients connected, closed one more unanswered (%llu so far)",
+		DW_CONTROL_CLIENTS, (unsigned long long)t->refused);
+	t->refused_log_ns = now_ns;
+}
+
+/* One per wakeup: poll is level-triggered, the loop comes back at once for the next. */
+void dw_control_accept(int listen_fd, struct dw_clients *t, uint64_t now_ns)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (read_request(fd, req, len)) {
-		close(fd);
-		return -1;
+		return;
+	for (int i = 0; i < DW_CONTROL_CLIENTS; i++) {
+		struct dw_client *c = &t->c[i];
+
+		if (c->fd < 0) {
+			*c = (struct dw_client){ .fd = fd, .deadline_ns = now_ns + DW_REQUEST_NS };
+			return;
+		}
 	}
-	return fd;
+	refuse(t, fd, now_ns);
 }
 
-void dw_control_reply(int fd, const struct dw_buf *answer)
+short dw_client_events(const struct dw_client *c)
 {
-	size_t off = 0;
+	return c->writing ? POLLOUT : POLLIN;
+}
 
-	while (answer->data && off < answer->len) {
-		ssize_t n = write(fd, answer->data + off, answer->len - off);
+void dw_client_close(struct dw_client *c)
+{
+	close(c->fd);
+	dw_buf_free(&c->answer);
+	*c = (struct dw_client){ .fd = -1 };
+}
 
+int dw_client_read(struct dw_client *c)
+{
+	ssize_t n = read(c->fd, c->req + c->have, sizeof(c->req) - 1 - c->have);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		dw_client_close(c);
+		return -1;
+	}
+	c->have += n;
+	c->req[c->have] = 0;
+	if (!memchr(c->req, '\n', c->have) && c->have + 1 < sizeof(c->req))
+		return 0;
+	c->req[strcspn(c->req, "\r\n")] = 0;
+	return 1;
+}
+
+void dw_client_write(struct dw_client *c, uint64_t now_ns)
+{
+	if (!c->writing) {
+		c->writing = true;
+		c->deadline_ns = now_ns + DW_ANSWER_NS;
+	}
+	while (c->off < c->answer.len) {
+		/* MSG_NOSIGNAL: a client gone is no SIGPIPE, whoever set what */
+		ssize_t n = send(c->fd, c->answer.data + c->off, c->answer.len - c->off,
+				 MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
 		if (n <= 0)
 			break;
-		off += n;
+		c->off += n;
+		c->deadline_ns = now_ns + DW_ANSWER_NS;
 	}
-	close(fd);
+	dw_client_close(c);
+}
+
+int dw_clients_expire(struct dw_clients *t, uint64_t now_ns)
+{
+	uint64_t next = 0;
+
+	for (int i = 0; i < DW_CONTROL_CLIENTS; i++) {
+		struct dw_client *c = &t->c[i];
+
+		if (c->fd < 0)
+			continue;
+		if (c->deadline_ns <= now_ns) {
+			dw_debug("control client closed: %s", c->writing ?
+				 "it stopped reading its answer" : "no request line in time");
+			dw_client_close(c);
+		} else if (!next || c->deadline_ns < next) {
+			next = c->deadline_ns;
+		}
+	}
+	/* rounded up: a wakeup just before the deadline would find nothing to do */
+	return next ? (int)((next - now_ns + 999999) / 1000000) : -1;
+}
+
+void dw_clients_close_all(struct dw_clients *t)
+{
+	for (int i = 0; i < DW_CONTROL_CLIENTS; i++)
+		if (t->c[i].fd >= 0)
+			dw_client_close(&t->c[i]);
 }
 
 static int read_all(int fd, struct dw_buf *answer)

@@ -3,12 +3,18 @@
  * The control socket: <run-dir>/depwatch.sock, a Unix stream socket. A
  * client writes one request line ("status json", "status text"), the daemon
  * answers and closes.
+ *
+ * The daemon's one poll loop serves the clients without ever waiting on one
+ * (the breakers are judged in that loop): their sockets are non-blocking,
+ * each in a slot of a small table with a deadline, and a client past its
+ * deadline is closed.
  */
 #ifndef DW_CONTROL_H
 #define DW_CONTROL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "logic/jsonw.h"
 
 #define DW_CONTROL_SOCK "depwatch.sock"
@@ -24,10 +30,50 @@ int dw_control_listen(const char *run_dir, int group);
 bool dw_control_peer_is_root(int fd);
 void dw_control_close(int fd, const char *run_dir);
 
-/* Accepts one client and reads its request line into req. Returns the client fd or -1. */
-int dw_control_accept(int listen_fd, char *req, size_t len);
-/* Sends the answer and closes the client. */
-void dw_control_reply(int client_fd, const struct dw_buf *answer);
+/* At most this many clients at once: one more is closed unanswered. */
+#define DW_CONTROL_CLIENTS 16
+/* From the connect, for the whole request line: it is one short line. */
+#define DW_REQUEST_NS 200000000ULL
+/*
+ * For the answer, from its start and again from each write that goes
+ * through: a client that stops reading is closed, one that reads a large
+ * answer slowly (a loaded machine) is not.
+ */
+#define DW_ANSWER_NS 2000000000ULL
+
+struct dw_client {
+	int fd;				/* -1: a free slot */
+	bool writing;			/* false: reading the request */
+	size_t have;			/* bytes of req read */
+	char req[DW_REQUEST_MAX];
+	struct dw_buf answer;
+	size_t off;			/* bytes of answer written */
+	uint64_t deadline_ns;		/* CLOCK_MONOTONIC */
+};
+
+struct dw_clients {
+	struct dw_client c[DW_CONTROL_CLIENTS];
+	uint64_t refused;		/* closed at once: the table was full */
+	uint64_t refused_log_ns;	/* the last log line about them */
+};
+
+void dw_clients_init(struct dw_clients *t);
+/* Accepts one client into a free slot, or closes it at once when none is left. */
+void dw_control_accept(int listen_fd, struct dw_clients *t, uint64_t now_ns);
+/* What to poll the client for. */
+short dw_client_events(const struct dw_client *c);
+/*
+ * Reads what the client sent. 1: its request line is in req, without the
+ * line end (a longer line is cut at DW_REQUEST_MAX - 1 bytes and taken as it
+ * is); 0: more is to come; -1: it closed or failed first, and is closed.
+ */
+int dw_client_read(struct dw_client *c);
+/* Sends what the socket takes of answer; closes the client once all is out or it is gone. */
+void dw_client_write(struct dw_client *c, uint64_t now_ns);
+void dw_client_close(struct dw_client *c);
+/* Closes the clients past their deadline; the poll timeout in ms to the next one, -1: none. */
+int dw_clients_expire(struct dw_clients *t, uint64_t now_ns);
+void dw_clients_close_all(struct dw_clients *t);
 
 /* Client side: sends request, reads the whole answer. 0 or a negative errno (said on stderr). */
 int dw_control_request(const char *run_dir, const char *request, struct dw_buf *answer);

@@ -64,6 +64,7 @@ struct daemon {
 	int signal_fd;
 	int timer_fd;
 	int fast_fd;		/* one-shot: the next outstanding call to turn slow (arm_fast) */
+	struct dw_clients clients;	/* of the control socket, served in the loop */
 	struct dw_global_stats reported;	/* kernel trouble counters as last logged */
 	uint64_t reported_ns;
 };
@@ -283,37 +284,42 @@ static void status_json_capped(struct daemon *d, const char *arg, struct dw_buf 
 	dw_report_json(out, &d->coll, &d->deps.set, &d->svcs, &info);
 }
 
-static void answer(struct daemon *d, int client, const char *req)
+/*
+ * A request acts in full before its answer is queued: "ok" to a breaker
+ * means forced. The answer then goes out as the client reads it; a client
+ * still connected when the daemon stops gets none or part of it (no
+ * request stops the daemon).
+ */
+static void answer(struct daemon *d, struct dw_client *c)
 {
-	struct dw_buf out = {};
+	struct dw_buf *out = &c->answer;
+	const char *req = c->req;
 
-	if (!strncmp(req, "breaker ", 8) && !dw_control_peer_is_root(client))
-		dw_buf_printf(&out, "error: forcing a breaker needs root (--group grants reading only)\n");
+	if (!strncmp(req, "breaker ", 8) && !dw_control_peer_is_root(c->fd))
+		dw_buf_printf(out, "error: forcing a breaker needs root (--group grants reading only)\n");
 	else if (!strncmp(req, "breaker ", 8))
-		force(d, req + 8, &out);
+		force(d, req + 8, out);
 	else if (!strcmp(req, "status json"))
-		dw_report_json(&out, &d->coll, &d->deps.set, &d->svcs, &d->info);
+		dw_report_json(out, &d->coll, &d->deps.set, &d->svcs, &d->info);
 	else if (!strncmp(req, "status json ", 12))
-		status_json_capped(d, req + 12, &out);
+		status_json_capped(d, req + 12, out);
 	else if (!strcmp(req, "top tsv"))
-		dw_report_tsv(&out, &d->coll, &d->deps.set, &d->svcs);
+		dw_report_tsv(out, &d->coll, &d->deps.set, &d->svcs);
 	else if (!strcmp(req, "status text"))
-		dw_report_text(&out, &d->coll, &d->deps.set, &d->svcs, &d->info);
+		dw_report_text(out, &d->coll, &d->deps.set, &d->svcs, &d->info);
 	else
-		dw_buf_printf(&out, "error: unknown request\n");
-	if (out.oom)
+		dw_buf_printf(out, "error: unknown request\n");
+	if (out->oom)
 		dw_err("out of memory answering a status request");
-	dw_control_reply(client, &out);
-	dw_buf_free(&out);
+	dw_client_write(c, dw_monotonic_ns());
 }
 
-static void on_control(struct daemon *d)
+static void on_client(struct daemon *d, struct dw_client *c)
 {
-	char req[DW_REQUEST_MAX];
-	int client = dw_control_accept(d->control_fd, req, sizeof(req));
-
-	if (client >= 0)
-		answer(d, client, req);
+	if (c->writing)
+		dw_client_write(c, dw_monotonic_ns());
+	else if (dw_client_read(c) > 0)
+		answer(d, c);
 }
 
 /* Full maps and failed allocations: a log line when they grow, at most once a minute. */
@@ -461,15 +467,28 @@ static int on_signal(struct daemon *d)
 
 static void loop(struct daemon *d)
 {
-	struct pollfd pfds[4] = {
+	struct pollfd pfds[4 + DW_CONTROL_CLIENTS] = {
 		{ .fd = d->signal_fd, .events = POLLIN },
 		{ .fd = d->timer_fd, .events = POLLIN },
 		{ .fd = d->control_fd, .events = POLLIN },
 		{ .fd = d->fast_fd, .events = POLLIN },
 	};
+	struct dw_client *polled[DW_CONTROL_CLIENTS];
 
 	for (;;) {
-		if (poll(pfds, 4, -1) < 0) {
+		/* the timerfds wake the loop for the daemon's work, the timeout for the clients' deadlines */
+		int timeout = dw_clients_expire(&d->clients, dw_monotonic_ns());
+		int n = 0;
+
+		for (int i = 0; i < DW_CONTROL_CLIENTS; i++) {
+			struct dw_client *c = &d->clients.c[i];
+
+			if (c->fd >= 0) {
+				pfds[4 + n] = (struct pollfd){ .fd = c->fd, .events = dw_client_events(c) };
+				polled[n++] = c;
+			}
+		}
+		if (poll(pfds, 4 + n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			dw_err("poll: %s", strerror(errno));
@@ -481,8 +500,12 @@ static void loop(struct daemon *d)
 			on_timer(d);
 		else if (pfds[3].revents & POLLIN)
 			on_fast(d);
+		for (int i = 0; i < n; i++)
+			if (pfds[4 + i].revents)
+				on_client(d, polled[i]);
+		/* after the clients: it may take a slot one of them just left */
 		if (pfds[2].revents & POLLIN)
-			on_control(d);
+			dw_control_accept(d->control_fd, &d->clients, dw_monotonic_ns());
 	}
 }
 
@@ -595,6 +618,7 @@ static int start(struct daemon *d, struct dw_config *cfg)
 static void stop(struct daemon *d)
 {
 	dw_metrics_stop();
+	dw_clients_close_all(&d->clients);
 	dw_control_close(d->control_fd, d->opts.run_dir);
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
@@ -636,6 +660,7 @@ int dw_cmd_run(int argc, char **argv)
 		return 1;
 	}
 	libbpf_set_print(libbpf_print);
+	dw_clients_init(&d.clients);
 	d.bpf.pin_dir_fd = -1;
 	err = start(&d, &cfg);
 	if (!err)
