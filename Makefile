@@ -236,7 +236,7 @@ $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 # The floor (issue 17): trivial programs on depwatch's hooks and their loader.
 $(OUT)/floor.bpf.o: bench/floor.bpf.c $(OUT)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter -I$(OUT) -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) $(FLOOR_CFLAGS) -Wno-unused-parameter -I$(OUT) -c $< -o $@
 	$(Q)llvm-strip -g $@ 2>/dev/null || true
 
 $(OUT)/floor.skel.h: $(OUT)/floor.bpf.o
@@ -258,7 +258,7 @@ bench-before: | $(OUT)
 	$(Q)bash bench/build-before.sh $(BEFORE_REV) $(OUT)/depwatch-before
 
 # An experiment variant for the same arm (BEFORE=$(OUT)/depwatch-$(VARIANT)): this commit with
-# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend), built likewise.
+# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend, nostack, nocount, nocallers, noclock, nosender, noretry, bare; bench/README.md), built likewise.
 VARIANT ?= percpu
 .PHONY: bench-variant
 bench-variant: | $(OUT)

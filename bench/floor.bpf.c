@@ -33,10 +33,41 @@ static __always_inline void count(__u32 hook)
 		(*n)++;
 }
 
-SEC("tp_btf/tcp_sendmsg_locked")
-int BPF_PROG(fl_sendmsg)
+/*
+ * Experiments, built only on request (FLOOR_CFLAGS=-DFLOOR_CLOCK and/or
+ * -DFLOOR_STORAGE, into an OUT of their own; bench/README.md): the floor
+ * plus one clock read per send (as a call timer needs: a call's start, an
+ * inbound request's end), plus one socket-storage lookup per send and per
+ * data_ready: what these helper calls cost on this machine, apart from any
+ * call model.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} fl_socks SEC(".maps");
+
+static __always_inline void count_sk(__u32 hook, struct sock *sk, int clock)
 {
-	count(FL_SENDMSG);
+	__u64 *n = bpf_map_lookup_elem(&fl_counts, &hook);
+
+	if (!n)
+		return;
+	(*n)++;
+#ifdef FLOOR_CLOCK
+	if (clock)
+		*n += bpf_ktime_get_ns() & 1;
+#endif
+#ifdef FLOOR_STORAGE
+	*n += !!bpf_sk_storage_get(&fl_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+#endif
+}
+
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(fl_sendmsg, struct sock *sk)
+{
+	count_sk(FL_SENDMSG, sk, 1);
 	return 0;
 }
 
@@ -48,9 +79,9 @@ int BPF_PROG(fl_recv)
 }
 
 SEC("tp_btf/sk_data_ready")
-int BPF_PROG(fl_data_ready)
+int BPF_PROG(fl_data_ready, struct sock *sk)
 {
-	count(FL_DATA_READY);
+	count_sk(FL_DATA_READY, sk, 0);
 	return 0;
 }
 
