@@ -40,12 +40,7 @@ def ask(d, request):
     s = connect(d)
     try:
         s.sendall(request.encode() + b"\n")
-        chunks = []
-        while True:
-            b = s.recv(65536)
-            if not b:
-                return b"".join(chunks)
-            chunks.append(b)
+        return read_rest(s)
     finally:
         s.close()
 
@@ -71,6 +66,7 @@ def closed_by_daemon(s, timeout):
 
 
 def read_rest(s):
+    """What is left to read on s, up to the daemon's close."""
     s.settimeout(10)
     chunks = []
     while True:
