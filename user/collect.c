@@ -96,6 +96,8 @@ void dw_collect_free(struct dw_collector *c)
 	}
 	free(c->dests);
 	free(c->waits);
+	for (unsigned r = 0; r < c->ncallers; r++)
+		dw_window_free(&c->callers[r].win);
 	free(c->callers);
 	free(c->rows);
 	free(c->seq_before);
@@ -400,6 +402,10 @@ static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 	if (!row.taken || row.slot >= b->details.rows)
 		return;
 	if (!a->used) {
+		if (dw_window_init(&a->win, c->nslots)) {
+			dw_err("out of memory for caller figures");
+			return;
+		}
 		a->used = true;
 		a->fig.cgroup_id = row.cgroup_id;
 		a->fig.slot = row.slot;
@@ -409,13 +415,7 @@ static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 	/* the destination's key was published after its slot: take it once it is there */
 	if (!dw_dest_key_published(row.slot, &a->key))
 		a->key = dw_bpf_detail(b, row.slot)->dest;
-	for (unsigned i = 0; i < DW_CALLER_BUCKETS; i++) {
-		__u32 delta = row.call[i] - a->seen[i];
-
-		a->fig.hist[i] += delta;
-		a->fig.calls += delta;	/* completed: the histogram's sum */
-		a->seen[i] = row.call[i];
-	}
+	dw_caller_take(&a->fig.calls, &a->win, a->seen, row.call);
 	a->fig.failed = row.calls_failed;
 	a->fig.slow = row.calls_slow;
 	ended = a->fig.calls + a->fig.failed;
@@ -492,6 +492,7 @@ size_t dw_collect_callers(const struct dw_collector *c, struct dw_caller_fig **o
 		d = slot_for(c->dests, c->cap, &a->key);
 		v[n] = a->fig;
 		v[n].dep = d->used ? d->dep : -1;
+		v[n].window_calls = dw_caller_window(&a->win, v[n].hist);
 		n++;
 	}
 	n = dw_callers_merge(v, n);
@@ -587,6 +588,10 @@ static void start_interval(struct dw_collector *c)
 		dw_window_advance(&d->connect_win);
 		pending_clear(d);
 	}
+	/* callers' windows move with their destinations' (their rows are read in the same poll) */
+	for (unsigned r = 0; r < c->ncallers; r++)
+		if (c->callers[r].used)
+			dw_window_advance(&c->callers[r].win);
 	c->nwaits = 0;
 }
 

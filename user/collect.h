@@ -19,7 +19,9 @@ struct dw_cgroups;
 
 /* One kernel caller row (issue 16) as the collector keeps it: figures, and what it last read. */
 struct dw_caller_acc {
-	struct dw_caller_fig fig;	/* dep is -1 here: the outputs assign it (dw_collect_callers) */
+	/* dep is -1 here and hist unused: the outputs assign them (dw_collect_callers) */
+	struct dw_caller_fig fig;
+	struct dw_window win;		/* completed calls' histogram deltas, one slot per poll */
 	struct dw_dest_key key;		/* its destination */
 	bool used;
 	uint64_t prev_ended;		/* completed + failed at the poll before */

@@ -192,6 +192,8 @@ static void json_caller(struct dw_buf *out, const struct dw_collector *c, const 
 		      (unsigned long long)f->calls, (unsigned long long)f->failed,
 		      (unsigned long long)f->slow, (unsigned long long)f->inflight);
 	dw_json_field_opt(out, "oldest_inflight_ms", f->oldest_ns ? rv_age_ms(now, f->oldest_ns) : -1, 3);
+	/* the window's, as the dependency's own: the same null with no call completed in it */
+	dw_buf_printf(out, ",\"window_calls\":%llu", (unsigned long long)f->window_calls);
 	dw_json_field_opt(out, "p50_ms", dw_caller_percentile_ns(f->hist, 0.50) / 1e6, 3);
 	dw_json_field_opt(out, "p99_ms", dw_caller_percentile_ns(f->hist, 0.99) / 1e6, 3);
 	dw_buf_putc(out, '}');

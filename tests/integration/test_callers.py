@@ -3,7 +3,8 @@ places in cgroups it creates under the cgroup v2 mount, named like a systemd
 unit and like a docker container, call one dependency a known number of
 times; status --json must give each caller its exact calls and in-flight,
 named and of the right kind. A cgroup removed while its connection stays
-open shows as gone:<id>.
+open shows as gone:<id>. A caller's percentiles are over the window, as its
+dependency's: slow calls the window has moved past no longer count in them.
 """
 
 import json
@@ -14,7 +15,8 @@ import sys
 import time
 
 import test_top
-from harness import DEPWATCH, LoopbackServer, dependency, start_configured, unique_name
+from harness import (DEPWATCH, INTERVAL_MS, Daemon, LoopbackServer, dependency, find_dest, fmt_dest,
+                     start_configured, unique_name, write_config)
 import unittest
 
 # A client process: joins its cgroup, makes CALLS calls on one connection, then sends
@@ -40,6 +42,27 @@ h = socket.create_connection((host, hold_port))
 h.sendall(b"GET\n")
 print("ready", flush=True)
 sys.stdin.read()
+"""
+
+# A client process in phases: joins its cgroup, then for each line "N" read on stdin makes N
+# calls on one connection and prints "done"; ends at end of input.
+PHASED = r"""
+import os, socket, sys
+cg, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+    f.write(str(os.getpid()))
+s = socket.create_connection((host, port))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+for req in sys.stdin:
+    for _ in range(int(req)):
+        s.sendall(b"GET\n")
+        b = b""
+        while not b.endswith(b"\n"):
+            got = s.recv(4096)
+            if not got:
+                raise SystemExit("closed")
+            b += got
+    print("done", flush=True)
 """
 
 
@@ -186,6 +209,95 @@ class TestCallers(unittest.TestCase):
         self.assertTrue(opened[0]["callers"].startswith("payments-api.service:1,docker:%s:1" % cid[:12]),
                         opened[0])
         hold.release()
+
+    @staticmethod
+    def table_caller(d, name):
+        """The cells of a caller's line in the status table (the last two: p50, p99)."""
+        text = subprocess.run([DEPWATCH, "status", "--run-dir", d.run_dir], capture_output=True, text=True,
+                              timeout=10).stdout
+        lines = [l for l in text.splitlines() if l.startswith("  <- %s " % name)]
+        if not lines:
+            raise AssertionError("no caller line for %s in:\n%s" % (name, text))
+        return lines[0].split()
+
+    def test_percentiles_over_the_window(self):
+        """Slow calls, a window's wait, fast calls: the caller's p50/p99 are the fast calls',
+        as its dependency's are, window_calls counts the fast calls only, calls every one."""
+        SLOW, FAST = 5, 20
+        slow_s, fast_s, window_s = 0.2, 0.02, 2
+        host = "127.%d.%d.%d" % (random.randint(80, 250), random.randint(1, 250), random.randint(2, 250))
+        srv = LoopbackServer(host, mode="delay", delay=slow_s)
+        self.addCleanup(srv.close)
+        conf = write_config("[dependency store]\nmatch = %s\n" % host)
+        self.addCleanup(os.unlink, conf)
+        d = Daemon(extra_args=["-c", conf, "--window", "%ds" % window_s])
+        self.addCleanup(d.cleanup)
+        d.start()
+        unit = os.path.join(self.slice, "checkout.service")
+        os.mkdir(unit)
+        p = subprocess.Popen([sys.executable, "-c", PHASED, unit, host, str(srv.port)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(self.stop_client, p)
+
+        def phase(n):
+            p.stdin.write("%d\n" % n)
+            p.stdin.flush()
+            self.assertEqual(p.stdout.readline().strip(), "done")
+
+        phase(SLOW)
+        # the slow calls as the old code showed them: in the caller's percentiles
+        st = d.wait_for(lambda st: caller(dependency(st, "store"), "checkout.service")["calls"] == SLOW,
+                        what="the slow calls counted")
+        row = caller(dependency(st, "store"), "checkout.service")
+        self.assertEqual(row["calls"], SLOW, row)
+        self.assertGreater(row["p99_ms"], 1000 * slow_s * 0.85, row)
+        # the window moves past them (two intervals of slack for the last poll's slot)
+        time.sleep(window_s + 2 * INTERVAL_MS / 1000)
+        st = d.wait_for(lambda st: caller(dependency(st, "store"), "checkout.service")["window_calls"] == 0,
+                        what="the slow calls out of the window")
+        row = caller(dependency(st, "store"), "checkout.service")
+        self.assertEqual(row["window_calls"], 0, row)
+        self.assertIsNone(row["p50_ms"], row)
+        self.assertIsNone(row["p99_ms"], row)
+        self.assertIsNone(dependency(st, "store")["p99_ms"], dependency(st, "store"))
+        self.assertEqual(row["calls"], SLOW, row)
+        # the table shows no percentiles as it does for a dependency with none: "-"
+        self.assertEqual(self.table_caller(d, "checkout.service")[-2:], ["-", "-"])
+        srv.delay = fast_s
+        t0 = time.monotonic()
+        phase(FAST)
+        took = time.monotonic() - t0
+        # every fast call inside the window (they took well under it): window_calls is exact
+        self.assertLess(took, window_s / 2, "the fast calls took %.2f s" % took)
+
+        def fast_in(st):
+            r = caller(dependency(st, "store"), "checkout.service")
+            return r["window_calls"] == FAST and r["calls"] == SLOW + FAST
+
+        st = d.wait_for(fast_in, what="the fast calls in the window")
+        dep = dependency(st, "store")
+        row = caller(dep, "checkout.service")
+        dest = find_dest(st, fmt_dest(host, srv.port))
+        print("\n    caller p50 %s p99 %s window_calls %s calls %s; dependency p50 %s p99 %s; dest window_calls %s"
+              % (row["p50_ms"], row["p99_ms"], row["window_calls"], row["calls"], dep["p50_ms"], dep["p99_ms"],
+                 dest["window_calls"]))
+        self.assertEqual(row["window_calls"], FAST, row)
+        self.assertEqual(dest["window_calls"], FAST, dest)
+        self.assertEqual(row["calls"], SLOW + FAST, row)
+        self.assertEqual(row["failed"], 0, row)
+        fast_ms = 1000 * fast_s
+        for q in ("p50_ms", "p99_ms"):
+            # the bucket's middle, within 12.5% of a call that took the delay plus scheduling (5 ms)
+            self.assertGreaterEqual(row[q], fast_ms * 0.875, row)
+            self.assertLessEqual(row[q], (fast_ms + 5) * 1.125, row)
+            # two histograms of 12.5% each over the same calls
+            self.assertLessEqual(abs(row[q] - dep[q]), 0.25 * dep[q] + 1, (row, dep))
+        # the status table shows the same: the caller's p99 is no longer the slow calls'
+        cell = self.table_caller(d, "checkout.service")[-1]
+        self.assertRegex(cell, r"^[0-9.]+ms$")
+        self.assertLess(float(cell[:-2]), 1000 * slow_s / 2, cell)
+        p.stdin.close()
+        p.wait(10)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ static struct dw_caller_fig fig(int dep, uint64_t cg, uint64_t calls, uint64_t i
 	f.inflight = inflight;
 	f.oldest_ns = oldest;
 	f.recent = calls;
+	f.window_calls = calls;
 	f.hist[dw_caller_bucket(1000000)] = calls;	/* 1 ms each */
 	return f;
 }
@@ -45,6 +46,7 @@ static void test_merge_and_rank(void **state)
 	assert_int_equal(v[1].inflight, 3);
 	assert_int_equal(v[1].oldest_ns, 2000);
 	assert_int_equal(v[1].recent, 15);
+	assert_int_equal(v[1].window_calls, 15);
 	assert_int_equal(v[1].hist[dw_caller_bucket(1000000)], 15);
 	assert_int_equal(v[2].cgroup_id, 300);
 	assert_int_equal(v[3].cgroup_id, 400);
@@ -107,6 +109,95 @@ static void test_percentiles(void **state)
 	}
 }
 
+/* One caller row as the collector keeps it: calls since start, the window, the last read. */
+struct row {
+	uint64_t calls;
+	struct dw_window win;
+	uint32_t seen[DW_CALLER_BUCKETS];
+	uint32_t kernel[DW_CALLER_BUCKETS];	/* the kernel's cumulative histogram */
+};
+
+/* A poll as the collector does one: the window moves on, then the row is read. */
+static void poll(struct row *r)
+{
+	dw_window_advance(&r->win);
+	dw_caller_take(&r->calls, &r->win, r->seen, r->kernel);
+}
+
+/* The window's p in ns, and its calls in *n. */
+static double window_pct(const struct row *r, double q, uint64_t *n)
+{
+	uint64_t hist[DW_CALLER_BUCKETS];
+
+	*n = dw_caller_window(&r->win, hist);
+	return dw_caller_percentile_ns(hist, q);
+}
+
+/*
+ * An incident's history: 100 calls of 1 s, then fast ones (2 ms). Once the
+ * window has moved past the slow ones, its p99 is the fast calls' while calls
+ * since start still count every one.
+ */
+static void test_window_moves_past_slow(void **state)
+{
+	const unsigned nslots = 4;
+	struct row r;
+	uint64_t n;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(dw_window_init(&r.win, nslots), 0);
+	r.kernel[dw_caller_bucket(1000000000)] = 100;
+	poll(&r);
+	assert_near(window_pct(&r, 0.99, &n), 1e9, 0.125);
+	assert_int_equal(n, 100);
+	/* the slow poll and nslots - 1 of fast calls: the slow ones still in the window */
+	for (unsigned i = 1; i < nslots; i++) {
+		r.kernel[dw_caller_bucket(2000000)] += 50;
+		poll(&r);
+	}
+	assert_near(window_pct(&r, 0.99, &n), 1e9, 0.125);
+	assert_int_equal(n, 100 + 50 * (nslots - 1));
+	/* one more poll: the slow poll has left the window */
+	r.kernel[dw_caller_bucket(2000000)] += 50;
+	poll(&r);
+	assert_near(window_pct(&r, 0.99, &n), 2e6, 0.125);
+	assert_near(window_pct(&r, 0.50, &n), 2e6, 0.125);
+	assert_int_equal(n, 50 * nslots);
+	assert_int_equal(r.calls, 100 + 50 * nslots);
+	/* no calls for a whole window: no percentiles (null), calls since start unchanged */
+	for (unsigned i = 0; i < nslots; i++)
+		poll(&r);
+	assert_double_eq(window_pct(&r, 0.99, &n), -1);
+	assert_int_equal(n, 0);
+	assert_int_equal(r.calls, 100 + 50 * nslots);
+	dw_window_free(&r.win);
+}
+
+/* The kernel's u32 buckets wrap: the delta is taken modulo 2^32, in both counts. */
+static void test_take_wraps(void **state)
+{
+	struct row r;
+	unsigned b = dw_caller_bucket(3000000);
+	uint64_t n;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(dw_window_init(&r.win, 2), 0);
+	r.seen[b] = r.kernel[b] = 0xfffffff0u;
+	r.kernel[b] += 0x20;	/* wraps to 0x10 */
+	poll(&r);
+	assert_int_equal(r.calls, 0x20);
+	assert_near(window_pct(&r, 0.99, &n), 3e6, 0.125);
+	assert_int_equal(n, 0x20);
+	assert_int_equal(r.seen[b], 0x10);
+	/* a read with nothing new adds nothing */
+	poll(&r);
+	assert_int_equal(r.calls, 0x20);
+	assert_int_equal(n, 0x20);
+	dw_window_free(&r.win);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +205,8 @@ int main(void)
 		cmocka_unit_test(test_ties),
 		cmocka_unit_test(test_buckets),
 		cmocka_unit_test(test_percentiles),
+		cmocka_unit_test(test_window_moves_past_slow),
+		cmocka_unit_test(test_take_wraps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdlib.h>
+#include <string.h>
 #include "callers.h"
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -33,6 +34,7 @@ static int by_rank(const void *pa, const void *pb)
 void dw_caller_fig_add(struct dw_caller_fig *a, const struct dw_caller_fig *b)
 {
 	a->calls += b->calls;
+	a->window_calls += b->window_calls;
 	a->failed += b->failed;
 	a->slow += b->slow;
 	a->recent += b->recent;
@@ -61,6 +63,43 @@ size_t dw_callers_merge(struct dw_caller_fig *v, size_t n)
 	}
 	qsort(v, out, sizeof(*v), by_rank);
 	return out;
+}
+
+void dw_caller_take(uint64_t *calls, struct dw_window *win, uint32_t *seen, const uint32_t *now)
+{
+	for (unsigned i = 0; i < DW_CALLER_BUCKETS; i++) {
+		uint32_t delta = now[i] - seen[i];
+
+		if (!delta)
+			continue;
+		*calls += delta;	/* completed: the histogram's sum */
+		/* out of memory: the window misses these, calls since start do not */
+		dw_window_add(win, i, delta);
+		seen[i] = now[i];
+	}
+}
+
+/*
+ * Not dw_window_merge: it fills DW_HIST_BUCKETS (448) buckets, and callers
+ * are read at every status, scrape and alert, up to thousands of them.
+ */
+uint64_t dw_caller_window(const struct dw_window *win, uint64_t *hist)
+{
+	uint64_t total = 0;
+
+	memset(hist, 0, DW_CALLER_BUCKETS * sizeof(*hist));
+	for (unsigned i = 0; win->slots && i < win->nslots; i++) {
+		const struct dw_window_slot *s = &win->slots[i];
+
+		for (unsigned j = 0; j < s->npairs; j++) {
+			/* only dw_caller_take adds: its buckets are below DW_CALLER_BUCKETS */
+			if (s->pairs[j].bucket >= DW_CALLER_BUCKETS)
+				continue;
+			hist[s->pairs[j].bucket] += s->pairs[j].count;
+			total += s->pairs[j].count;
+		}
+	}
+	return total;
 }
 
 void dw_caller_bucket_bounds(unsigned b, double *lo, double *hi)

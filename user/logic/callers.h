@@ -10,17 +10,24 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "dwtypes.h"
+#include "window.h"
 
 struct dw_caller_fig {
 	uint64_t cgroup_id;		/* 0: unknown (the owner could not be found) */
 	int dep;			/* the dependency (index in the set), -1: none yet */
 	unsigned slot;			/* its destination's slot (one of them, after a merge) */
 	uint64_t calls;			/* completed, since the daemon started */
+	uint64_t window_calls;		/* completed in the window (the sum of hist) */
 	uint64_t failed, slow;
 	uint64_t recent;		/* calls completed or failed in the last interval */
 	uint64_t inflight;		/* outstanding now (the pending table) */
 	uint64_t oldest_ns;		/* start of the oldest outstanding call, 0: none */
-	uint64_t hist[DW_CALLER_BUCKETS];	/* completed call durations since the daemon started */
+	/*
+	 * Completed call durations in the window, as the dependency's own
+	 * percentiles are: a caller's p99 since start would be diluted by
+	 * hours of history and disagree with its dependency's on one screen.
+	 */
+	uint64_t hist[DW_CALLER_BUCKETS];
 };
 
 /*
@@ -33,6 +40,21 @@ size_t dw_callers_merge(struct dw_caller_fig *v, size_t n);
 
 /* Adds b's figures into a (the oldest call stays the oldest). */
 void dw_caller_fig_add(struct dw_caller_fig *a, const struct dw_caller_fig *b);
+
+/*
+ * One read of a caller row: the kernel's cumulative histogram now, against
+ * seen (what was last read, updated). Each bucket's delta, modulo 2^32 (the
+ * kernel's u32 buckets wrap), goes to calls since start and to the window's
+ * current slot. A row seen for the first time has seen all zero: what it
+ * counted before goes in whole, as a new destination's does.
+ */
+void dw_caller_take(uint64_t *calls, struct dw_window *win, uint32_t *seen, const uint32_t *now);
+
+/*
+ * The window's calls as a caller histogram: hist[DW_CALLER_BUCKETS] filled
+ * (caller buckets, not the destinations' DW_HIST_BUCKETS), the total returned.
+ */
+uint64_t dw_caller_window(const struct dw_window *win, uint64_t *hist);
 
 /* The q-quantile of a caller histogram in ns (its bucket's middle), -1 with no calls. */
 double dw_caller_percentile_ns(const uint64_t *hist, double q);
