@@ -19,13 +19,12 @@ from harness import (DEPWATCH, INTERVAL_MS, Daemon, LoopbackServer, dependency, 
                      start_configured, unique_name, write_config)
 import unittest
 
-# A client process: joins its cgroup, makes CALLS calls on one connection, then sends
-# one request to the hold server and waits (that call stays in flight) until stdin closes.
-CLIENT = r"""
+# What both client processes share: joining their cgroup, reading one answer line.
+PRELUDE = r"""
 import os, socket, sys
-cg, host, port, hold_port, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-    f.write(str(os.getpid()))
+def join(cg):
+    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
 def line(s):
     b = b""
     while not b.endswith(b"\n"):
@@ -33,6 +32,13 @@ def line(s):
         if not got:
             raise SystemExit("closed")
         b += got
+"""
+
+# A client process: joins its cgroup, makes CALLS calls on one connection, then sends
+# one request to the hold server and waits (that call stays in flight) until stdin closes.
+CLIENT = PRELUDE + r"""
+cg, host, port, hold_port, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+join(cg)
 s = socket.create_connection((host, port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 for _ in range(calls):
@@ -46,22 +52,15 @@ sys.stdin.read()
 
 # A client process in phases: joins its cgroup, then for each line "N" read on stdin makes N
 # calls on one connection and prints "done"; ends at end of input.
-PHASED = r"""
-import os, socket, sys
+PHASED = PRELUDE + r"""
 cg, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-    f.write(str(os.getpid()))
+join(cg)
 s = socket.create_connection((host, port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 for req in sys.stdin:
     for _ in range(int(req)):
         s.sendall(b"GET\n")
-        b = b""
-        while not b.endswith(b"\n"):
-            got = s.recv(4096)
-            if not got:
-                raise SystemExit("closed")
-            b += got
+        line(s)
     print("done", flush=True)
 """
 
