@@ -97,6 +97,14 @@ void dw_clients_init(struct dw_clients *t)
 		t->c[i].fd = -1;
 }
 
+void dw_clients_figs(const struct dw_clients *t, struct dw_control_figs *f)
+{
+	f->clients = 0;
+	for (int i = 0; i < DW_CONTROL_CLIENTS; i++)
+		f->clients += t->c[i].fd >= 0;
+	f->refused = t->refused;
+}
+
 /* A full table means a client (or a script) that does not let go: said once a minute. */
 static void refuse(struct dw_clients *t, int fd, uint64_t now_ns)
 {

@@ -65,6 +65,7 @@ struct daemon {
 	int timer_fd;
 	int fast_fd;		/* one-shot: the next outstanding call to turn slow (arm_fast) */
 	struct dw_clients clients;	/* of the control socket, served in the loop */
+	struct dw_control_figs control;	/* of clients, as of the request being answered (info.control) */
 	struct dw_global_stats reported;	/* kernel trouble counters as last logged */
 	uint64_t reported_ns;
 };
@@ -295,6 +296,7 @@ static void answer(struct daemon *d, struct dw_client *c)
 	struct dw_buf *out = &c->answer;
 	const char *req = c->req;
 
+	dw_clients_figs(&d->clients, &d->control);
 	if (!strncmp(req, "breaker ", 8) && !dw_control_peer_is_root(c->fd))
 		dw_buf_printf(out, "error: forcing a breaker needs root (--group grants reading only)\n");
 	else if (!strncmp(req, "breaker ", 8))
@@ -396,8 +398,12 @@ static void poll_once(struct daemon *d)
 	dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
 	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
 	report_kernel_trouble(d);
-	if (d->opts.metrics)
-		dw_metrics_publish(&d->coll, &d->deps.set, &d->svcs);
+	if (d->opts.metrics) {
+		struct dw_control_figs control;
+
+		dw_clients_figs(&d->clients, &control);
+		dw_metrics_publish(&d->coll, &d->deps.set, &d->svcs, &control);
+	}
 	arm_fast(d);
 }
 
@@ -595,7 +601,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .max_series = d->opts.max_series,
 					 .max_conns = d->bpf.max_conns,
 					 .backend = dw_backend_name(d->bpf.backend),
-					 .programs = d->programs };
+					 .programs = d->programs,
+					 .control = &d->control };
 	poll_once(d);
 	/* enforce = abort, abort_after: other network namespaces need setns (doc/enforcement.md) */
 	err = dw_drop_privileges(dw_abort_wants_netns(&d->abort, &d->deps.set));

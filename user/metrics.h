@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 struct dw_collector;
+struct dw_control_figs;
 struct dw_deps;
 struct dw_services;
 
@@ -41,7 +42,7 @@ int dw_metrics_serve(void);
 
 /* After each poll: renders every metric and makes it the one served. A no-op when not started. */
 void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps,
-			const struct dw_services *svcs);
+			const struct dw_services *svcs, const struct dw_control_figs *control);
 
 /* Stops the server, frees everything; safe when not started, and twice. */
 void dw_metrics_stop(void);

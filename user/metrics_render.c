@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
+#include "control.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/jsonw.h"
@@ -371,6 +372,17 @@ static void process_families(struct dw_buf *o, const struct dw_collector *c)
 #undef KERNEL_FAMILY
 }
 
+/* The control socket's clients: at the poll that rendered the page. */
+static void control_families(struct dw_buf *o, const struct dw_control_figs *f)
+{
+	family(o, "depwatch_control_clients", "gauge",
+	       "Clients connected to the control socket (status, top, breaker) at the last poll.");
+	dw_buf_printf(o, "depwatch_control_clients %u\n", f ? f->clients : 0);
+	family(o, "depwatch_control_refused_total", "counter",
+	       "Control socket clients closed unanswered, every slot taken, since the daemon started.");
+	dw_buf_printf(o, "depwatch_control_refused_total %llu\n", f ? (unsigned long long)f->refused : 0ULL);
+}
+
 /* {service="NAME" (names are checked by the config parser: no quote, backslash or newline) */
 static void svc_series(struct dw_buf *o, const char *name, const struct dw_svc *svc)
 {
@@ -573,7 +585,8 @@ static void fold_families(struct dw_buf *o)
 }
 
 static void render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
-		   const struct dw_services *svcs, const struct fig *figs, size_t n)
+		   const struct dw_services *svcs, const struct dw_control_figs *control,
+		   const struct fig *figs, size_t n)
 {
 	for (size_t i = 0; i < sizeof(simples) / sizeof(simples[0]); i++)
 		simple_family(o, &simples[i], figs, n);
@@ -590,6 +603,7 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 	caller_families(o, c, deps);
 	service_families(o, deps, svcs);
 	process_families(o, c);
+	control_families(o, control);
 	fold_families(o);
 }
 
@@ -661,7 +675,7 @@ static size_t cap_figs(const struct dw_deps *deps, size_t n)
 
 /* The whole page into o: 0, or -ENOMEM (o then holds part of it). */
 int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
-		      const struct dw_services *svcs)
+		      const struct dw_services *svcs, const struct dw_control_figs *control)
 {
 	uint64_t t0 = dw_monotonic_ns();
 	size_t n = 0;
@@ -688,7 +702,7 @@ int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const stru
 		label_of(&pg.figs[n++]);
 	}
 	n = cap_figs(deps, n);
-	render(o, c, deps, svcs, pg.figs, n);
+	render(o, c, deps, svcs, control, pg.figs, n);
 	if (o->oom)
 		return -ENOMEM;
 	pg.render_ns = dw_monotonic_ns() - t0;

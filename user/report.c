@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
+#include "control.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/topn.h"
@@ -150,6 +151,13 @@ static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const 
 	dw_buf_printf(out, ",\"conns_max\":%u,\"poll_ms\":", info->max_conns);
 	dw_json_num(out, c->last_poll_ns / 1e6, 3);
 	dw_buf_printf(out, ",\"rows_unstable\":%llu}", (unsigned long long)c->rows_unstable);
+}
+
+/* The control socket: clients connected now (the one asking among them), and those closed unanswered. */
+static void json_control(struct dw_buf *out, const struct dw_control_figs *f)
+{
+	dw_buf_printf(out, ",\"control\":{\"clients\":%u,\"refused\":%llu}",
+		      f ? f->clients : 0, f ? (unsigned long long)f->refused : 0ULL);
 }
 
 struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t ncallers, size_t *k,
@@ -528,6 +536,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->interval_ns / 1000000),
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
+	json_control(out, info->control);
 	json_deps(out, c, deps, c->now_ns, info->json_max_series);
 	json_services(out, deps, svcs, c->now_ns);
 	json_inbound(out, c, svcs);

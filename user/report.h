@@ -7,6 +7,7 @@
 #include "logic/jsonw.h"
 
 struct dw_collector;
+struct dw_control_figs;
 struct dw_deps;
 struct dw_services;
 
@@ -20,6 +21,7 @@ struct dw_run_info {
 	unsigned max_conns;	/* the syscalls backend's connection map; 0: socket storage, no size */
 	const char *backend;
 	const char *programs;	/* the start-up line's attached / not attached text */
+	const struct dw_control_figs *control;	/* the control socket's clients, as of the request */
 };
 
 void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
+#include "control.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/topn.h"
@@ -185,6 +186,9 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	if (c->globals.dest_map_full)
 		dw_buf_printf(out, "warning: destination map full (%u rows): %llu events counted in the overflow row\n",
 			      info->max_dests, (unsigned long long)c->globals.dest_map_full);
+	if (info->control && info->control->refused)
+		dw_buf_printf(out, "warning: control socket full: %llu clients closed unanswered since start\n",
+			      (unsigned long long)info->control->refused);
 	burst = text_deps(out, c, deps, c->now_ns, info->max_series);
 	text_services(out, deps, svcs);
 	/* MUX: connections seen carrying overlapping requests, since start */

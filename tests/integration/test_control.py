@@ -2,7 +2,8 @@
 half a request, or never read their answer are held in their own slots,
 with deadlines, while other clients are answered; each is closed at its
 deadline (200 ms for the request, 2 s without progress for the answer), and
-a client beyond the table's 16 is closed at once, logged.
+a client beyond the table's 16 is closed at once, logged, and counted in
+status --json (control.refused) and /metrics (depwatch_control_refused_total).
 
 Before, the daemon read each request for up to 200 ms and wrote each answer
 for up to 1 s per write inside its one loop: 12 silent clients held it about
@@ -18,13 +19,15 @@ import threading
 import time
 import unittest
 
-from harness import DaemonTestCase
+from harness import DaemonTestCase, free_port
+from test_metrics import http_get, samples
 
 SILENT = 12            # the old daemon: 12 x 200 ms in its loop
 STUCK = 4              # the old daemon: 4 x 1 s
 ASKS = 5               # status requests that must all be answered ...
 ASK_BOUND = 1.5        # ... within this many seconds, while the others are held
 TABLE = 16
+HOLD = 3               # silent clients held while status counts the clients
 DESTS = 1000           # ~1.4 KB of status JSON each: an answer no socket buffer holds
 
 
@@ -130,8 +133,10 @@ class ControlClientsTest(DaemonTestCase):
         self.assertGreaterEqual(len(json.loads(ask(d, "status json"))["destinations"]), DESTS)
 
     def test_control_table_full_refuses_logged(self):
-        d = self.start_daemon()
+        mport = free_port()
+        d = self.start_daemon(extra_args=["--metrics", "127.0.0.1:%d" % mport])
         line = "control socket: 16 clients connected, closed one more unanswered (1 so far)"
+        refused = 0
         # The 16 slots held by silent clients for 200 ms; one more in that time is refused. A
         # daemon kept off the CPU for those 200 ms (a loaded machine) frees them first: try again.
         for attempt in range(5):
@@ -143,13 +148,43 @@ class ControlClientsTest(DaemonTestCase):
                 got = read_rest(extra)
             except (BrokenPipeError, ConnectionResetError):    # closed with the request unread
                 got = b""
+            refused += got == b""
             for s in held:
                 self.assertTrue(closed_by_daemon(s, 10))
             if wait_line(d, line, 2 if got == b"" else 0.2):
                 break
         self.assertIn(line, d.stderr_text())
         self.assertEqual(got, b"", "the refused client is closed unanswered")
-        self.assertIn("dependencies", json.loads(ask(d, "status json")))
+        st = json.loads(ask(d, "status json"))
+        self.assertIn("dependencies", st)
+        self.assertEqual(list(st)[list(st).index("kernel") + 1], "control")
+        self.assertEqual(st["control"]["refused"], refused, "every client the test saw refused, no more")
+        self.assertGreaterEqual(refused, 1)
+        self.assertIn("warning: control socket full: %d clients closed unanswered" % refused,
+                      ask(d, "status text").decode())
+        # /metrics: rendered at each poll
+        deadline = time.monotonic() + 10
+        while True:
+            status, _, body = http_get(mport, "/metrics")
+            m = samples(body)
+            if m.get(("depwatch_control_refused_total", "")) == refused or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual(status, 200)
+        self.assertEqual(m.get(("depwatch_control_refused_total", "")), refused, body)
+        self.assertIn(("depwatch_control_clients", ""), m)
+        # The clients now: HOLD silent ones and the status request asking. The silent ones
+        # are closed 200 ms after their connect; a daemon kept off the CPU longer: try again.
+        for attempt in range(5):
+            held = self.open_silent(d, HOLD)
+            clients = json.loads(ask(d, "status json"))["control"]["clients"]
+            self.assertLessEqual(clients, HOLD + 1, "only the test's clients are connected")
+            for s in held:
+                self.assertTrue(closed_by_daemon(s, 10))
+            if clients == HOLD + 1:
+                break
+        self.assertEqual(clients, HOLD + 1, "the held clients and the one asking")
+        self.assertEqual(json.loads(ask(d, "status json"))["control"], {"clients": 1, "refused": refused})
 
     def many_destinations(self, d):
         """DESTS destinations: connects to 127.0.x.y, one listener on all of them."""

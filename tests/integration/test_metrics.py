@@ -71,6 +71,8 @@ FAMILIES = {
     "depwatch_last_poll_duration_seconds": "gauge",
     "depwatch_destinations": "gauge",
     "depwatch_rows_unstable_total": "counter",
+    "depwatch_control_clients": "gauge",
+    "depwatch_control_refused_total": "counter",
     "depwatch_kernel_dest_map_full_total": "counter",
     "depwatch_kernel_hist_map_full_total": "counter",
     "depwatch_kernel_conn_storage_failures_total": "counter",

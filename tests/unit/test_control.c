@@ -286,7 +286,11 @@ static void test_full_table_refuses(void **state)
 	struct fixture *f = *state;
 	int peers[DW_CONTROL_CLIENTS + 3];
 	struct dw_client *c;
+	struct dw_control_figs figs;
 
+	dw_clients_figs(&f->t, &figs);
+	assert_int_equal(figs.clients, 0);
+	assert_int_equal(figs.refused, 0);
 	for (int i = 0; i < DW_CONTROL_CLIENTS; i++) {
 		peers[i] = client(f, T0, &c);
 		assert_non_null(c);
@@ -295,6 +299,9 @@ static void test_full_table_refuses(void **state)
 	peers[DW_CONTROL_CLIENTS] = client(f, T0, &c);
 	assert_null(c);
 	assert_int_equal(f->t.refused, 1);
+	dw_clients_figs(&f->t, &figs);
+	assert_int_equal(figs.clients, DW_CONTROL_CLIENTS);
+	assert_int_equal(figs.refused, 1);
 	assert_int_equal(warnings, 1);
 	assert_string_equal(last_log,
 			    "control socket: 16 clients connected, closed one more unanswered (1 so far)");
@@ -311,6 +318,9 @@ static void test_full_table_refuses(void **state)
 	/* a slot left is taken again */
 	dw_client_close(&f->t.c[5]);
 	close(peers[5]);
+	dw_clients_figs(&f->t, &figs);
+	assert_int_equal(figs.clients, DW_CONTROL_CLIENTS - 1);
+	assert_int_equal(figs.refused, 3);
 	peers[5] = client(f, T0 + 61 * SEC, &c);
 	assert_ptr_equal(c, &f->t.c[5]);
 	assert_int_equal(f->t.refused, 3);
