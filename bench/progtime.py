@@ -21,7 +21,6 @@ loader's dw_ programs on the same hooks (someone's tests) are counted and
 shown, since their traffic runs our programs too.
 """
 import argparse
-import json
 import os
 import re
 import signal
@@ -30,33 +29,14 @@ import subprocess
 import sys
 import time
 
+import bpfprogs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def prog_ids(pid):
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(l.split()[1]) for l in f if l.startswith("prog_id:"))
-        except OSError:
-            pass
-    return ids
-
-
-def progs():
-    out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True,
-                         text=True, check=True).stdout
-    return json.loads(out)
 
 
 def snapshot(ids):
     return {p["id"]: (p.get("name", "?"), p.get("run_time_ns", 0), p.get("run_cnt", 0))
-            for p in progs() if p["id"] in ids}
-
-
-def foreign(ids):
-    return sum(1 for p in progs() if p.get("name", "").startswith("dw_") and p["id"] not in ids)
+            for p in bpfprogs.loaded() if p["id"] in ids}
 
 
 def start(label, binary):
@@ -92,7 +72,7 @@ def stop(proc):
 def one_run(args, label, binary):
     proc = start(label, binary)
     try:
-        ids = prog_ids(proc.pid)
+        ids = bpfprogs.prog_ids(proc.pid)
         subprocess.run(["sysctl", "-q", "-w", "kernel.bpf_stats_enabled=1"], check=True)
         before = snapshot(ids)
         cmd = [args.pingpong, "--size", str(args.size), "--threads", str(args.threads),
@@ -102,7 +82,7 @@ def one_run(args, label, binary):
         line = subprocess.run(cmd, capture_output=True,
                               text=True, check=True).stdout
         after = snapshot(ids)
-        others = foreign(ids)
+        others = bpfprogs.dw_others(ids)
     finally:
         subprocess.run(["sysctl", "-q", "-w", f"kernel.bpf_stats_enabled={args.stats_orig}"])
         stop(proc)

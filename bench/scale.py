@@ -48,6 +48,8 @@ import subprocess
 import sys
 import time
 
+import bpfprogs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PIN_DIR = "/sys/fs/bpf/dwscale"
@@ -216,24 +218,7 @@ def proc_status_kib(pid, key):
 
 def dw_progs_others(ours):
     """How many dw_ programs are loaded that the given pid does not hold."""
-    mine = set()
-    fddir = "/proc/%d/fdinfo" % ours
-    for fd in os.listdir(fddir):
-        try:
-            for line in open(os.path.join(fddir, fd)):
-                if line.startswith("prog_id:"):
-                    mine.add(int(line.split()[1]))
-        except OSError:
-            pass
-    out = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
-    n = 0
-    for line in out.splitlines():
-        parts = line.split()
-        if parts and parts[0].endswith(":") and "name" in parts:
-            name = parts[parts.index("name") + 1]
-            if name.startswith("dw_") and int(parts[0][:-1]) not in mine:
-                n += 1
-    return n
+    return bpfprogs.dw_others(bpfprogs.prog_ids(ours))
 
 
 class Daemon:
