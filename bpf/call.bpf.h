@@ -4,9 +4,11 @@
  * its start (call_begin), and ending it exactly once (call_release, then
  * call_end: completed, failed or dropped) in its destination's counters,
  * start slice and histogram (through this CPU's row, rows.h) and in its
- * caller's row. Also what decides that data answers the call or shows the
- * connection carries overlapping requests (multiplexed), and the sending
- * thread's note that tells a goodbye from an abandoned call.
+ * caller's row. count_start() and count_end() count any call,
+ * the connection's own or an HTTP/2 stream (streams.bpf.h). Also what
+ * decides that data answers the call or shows the connection carries
+ * overlapping requests (multiplexed), and the sending thread's note that
+ * tells a goodbye from an abandoned call.
  */
 #ifndef DEPWATCH_CALL_BPF_H
 #define DEPWATCH_CALL_BPF_H
@@ -148,27 +150,20 @@ static __always_inline void caller_end(const struct dw_conn *conn, int failed, _
 }
 
 /*
- * Whether a completed call of conn counts in its start slice, which the
- * slow-call rate is judged from: not a burst timing on a multiplexed
- * connection, unless its dependency says multiplexed = judge.
+ * Counts the end of a call that started at start, at now (CLOCK_MONOTONIC):
+ * the connection's one call, or one of its HTTP/2 streams. burst: it was
+ * timed on a multiplexed connection (a burst, not one request).
  */
-static __always_inline int judged(const struct dw_conn *conn, const struct dw_dep_cfg *cfg)
+static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum call_outcome outcome,
+				      __u64 now, bool burst)
 {
-	return !conn->multiplexed || (cfg && cfg->multiplexed);
-}
-
-/* Ends the outstanding call at now (CLOCK_MONOTONIC). */
-static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome, __u64 now)
-{
-	__u64 start = call_release(conn), dur;
 	struct dw_dest_detail *detail;
 	struct dw_dep_cfg *cfg = 0;
 	struct dw_dest_stats *st;
 	__u32 field = DW_END_FAILED;
 	int late = 0, sliced;
+	__u64 dur;
 
-	if (!start)
-		return;
 	/* a racing end may have read its clock before this call's start was claimed */
 	dur = now > start ? now - start : 0;
 	conn->last_ns = now;
@@ -176,7 +171,7 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 		cfg = dep_cfg_of(conn);
 		field = cfg && cfg->slow_call_ns && dur > cfg->slow_call_ns ? DW_END_SLOW : DW_END_FAST;
 	}
-	sliced = outcome == OUTCOME_FAILED || judged(conn, cfg);
+	sliced = outcome == OUTCOME_FAILED || !burst || (cfg && cfg->multiplexed);
 	detail = detail_of(conn);
 	if (detail && outcome != OUTCOME_DROPPED)
 		late = end_count(conn, detail, start, now, sliced ? field : DW_END_NONE,
@@ -197,9 +192,18 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 		return;
 	}
 	st->calls_completed++;
-	st->calls_burst += conn->multiplexed;
+	st->calls_burst += burst;
 	st->calls_slow += field == DW_END_SLOW;
 	st->call_ns_sum += dur;
+}
+
+/* Ends the connection's outstanding call at now (CLOCK_MONOTONIC), if nobody else did. */
+static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome, __u64 now)
+{
+	__u64 start = call_release(conn);
+
+	if (start)
+		count_end(conn, start, outcome, now, conn->multiplexed);
 }
 
 static __always_inline void call_complete(struct dw_conn *conn, __u64 now)
@@ -292,6 +296,24 @@ static __always_inline int call_answered(const struct sock *sk, struct dw_conn *
 }
 
 /*
+ * Counts a call's start at now (the connection's call, or a stream): its
+ * start slice (this CPU's row, or the shared one) and calls_started; its
+ * destination's counters, or 0.
+ */
+static __always_inline struct dw_dest_stats *count_start(struct dw_conn *conn, __u64 now)
+{
+	struct dw_dest_detail *detail = detail_of(conn);
+	struct dw_dest_stats *st;
+
+	if (detail && !row_start(conn, detail, now))
+		slice_count(&slice_of(detail, now)->started, now >> DW_SLICE_SHIFT);
+	st = stats_of(conn);
+	if (st)
+		st->calls_started++;
+	return st;
+}
+
+/*
  * Claims the connection's call slot for a call starting now whose first
  * byte is req_seq, on behalf of the inbound row caller (0 for none); its
  * counters, or 0.
@@ -300,8 +322,6 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 							 const struct dw_thread_req *caller)
 {
 	struct dw_pending_entry *e;
-	struct dw_dest_detail *detail;
-	struct dw_dest_stats *st;
 
 	/* before the claim: whoever sees the call sees its sequence number */
 	conn->req_seq = req_seq;
@@ -313,14 +333,7 @@ static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __
 		e->caller_port = caller ? caller->port : 0;
 		e->call_start_ns = now;
 	}
-	detail = detail_of(conn);
-	if (detail && !row_start(conn, detail, now))
-		slice_count(&slice_of(detail, now)->started, now >> DW_SLICE_SHIFT);
-	st = stats_of(conn);
-	if (!st)
-		return 0;
-	st->calls_started++;
-	return st;
+	return count_start(conn, now);
 }
 
 #endif /* DEPWATCH_CALL_BPF_H */

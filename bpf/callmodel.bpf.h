@@ -58,6 +58,7 @@
 #define DEPWATCH_CALLMODEL_BPF_H
 
 #include "closing.bpf.h"
+#include "streams.bpf.h"
 
 static __always_inline void dw_on_connect_start(const struct sock *sk)
 {
@@ -213,12 +214,14 @@ static __always_inline void syn_data_call(const struct sock *sk)
 /*
  * A send begins on sk (tcp_sendmsg_locked): the socket is locked and none
  * of its bytes are queued yet, so no answer can be processed before this.
+ * Its bytes (msg) go to the stream layer first, where the connection is or
+ * may be HTTP/2.
  */
-static __always_inline void dw_on_send_begin(const struct sock *sk)
+static __always_inline void dw_on_send_begin(const struct sock *sk, const struct msghdr *msg)
 {
 	struct dw_conn *conn = conn_of(sk);
 
-	if (!conn)
+	if (!conn || h2_on_send_msg(sk, conn, msg))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_answer(sk, conn, 0);
@@ -249,7 +252,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 	if (ret <= 0)
 		return;
 	conn = conn_of(sk);
-	if (!conn)
+	if (!conn || h2_took(conn))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_answer(sk, conn, began_ns);
@@ -271,8 +274,9 @@ static __always_inline void dw_on_data(const struct sock *sk)
 {
 	struct dw_conn *conn = conn_of(sk);
 
-	if (!conn)
+	if (!conn || h2_took(conn))
 		return;
+	h2_rx_pending(conn);
 	if (conn->role == DW_ROLE_INBOUND) {
 		/* a bare FIN wakes the reader too: no request without request bytes */
 		if (!conn->call_start_ns && unread_of(sk, DW_SK_BTF))
@@ -338,7 +342,7 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 	if (!recv_matters(ret, flags))
 		return;
 	conn = conn_of(sk);
-	if (!conn)
+	if (!conn || h2_took(conn))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_recv(sk, conn, ret, via);
@@ -400,8 +404,11 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	/* before looking for a call: see outbound_start() */
 	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
-	if (newstate == TCP_CLOSE)
+	if (newstate == TCP_CLOSE) {
 		conn_closed(conn);
+		h2_forget(conn);
+	}
+	h2_on_state(sk, conn, newstate);
 	if (!conn->call_start_ns)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {

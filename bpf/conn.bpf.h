@@ -17,6 +17,7 @@
 #define AF_INET6 10
 #define IPPROTO_TCP 6
 #define RCV_SHUTDOWN 1
+#define MSG_PEEK 0x2
 #define MSG_ERRQUEUE 0x2000
 
 #define EPIPE 32
@@ -101,6 +102,26 @@ static __always_inline __u32 pend_take(void)
 		return 0;
 	}
 	return idx + 1;
+}
+
+/* A pending-table entry by its number + 1 (0: none), as a stream keeps it (streams.bpf.h). */
+static __always_inline struct dw_pending_entry *pend_entry(__u32 pend)
+{
+	__u32 idx = pend - 1;
+
+	return pend ? bpf_map_lookup_elem(&pending, &idx) : 0;
+}
+
+/* A stream's entry goes back: it ended. */
+static __always_inline void pend_release(__u32 pend)
+{
+	struct dw_pending_entry *e = pend_entry(pend);
+	__u32 idx = pend - 1;
+
+	if (!e)
+		return;
+	e->call_start_ns = 0;
+	bpf_map_push_elem(&pending_free, &idx, 0);
 }
 
 /* Gives the entry back: the connection is gone (TCP_CLOSE). */

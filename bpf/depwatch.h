@@ -29,6 +29,10 @@
 #define DW_THREADS_MAX 65536		/* threads holding a [service]'s request (LRU) */
 #define DW_ABANDONS_MAX 16384		/* recent abandoned calls, for retries (LRU) */
 #define DW_PORTS 65536			/* one entry per TCP port (service_ports) */
+#define DW_H2_STREAMS 128		/* open streams tracked per HTTP/2 connection (bpf/h2.h) */
+#define DW_H2_PROBES 8			/* slots a stream may take, from its home slot on */
+#define DW_H2_CONNS_MAX 16384		/* HTTP/2 connections with stream state (syscalls backend's hash) */
+#define DW_H2_STEPS 16384		/* walker steps per event (bpf_loop): ~2 a frame, more is a desync */
 
 #define DW_COMM_LEN 16
 
@@ -125,6 +129,12 @@ struct dw_dest_stats {
 	__u64 conns_aborted_breaker;	/* established connections aborted (bpf_sock_destroy) while the breaker was open: enforce = abort */
 	__u64 conns_aborted_timeout;	/* connections aborted under a call older than abort_after */
 	__u64 calls_aborted;		/* of those aborted: a call was outstanding on them */
+	/* HTTP/2 (bpf/streams.bpf.h): calls on cleartext HTTP/2 connections are their streams */
+	__u64 calls_streams;		/* of the started: calls on an HTTP/2 stream */
+	__u64 conns_h2;			/* connections recognised as cleartext HTTP/2 (h2c), once each */
+	__u64 h2_desync;		/* of those, connections whose frames the parser lost step in: today's model after */
+	__u64 streams_untracked;	/* streams seen but not timed: their connection's table was full (no call counted) */
+	__u64 calls_cancelled;		/* of the failed: the client reset its stream (RST_STREAM: a gRPC deadline, a cancel) */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -274,6 +284,24 @@ enum dw_role {
 	DW_ROLE_INBOUND = 2,	/* accepted from a listener: calls are requests this host answers */
 };
 
+/*
+ * Whether a connection's calls are HTTP/2 streams (bpf/streams.bpf.h).
+ * Connections open before the start are never looked at (their first
+ * bytes went by); a new one is, once per direction.
+ */
+enum dw_h2_state {
+	DW_H2_UNKNOWN = 0,	/* no first bytes looked at yet: today's model so far */
+	DW_H2_NEVER = 1,	/* not cleartext HTTP/2: today's model */
+	DW_H2_MAYBE = 2,	/* one direction's first bytes are HTTP/2's, the client's preface not whole yet */
+	DW_H2_ON = 3,		/* h2c: a call per stream */
+	DW_H2_LOST = 4,		/* h2c whose frames the parser lost step in: today's model, multiplexed */
+};
+
+/* dw_conn.h2_seen: a direction's first bytes looked at; a first read still to look at (sock backend) */
+#define DW_H2_SEEN_TX 1
+#define DW_H2_SEEN_RX 2
+#define DW_H2_RX_PENDING 4
+
 /* Socket-local state (SK_STORAGE): lives and dies with the socket. */
 struct dw_conn {
 	struct dw_dest_key dest;	/* its peer (the overflow key if no slot was left for it) */
@@ -294,8 +322,10 @@ struct dw_conn {
 	__u8 goodbye;			/* inbound: the client closed right behind the outstanding request */
 	__u8 overlaps;			/* outbound: data seen that the peer sent before it had the request */
 	__u8 abort_failed;		/* bpf_sock_destroy() refused it once: the abort iterator leaves it alone */
-	__u8 pad;
+	__u8 h2;			/* enum dw_h2_state: whether its calls are HTTP/2 streams */
 	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
+	__u8 h2_seen;			/* DW_H2_SEEN_* bits: which directions' first bytes were looked at */
+	__u8 pad[3];
 };
 
 /*
@@ -376,7 +406,9 @@ struct dw_abandon_key {
 	X(abort_failed, abort_failed,						\
 	  "Connections enforce = abort or abort_after meant to abort that bpf_sock_destroy() refused; not retried.") \
 	X(caller_map_full, caller_map_full,					\
-	  "Connections whose caller found no row left: their calls count for the destination only.")
+	  "Connections whose caller found no row left: their calls count for the destination only.") \
+	X(h2_conn_full, h2_state_full,						\
+	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

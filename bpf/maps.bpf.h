@@ -13,6 +13,7 @@
 #define DEPWATCH_MAPS_BPF_H
 
 #include "depwatch.h"
+#include "h2.h"
 
 /* Per-connection state. SK_STORAGE: freed with the socket, never evicted. */
 struct {
@@ -47,6 +48,12 @@ struct dw_sys_call {
 	__u32 pad;
 	__s32 flags;	/* the receive's MSG_* flags */
 	__u32 op;	/* DW_SYS_SEND, DW_SYS_RECV */
+	/* where its bytes are, for the stream layer (only on connections that are or may be HTTP/2) */
+	__u64 buf;	/* user address of the buffer, or of the iovec array (nseg of them) */
+	__u32 nseg;	/* 0: one buffer */
+	__u32 seq;	/* TCP sequence number of its first byte: write_seq or copied_seq at entry */
+	__u8 bytes;	/* 1: buf says where its bytes are */
+	__u8 pad2[7];
 };
 
 struct {
@@ -277,5 +284,43 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } dep_abandoned SEC(".maps") __weak;
+
+/*
+ * HTTP/2 connections' state (struct dw_h2_conn: the walkers' places, the
+ * open streams), made when a new connection's first bytes are cleartext
+ * HTTP/2's (bpf/streams.bpf.h): socket storage in the sock backend, a hash
+ * keyed by the socket's address in the syscalls backend (deleted at
+ * TCP_CLOSE, like conns_sk). 2.9 KiB a connection; none for any other.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct dw_h2_conn);
+} h2_conns SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DW_H2_CONNS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct dw_h2_conn);
+} h2_conns_sk SEC(".maps") __weak;
+
+/*
+ * Connections with HTTP/2 state now, and connections whose first received
+ * bytes are still to be looked at (dw_conn.h2_seen DW_H2_RX_PENDING): the
+ * sock backend's receive program, which runs at every copy to user space
+ * of every socket, leaves at once while both are 0.
+ */
+__u32 dw_h2_live __weak;
+__u32 dw_h2_pending __weak;
+
+/*
+ * Set by user space before load: 0 where the kernel cannot show the stream
+ * layer both directions (the sock backend without its receive program):
+ * every connection keeps today's model.
+ */
+const volatile __u32 dw_h2_enabled __weak = 1;
 
 #endif /* DEPWATCH_MAPS_BPF_H */

@@ -30,7 +30,7 @@ SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(dw_sendmsg, const struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
 	     int size_goal)
 {
-	dw_on_send_begin(sk);
+	dw_on_send_begin(sk, msg);
 	return 0;
 }
 
@@ -56,5 +56,18 @@ int BPF_PROG(dw_data_ready, const struct sock *sk)
 {
 	if (is_tcp(sk))
 		dw_on_data(sk);
+	return 0;
+}
+
+/*
+ * A copy of received bytes to user space: the stream layer reads h2c
+ * connections' frames here (streams.bpf.h), in order, as the reader takes
+ * them. Every copy of every socket passes here; it leaves at once unless
+ * an h2c connection, or a first read still to be looked at, exists.
+ */
+SEC("tp_btf/skb_copy_datagram_iovec")
+int BPF_PROG(dw_h2_copy, const struct sk_buff *skb, int len)
+{
+	h2_on_copy(skb, len);
 	return 0;
 }

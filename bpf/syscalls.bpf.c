@@ -22,9 +22,10 @@
  * Classic tracepoint programs may not use socket storage, which is why this
  * backend keeps per-connection state in conns_sk (see callmodel.bpf.h).
  *
- * One program serves every system call that passes the descriptor (and the
- * flags) at the same place; the loader attaches it to each, see
- * dw_syscall_specs in user/hooks.c.
+ * One entry program serves every system call that passes the descriptor,
+ * the flags and the bytes at the same places, one exit program each
+ * direction; the loader attaches them, see dw_syscall_specs in
+ * user/hooks.c.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -86,24 +87,34 @@ static __always_inline const struct sock *sys_sock_of_fd(__u64 fd_arg)
 /*
  * A tracked connection; or, for a send, a TCP socket not connected yet: with
  * TCP Fast Open the send itself connects (and adopts) it, and carries the
- * request in the SYN.
+ * request in the SYN. *bytes: the stream layer wants to see the call's bytes.
  */
-static __always_inline int sys_wanted(const struct sock *sk, __u32 op)
+static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *bytes)
 {
 	struct dw_conn *conn = conn_of(sk);
+	__u8 seen = op == DW_SYS_SEND ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
 
-	if (conn)
+	*bytes = false;
+	if (conn) {
+		*bytes = h2_took(conn) || (conn->h2 == DW_H2_UNKNOWN && !(conn->h2_seen & seen));
 		return conn->role != DW_ROLE_NONE;
+	}
 	return op == DW_SYS_SEND && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE &&
 	       BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) == IPPROTO_TCP;
 }
 
-static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flags)
+/* How a system call passes its bytes: enum dw_sys_buf, and where (the argument). */
+enum dw_sys_buf { SYS_NOBUF = 0, SYS_BUF, SYS_IOV, SYS_MSG };
+
+static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flags, int kind, __u64 arg,
+				     __u64 nseg)
 {
 	struct dw_sys_call call = { .op = op, .flags = (__s32)flags };
+	struct user_msghdr m;
+	bool bytes;
 	__u64 id;
 
-	if (!sk || !sys_wanted(sk, op))
+	if (!sk || !sys_wanted(sk, op, &bytes))
 		return 0;
 	call.sk = (__u64)(unsigned long)sk;
 	/*
@@ -119,6 +130,20 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 			call.rcv_seq = BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt);
 		}
 	}
+	if (bytes && kind != SYS_NOBUF) {
+		call.buf = arg;
+		call.nseg = kind == SYS_IOV ? nseg : 0;
+		if (kind == SYS_MSG) {
+			if (bpf_probe_read_user(&m, sizeof(m), (const void *)arg))
+				goto save;
+			call.buf = (__u64)(unsigned long)m.msg_iov;
+			call.nseg = m.msg_iovlen;
+		}
+		call.seq = op == DW_SYS_SEND ? BPF_CORE_READ((const struct tcp_sock *)sk, write_seq) :
+					       BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
+		call.bytes = 1;
+	}
+save:
 	id = bpf_get_current_pid_tgid();
 	if (!bpf_map_update_elem(&sys_calls, &id, &call, BPF_ANY))
 		return 0;
@@ -126,36 +151,72 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 	return 0;
 }
 
-static __always_inline int sys_enter(__u64 fd, __u32 op, __u64 flags)
+static __always_inline int sys_enter(__u64 fd, __u32 op, __u64 flags, int kind, __u64 arg, __u64 nseg)
 {
-	return sys_track(sys_sock_of_fd(fd), op, flags);
+	return sys_track(sys_sock_of_fd(fd), op, flags, kind, arg, nseg);
 }
 
+/* sendmmsg, sendfile64: bytes the stream layer does not read */
 SEC("tracepoint")
 int dw_sys_enter_send(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_SEND, 0);
+	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_NOBUF, 0, 0);
 }
 
-/* read, readv, preadv2: no MSG_* flags */
+/* write(fd, buf, count), sendto(fd, buf, len, flags, ...) */
+SEC("tracepoint")
+int dw_sys_enter_send_buf(struct dw_sys_enter_args *ctx)
+{
+	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], 0);
+}
+
+/* writev(fd, iov, iovcnt), pwritev2(fd, iov, iovcnt, ...) */
+SEC("tracepoint")
+int dw_sys_enter_send_iov(struct dw_sys_enter_args *ctx)
+{
+	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_IOV, ctx->args[1], ctx->args[2]);
+}
+
+/* sendmsg(fd, msg, flags) */
+SEC("tracepoint")
+int dw_sys_enter_sendmsg(struct dw_sys_enter_args *ctx)
+{
+	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_MSG, ctx->args[1], 0);
+}
+
+/* read(fd, buf, count): no MSG_* flags */
 SEC("tracepoint")
 int dw_sys_enter_read(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_RECV, 0);
+	return sys_enter(ctx->args[0], DW_SYS_RECV, 0, SYS_BUF, ctx->args[1], 0);
 }
 
-/* recvfrom(fd, buf, len, flags, ...), recvmmsg(fd, msgs, vlen, flags, timeout) */
+/* readv(fd, iov, iovcnt), preadv2(fd, iov, iovcnt, ...): no MSG_* flags */
+SEC("tracepoint")
+int dw_sys_enter_readv(struct dw_sys_enter_args *ctx)
+{
+	return sys_enter(ctx->args[0], DW_SYS_RECV, 0, SYS_IOV, ctx->args[1], ctx->args[2]);
+}
+
+/* recvfrom(fd, buf, len, flags, ...) */
+SEC("tracepoint")
+int dw_sys_enter_recvfrom(struct dw_sys_enter_args *ctx)
+{
+	return sys_enter(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_BUF, ctx->args[1], 0);
+}
+
+/* recvmmsg(fd, msgs, vlen, flags, timeout): bytes the stream layer does not read */
 SEC("tracepoint")
 int dw_sys_enter_recv_flags3(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_RECV, ctx->args[3]);
+	return sys_enter(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_NOBUF, 0, 0);
 }
 
 /* recvmsg(fd, msg, flags) */
 SEC("tracepoint")
 int dw_sys_enter_recvmsg(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_RECV, ctx->args[2]);
+	return sys_enter(ctx->args[0], DW_SYS_RECV, ctx->args[2], SYS_MSG, ctx->args[1], 0);
 }
 
 /* splice(fd_in, off_in, fd_out, off_out, len, flags): into a socket a send, out of one a receive */
@@ -165,13 +226,38 @@ int dw_sys_enter_splice(struct dw_sys_enter_args *ctx)
 	const struct sock *out = sys_sock_of_fd(ctx->args[2]);
 
 	if (out)
-		return sys_track(out, DW_SYS_SEND, 0);
-	return sys_enter(ctx->args[0], DW_SYS_RECV, 0);
+		return sys_track(out, DW_SYS_SEND, 0, SYS_NOBUF, 0, 0);
+	return sys_enter(ctx->args[0], DW_SYS_RECV, 0, SYS_NOBUF, 0, 0);
 }
 
-/* Every traced system call's exit. */
-SEC("tracepoint")
-int dw_sys_exit(struct dw_sys_exit_args *ctx)
+/*
+ * The call's bytes to the stream layer, where they were asked for: true if
+ * it took the event (an h2c connection's), which the transport model then
+ * leaves alone. A peek is not walked: the bytes come again.
+ */
+static __always_inline bool sys_h2(const struct dw_sys_call *call, int ret, const __u32 op)
+{
+	const struct sock *sk = (const struct sock *)(unsigned long)call->sk;
+	struct h2_bytes b = { .addr = call->buf, .nseg = call->nseg, .len = ret, .seq = call->seq,
+			      .kind = call->nseg ? H2_SRC_IOV_USER : H2_SRC_USER };
+	bool send = op == DW_SYS_SEND;
+	struct dw_conn *conn;
+
+	if (!call->bytes || ret <= 0 || (!send && (call->flags & MSG_PEEK)))
+		return false;
+	conn = conn_of(sk);
+	if (!conn)
+		return false;
+	return h2_on_bytes(sk, conn, send ? H2_TX : H2_RX, &b, 0,
+			   send && call->enter_ns ? call->enter_ns : bpf_ktime_get_ns(), false);
+}
+
+/*
+ * A traced system call's exit: op, DW_SYS_SEND or DW_SYS_RECV, for the exit
+ * programs of one direction (their bytes go to the stream layer first), 0
+ * for splice's, which may be either and whose bytes are not read.
+ */
+static __always_inline int sys_exit(const struct dw_sys_exit_args *ctx, __u32 op)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dw_sys_call *p = bpf_map_lookup_elem(&sys_calls, &id);
@@ -184,10 +270,31 @@ int dw_sys_exit(struct dw_sys_exit_args *ctx)
 	call = *p;
 	bpf_map_delete_elem(&sys_calls, &id);
 	r = ret > 0x7fffffff ? 0x7fffffff : (int)ret;	/* sendfile, splice: maybe more than 2 GiB */
+	if (op && call.op == op && sys_h2(&call, r, op))
+		return 0;
 	if (call.op == DW_SYS_SEND)
 		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, call.rcv_seq,
 			   DW_SK_PROBED);
 	else
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
 	return 0;
+}
+
+SEC("tracepoint")
+int dw_sys_exit_send(struct dw_sys_exit_args *ctx)
+{
+	return sys_exit(ctx, DW_SYS_SEND);
+}
+
+SEC("tracepoint")
+int dw_sys_exit_recv(struct dw_sys_exit_args *ctx)
+{
+	return sys_exit(ctx, DW_SYS_RECV);
+}
+
+/* splice's exit */
+SEC("tracepoint")
+int dw_sys_exit(struct dw_sys_exit_args *ctx)
+{
+	return sys_exit(ctx, 0);
 }

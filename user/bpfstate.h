@@ -22,7 +22,8 @@ struct dw_prog_status {
 	const char *hook;	/* what it attaches to, e.g. "tp_btf/sock_send_length" */
 	bool required;
 	bool attached;
-	bool syscall;		/* hook is a system call: name enters, exit_link its exit */
+	bool syscall;		/* hook is a system call: name enters, exit (exit_link) its exit */
+	const char *exit;
 	char why[320];		/* when not attached */
 	struct bpf_link *link;
 	struct bpf_link *exit_link;

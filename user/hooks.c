@@ -17,28 +17,32 @@ const struct dw_prog_spec dw_prog_specs[] = {
 	  DW_ON_SOCK, NULL },
 	{ "dw_retransmit", "tcp_retransmit_skb", false, "retransmits are not counted",
 	  DW_ON_SOCK | DW_ON_SYSCALLS, NULL },
+	{ "dw_h2_copy", "skb_copy_datagram_iovec", false,
+	  "HTTP/2 calls are not timed per stream: h2c connections are timed as multiplexed bursts",
+	  DW_ON_SOCK, NULL },
 };
 
 const struct dw_syscall_spec dw_syscall_specs[] = {
-	{ "sendto", "dw_sys_enter_send", true },
-	{ "sendmsg", "dw_sys_enter_send", true },
-	{ "sendmmsg", "dw_sys_enter_send", false },
-	{ "write", "dw_sys_enter_send", true },
-	{ "writev", "dw_sys_enter_send", false },
-	{ "pwritev2", "dw_sys_enter_send", false },
-	{ "sendfile64", "dw_sys_enter_send", false },
-	{ "recvfrom", "dw_sys_enter_recv_flags3", true },
-	{ "recvmsg", "dw_sys_enter_recvmsg", true },
-	{ "recvmmsg", "dw_sys_enter_recv_flags3", false },
-	{ "read", "dw_sys_enter_read", true },
-	{ "readv", "dw_sys_enter_read", false },
-	{ "preadv2", "dw_sys_enter_read", false },
-	{ "splice", "dw_sys_enter_splice", false },
+	{ "sendto", "dw_sys_enter_send_buf", "dw_sys_exit_send", true },
+	{ "sendmsg", "dw_sys_enter_sendmsg", "dw_sys_exit_send", true },
+	{ "sendmmsg", "dw_sys_enter_send", "dw_sys_exit_send", false },
+	{ "write", "dw_sys_enter_send_buf", "dw_sys_exit_send", true },
+	{ "writev", "dw_sys_enter_send_iov", "dw_sys_exit_send", false },
+	{ "pwritev2", "dw_sys_enter_send_iov", "dw_sys_exit_send", false },
+	{ "sendfile64", "dw_sys_enter_send", "dw_sys_exit_send", false },
+	{ "recvfrom", "dw_sys_enter_recvfrom", "dw_sys_exit_recv", true },
+	{ "recvmsg", "dw_sys_enter_recvmsg", "dw_sys_exit_recv", true },
+	{ "recvmmsg", "dw_sys_enter_recv_flags3", "dw_sys_exit_recv", false },
+	{ "read", "dw_sys_enter_read", "dw_sys_exit_recv", true },
+	{ "readv", "dw_sys_enter_readv", "dw_sys_exit_recv", false },
+	{ "preadv2", "dw_sys_enter_readv", "dw_sys_exit_recv", false },
+	{ "splice", "dw_sys_enter_splice", "dw_sys_exit", false },
 };
 
 const char *const dw_syscalls_only[] = {
-	"dw_sys_enter_send", "dw_sys_enter_read", "dw_sys_enter_recv_flags3", "dw_sys_enter_recvmsg",
-	"dw_sys_enter_splice", "dw_sys_exit",
+	"dw_sys_enter_send", "dw_sys_enter_send_buf", "dw_sys_enter_send_iov", "dw_sys_enter_sendmsg",
+	"dw_sys_enter_read", "dw_sys_enter_readv", "dw_sys_enter_recvfrom", "dw_sys_enter_recv_flags3",
+	"dw_sys_enter_recvmsg", "dw_sys_enter_splice", "dw_sys_exit", "dw_sys_exit_send", "dw_sys_exit_recv",
 };
 
 

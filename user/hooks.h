@@ -36,6 +36,7 @@ extern const size_t dw_nprog_specs;
 struct dw_syscall_spec {
 	const char *name;
 	const char *enter;	/* the program attached to its entry */
+	const char *exit;	/* and to its exit */
 	bool required;		/* on every architecture since long before BPF */
 };
 

@@ -170,7 +170,8 @@ static void attach_syscall(struct dw_bpf *b, struct dw_prog_status *ps, struct b
 	if (ps->why[0])
 		return;		/* no such tracepoint */
 	snprintf(tp, sizeof(tp), "sys_exit_%s", ps->hook);
-	ps->exit_link = bpf_program__attach_tracepoint(b->skel->progs.dw_sys_exit, "syscalls", tp);
+	ps->exit_link = bpf_program__attach_tracepoint(
+		bpf_object__find_program_by_name(b->skel->obj, ps->exit), "syscalls", tp);
 	if (ps->exit_link) {
 		snprintf(tp, sizeof(tp), "sys_enter_%s", ps->hook);
 		ps->link = bpf_program__attach_tracepoint(enter, "syscalls", tp);

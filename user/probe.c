@@ -126,6 +126,7 @@ static int probe_syscalls(struct dw_bpf *b)
 		struct dw_prog_status *ps = &b->progs[b->nprogs++];
 
 		ps->name = spec->enter;
+		ps->exit = spec->exit;
 		ps->hook = spec->name;
 		ps->required = spec->required;
 		ps->syscall = true;
