@@ -285,11 +285,17 @@ static __always_inline void conn_overlap(struct dw_conn *conn)
  * Data reached an outbound connection with a call outstanding: its answer,
  * or an overlap. On a connection known to be multiplexed any data ends the
  * burst: a send there may be a control frame that nothing answers (an
- * HTTP/2 WINDOW_UPDATE), and it must not stay outstanding for that.
+ * HTTP/2 WINDOW_UPDATE), and it must not stay outstanding for that. On a
+ * multiplexed TLS connection, data of at most DW_TLS_SMALL bytes (rx_len)
+ * is a control frame itself (the peer's PING ACK): it ends nothing, so a
+ * hang behind PINGs stays visible.
  */
-static __always_inline int call_answered(const struct sock *sk, struct dw_conn *conn, enum dw_sk via)
+static __always_inline int call_answered(const struct sock *sk, struct dw_conn *conn, enum dw_sk via,
+					 __u32 rx_len)
 {
-	if (conn->multiplexed || answers_call(sk, conn, via))
+	if (conn->multiplexed)
+		return !conn->tls || rx_len > DW_TLS_SMALL;
+	if (answers_call(sk, conn, via))
 		return 1;
 	conn_overlap(conn);
 	return 0;

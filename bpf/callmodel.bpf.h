@@ -160,10 +160,13 @@ static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn
  * rcv_seq received so far.
  */
 static __always_inline void outbound_start(const struct sock *sk, struct dw_conn *conn, __u64 began_ns,
-					   __u32 req_seq, __u32 rcv_seq)
+					   __u32 req_seq, __u32 rcv_seq, __u32 len)
 {
 	struct dw_dest_stats *st;
 
+	/* a control frame of a multiplexed TLS connection (DW_TLS_SMALL): nothing answers it */
+	if (conn->tls && conn->multiplexed && len <= DW_TLS_SMALL)
+		return;
 	conn->rcv_seq = rcv_seq;
 	note_sender(conn, 1);
 	st = call_begin(conn, began_ns, req_seq, caller_of());
@@ -231,7 +234,8 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	    !can_be_answered(sk, DW_SK_BTF))
 		return;
 	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
-	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0);
+	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0,
+		       msg ? msg->msg_iter.count : DW_TLS_SMALL + 1);
 }
 
 /*
@@ -266,7 +270,20 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 		began_ns = bpf_ktime_get_ns();
 		rcv_seq = TCP_FIELD(sk, via, rcv_nxt);
 	}
-	outbound_start(sk, conn, began_ns, TCP_FIELD(sk, via, write_seq) - (__u32)ret, rcv_seq);
+	outbound_start(sk, conn, began_ns, TCP_FIELD(sk, via, write_seq) - (__u32)ret, rcv_seq, ret);
+}
+
+/* The bytes that reached the socket since the last time (data_ready): DW_TLS_SMALL's measure. */
+static __always_inline __u32 rx_new(const struct sock *sk, struct dw_conn *conn)
+{
+	__u32 rcv_nxt, n;
+
+	if (!conn->tls)
+		return 0;
+	rcv_nxt = tcp_of(sk)->rcv_nxt;
+	n = conn->rx_mark ? rcv_nxt - conn->rx_mark : DW_TLS_SMALL + 1;
+	conn->rx_mark = rcv_nxt;
+	return n;
 }
 
 /* Bytes reached the socket: an outbound call's response, or an inbound request. */
@@ -283,7 +300,7 @@ static __always_inline void dw_on_data(const struct sock *sk)
 			request_begin(sk, conn, rx_time(sk, conn->last_ns), DW_SK_BTF);
 		return;
 	}
-	if (conn->call_start_ns && call_answered(sk, conn, DW_SK_BTF))
+	if (conn->call_start_ns && call_answered(sk, conn, DW_SK_BTF, rx_new(sk, conn)))
 		call_complete(conn, rx_time(sk, conn->call_start_ns));
 }
 
@@ -352,7 +369,7 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 		return;
 	if (ret > 0) {
 		/* with sk_data_ready traced, data that did not end the call there does not here */
-		if (!*(volatile __u32 *)&dw_data_ready_on && call_answered(sk, conn, via))
+		if (!*(volatile __u32 *)&dw_data_ready_on && call_answered(sk, conn, via, ret))
 			call_complete(conn, bpf_ktime_get_ns());
 		return;
 	}

@@ -74,6 +74,16 @@
 #define DW_GOODBYE_NS 1000000ULL
 
 /*
+ * Sends and receives of a multiplexed TLS connection at most this long are
+ * control frames, not requests or answers: a TLS record around an HTTP/2
+ * PING (17 bytes), WINDOW_UPDATE or RST_STREAM (13), SETTINGS ACK (9) or
+ * two of them is 30 to 64 bytes (TLS 1.3 adds 22, 1.2 with AES-GCM 29).
+ * So a peer that answers only PINGs while the requests hang does not end
+ * the burst, and a client's WINDOW_UPDATE starts none (doc/callmodel.md; bpf/tls.h).
+ */
+#define DW_TLS_SMALL 64
+
+/*
  * A call abandoned by its caller (closed while outstanding) and a new call
  * from the same process to the same dependency within this time: a retry.
  */
@@ -295,6 +305,7 @@ enum dw_h2_state {
 	DW_H2_MAYBE = 2,	/* one direction's first bytes are HTTP/2's, the client's preface not whole yet */
 	DW_H2_ON = 3,		/* h2c: a call per stream */
 	DW_H2_LOST = 4,		/* h2c whose frames the parser lost step in: today's model, multiplexed */
+	DW_H2_TLS = 5,		/* TLS: today's model; the server's hello still to be read (TLS 1.2's ALPN) */
 };
 
 /* dw_conn.h2_seen: a direction's first bytes looked at; a first read still to look at (sock backend) */
@@ -325,7 +336,9 @@ struct dw_conn {
 	__u8 h2;			/* enum dw_h2_state: whether its calls are HTTP/2 streams */
 	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
 	__u8 h2_seen;			/* DW_H2_SEEN_* bits: which directions' first bytes were looked at */
-	__u8 pad[3];
+	__u8 tls;			/* its first bytes were a TLS hello (bpf/tls.h) */
+	__u8 pad[2];
+	__u32 rx_mark;			/* multiplexed TLS, sock backend: rcv_nxt at the last data_ready */
 };
 
 /*

@@ -44,6 +44,28 @@
 #include "cascade.bpf.h"
 #include "h2.h"
 
+/* TLS hellos (bpf/tls.h) are read from an event's first piece: user memory, or the skb. */
+struct tls_src {
+	__u64 at;		/* user address of the first byte */
+	__u32 len;		/* bytes there */
+	__u32 off;		/* the skb: offset of the first byte */
+	struct bpf_dynptr *skb;
+};
+
+static __always_inline int tls_read(const struct tls_src *t, __u32 off, __u8 *dst, __u32 n, bool from_skb)
+{
+	if (off > t->len || n > t->len - off)
+		return -1;
+	if (from_skb)
+		return bpf_dynptr_read(dst, n, t->skb, t->off + off, 0) ? -1 : 0;
+	return bpf_probe_read_user(dst, n, (const void *)(t->at + off)) ? -1 : 0;
+}
+
+/* the walk of a hello from the skb and from user memory: two programs, one constant each */
+#define DW_TLS_READ(src, off, dst, n) \
+	tls_read((const struct tls_src *)(src), (off), (dst), (n), ((const struct tls_src *)(src))->skb != 0)
+#include "tls.h"
+
 /* The kernel's skbs in tracing programs (Linux 6.14+ for tp_btf): the receive side's bytes. */
 extern int bpf_dynptr_from_skb(struct __sk_buff *skb, __u64 flags,
 			       struct bpf_dynptr *ptr__uninit) __ksym __weak;
@@ -619,7 +641,55 @@ static __always_inline void h2_on(struct dw_conn *conn, __u64 now)
 		call_end(conn, OUTCOME_DROPPED, now);
 }
 
-/* A direction's first bytes: HTTP/2's (its state made if need be), or not (NEVER). */
+/* Where an event's first piece is, for the TLS hello reader. */
+static __always_inline void tls_src_of(const struct h2_bytes *b, struct bpf_dynptr *skb, struct tls_src *t,
+				       bool from_skb)
+{
+	struct iovec v;
+
+	t->skb = from_skb ? skb : 0;
+	t->off = b->off;
+	t->len = b->len;
+	t->at = b->addr + b->off;
+	if (from_skb || b->kind == H2_SRC_USER)
+		return;
+	t->len = 0;
+	if (!b->nseg || (b->kind == H2_SRC_IOV_KERNEL ? bpf_probe_read_kernel(&v, sizeof(v), (void *)b->addr) :
+							bpf_probe_read_user(&v, sizeof(v), (void *)b->addr)))
+		return;
+	t->at = (__u64)(unsigned long)v.iov_base + b->off;
+	t->len = v.iov_len > b->off ? v.iov_len - b->off : 0;
+	if (t->len > b->len)
+		t->len = b->len;
+}
+
+/*
+ * A TLS hello: the connection stays the transport model's, multiplexed if
+ * the hello says it speaks HTTP/2 (bpf/tls.h); the server's hello is still
+ * to be read if the client's left it open (TLS 1.2 names the choice).
+ */
+static __always_inline void tls_first(struct dw_conn *conn, const struct h2_bytes *b, struct bpf_dynptr *skb,
+				      __u8 side, bool from_skb)
+{
+	struct tls_src t;
+	__u32 alpn;
+
+	tls_src_of(b, skb, &t, from_skb);
+	alpn = dw_tls_alpn(&t, t.len);
+	conn->h2 = DW_H2_NEVER;
+	if (!alpn)
+		return;
+	conn->tls = 1;
+	if (dw_tls_h2_only(alpn, side == DW_H2_SERVER))
+		conn_mark_multiplexed(conn);
+	else if (side == DW_H2_CLIENT && (alpn & DW_ALPN_H2))
+		conn->h2 = DW_H2_TLS;
+}
+
+/*
+ * A direction's first bytes: HTTP/2's (its state made if need be), a TLS
+ * hello (tls_first), or neither (NEVER).
+ */
 static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn, enum h2_way way,
 				     const struct h2_bytes *b, struct bpf_dynptr *skb, __u8 side,
 				     bool from_skb)
@@ -633,7 +703,11 @@ static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn
 		__sync_fetch_and_add(&dw_h2_pending, -1);
 	}
 	n = first_bytes(b, skb, buf, from_skb);
-	if (!first_bytes_h2(buf, n, side)) {
+	if (n >= 2 && buf[0] == 0x16 && buf[1] == 3 && conn->h2 != DW_H2_MAYBE) {
+		tls_first(conn, b, skb, side, from_skb);
+		return false;
+	}
+	if (conn->h2 == DW_H2_TLS || !first_bytes_h2(buf, n, side)) {
 		h2_free(sk, conn, DW_H2_NEVER);
 		return false;
 	}
@@ -663,6 +737,8 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 		return false;
 	if (!(conn->h2_seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX)) &&
 	    !h2_first(sk, conn, way, b, skb, side, from_skb))
+		return false;
+	if (conn->h2 == DW_H2_TLS)
 		return false;
 	w.h2 = h2_of(sk);
 	if (!w.h2) {
@@ -710,6 +786,9 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 	client = conn->role == DW_ROLE_OUTBOUND ? &w.h2->tx : &w.h2->rx;
 	if (conn->h2 == DW_H2_MAYBE && !client->pre)
 		h2_on(conn, now);
+	/* an inbound row's process, who answers on the port: noted at its first answer, as today */
+	if (conn->role == DW_ROLE_INBOUND && way == H2_TX && !conn->process_noted)
+		row_process(conn, bpf_get_current_pid_tgid() >> 32);
 	return true;
 }
 
@@ -736,7 +815,8 @@ static __always_inline void h2_on_state(const struct sock *sk, struct dw_conn *c
 /* Data reached a connection whose first received bytes are not looked at yet (sock backend). */
 static __always_inline void h2_rx_pending(struct dw_conn *conn)
 {
-	if (conn->h2 != DW_H2_UNKNOWN || (conn->h2_seen & (DW_H2_SEEN_RX | DW_H2_RX_PENDING)))
+	if ((conn->h2 != DW_H2_UNKNOWN && conn->h2 != DW_H2_TLS) ||
+	    (conn->h2_seen & (DW_H2_SEEN_RX | DW_H2_RX_PENDING)))
 		return;
 	conn->h2_seen |= DW_H2_RX_PENDING;
 	__sync_fetch_and_add(&dw_h2_pending, 1);

@@ -96,7 +96,8 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *byt
 
 	*bytes = false;
 	if (conn) {
-		*bytes = h2_took(conn) || (conn->h2 == DW_H2_UNKNOWN && !(conn->h2_seen & seen));
+		*bytes = h2_took(conn) || ((conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_TLS) &&
+					   !(conn->h2_seen & seen));
 		return conn->role != DW_ROLE_NONE;
 	}
 	return op == DW_SYS_SEND && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE &&

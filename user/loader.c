@@ -67,8 +67,37 @@ static void pin_dir_clear(struct dw_bpf *b)
 		dw_notice("removed %d pinned maps left in %s by a previous daemon", removed, b->pin_dir);
 }
 
+/*
+ * The stream layer (bpf/streams.bpf.h) needs to see both directions: in the
+ * sock backend the send program with the msghdr (tcp_sendmsg_locked) and
+ * the receive program (dw_h2_copy). Without either, or when the kernel
+ * refused dw_h2_copy (it needs bpf_dynptr_from_skb in tracing programs,
+ * Linux 6.14+), no connection is walked as HTTP/2 and h2_why says why.
+ */
+static void decide_h2(struct dw_bpf *b, bool h2)
+{
+	struct bpf_program *copy = b->skel->progs.dw_h2_copy;
+
+	b->h2_why[0] = 0;
+	if (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(b->skel->progs.dw_sendmsg))
+		snprintf(b->h2_why, sizeof(b->h2_why), "no send program that sees the bytes (tcp_sendmsg_locked)");
+	else if (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(copy))
+		snprintf(b->h2_why, sizeof(b->h2_why), "no receive program (skb_copy_datagram_iovec)");
+	else if (b->backend == DW_BACKEND_SOCK && !h2)
+		snprintf(b->h2_why, sizeof(b->h2_why),
+			 "the kernel refused the receive program (bpf_dynptr_from_skb in tracing: Linux 6.14+)");
+	b->skel->rodata->dw_h2_enabled = !b->h2_why[0];
+	if (!b->h2_why[0] || !bpf_program__autoload(copy))
+		return;
+	bpf_program__set_autoload(copy, false);
+	for (int i = 0; i < b->nprogs; i++)
+		if (!strcmp(b->progs[i].name, "dw_h2_copy"))
+			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "%s: %s", b->h2_why,
+				 "HTTP/2 calls are not timed per stream: h2c connections are timed as multiplexed bursts");
+}
+
 /* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
-static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool abort,
+static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool abort, bool h2,
 			 bool *refused)
 {
 	int err;
@@ -95,6 +124,7 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 		return err;
 	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
+	decide_h2(b, h2);
 	if (!abort && !b->abort_why[0])
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
 	if (b->abort_why[0])
@@ -111,20 +141,27 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
  */
 static int open_and_load(struct dw_bpf *b, const char *backend)
 {
-	bool refused;
-	int err = load_skeleton(b, backend, true, true, &refused);
+	bool refused, h2 = true;
+	int err = load_skeleton(b, backend, true, true, true, &refused);
 
+	if (refused && !b->h2_why[0] && b->backend == DW_BACKEND_SOCK) {
+		dw_warn("the kernel refused the BPF object with the HTTP/2 receive program (%s); loading it without it",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		h2 = false;
+		err = load_skeleton(b, backend, true, true, false, &refused);
+	}
 	if (refused && !b->abort_why[0]) {
 		dw_warn("the kernel refused the BPF object with the abort iterator (%s); loading it without it",
 			strerror(-err));
 		depwatch_bpf__destroy(b->skel);
-		err = load_skeleton(b, backend, true, false, &refused);
+		err = load_skeleton(b, backend, true, false, h2, &refused);
 	}
 	if (refused) {
 		dw_warn("the kernel refused the BPF object with the enforcement programs (%s); loading it without them",
 			strerror(-err));
 		depwatch_bpf__destroy(b->skel);
-		err = load_skeleton(b, backend, false, false, &refused);
+		err = load_skeleton(b, backend, false, false, h2, &refused);
 	}
 	if (refused)
 		dw_err("cannot load the BPF programs: %s", strerror(-err));
