@@ -42,6 +42,9 @@ enum dw_h2_type {
 	DW_H2_CONTINUATION = 9,
 };
 
+/* SETTINGS_MAX_FRAME_SIZE until a peer says otherwise (RFC 9113 6.5.2) */
+#define DW_H2_DEFAULT_MAX_FRAME 16384
+
 #define DW_H2_F_ACK 0x1
 #define DW_H2_F_PADDED 0x8
 #define DW_H2_F_PRIORITY 0x20
@@ -125,9 +128,11 @@ static __always_inline __u32 dw_h2_peek_len(__u8 type, __u32 len, __u8 side)
 /*
  * Whether a frame header can stand where it stands: the lengths RFC 9113
  * fixes for each type, the stream id it must (not) have, and SETTINGS
- * first in each direction. Unknown types are legal (extensions) and pass.
- * A parser out of step reads payload as headers, which sooner or later
- * fails one of these.
+ * first in each direction. Unknown types are legal (extensions) and pass,
+ * up to the default SETTINGS_MAX_FRAME_SIZE (16 384: a larger one needs a
+ * peer that raised it, for a frame nobody here reads). A parser out of
+ * step reads payload as headers, which sooner or later fails one of these;
+ * text read as a header is an unknown type of megabytes.
  */
 static __always_inline bool dw_h2_header_ok(__u32 len, __u8 type, __u8 flags, __u32 id, __u8 first)
 {
@@ -152,7 +157,7 @@ static __always_inline bool dw_h2_header_ok(__u32 len, __u8 type, __u8 flags, __
 	case DW_H2_WINDOW_UPDATE:
 		return len == 4;
 	}
-	return true;
+	return len <= DW_H2_DEFAULT_MAX_FRAME;
 }
 
 /*

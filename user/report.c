@@ -123,12 +123,17 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 	dw_json_field_opt(out, "connect_p50_ms", v->connect_p50, 3);
 	dw_json_field_opt(out, "connect_p99_ms", v->connect_p99, 3);
 	dw_buf_printf(out, ",\"retransmits\":%llu,\"rejected\":%llu,\"connections\":%llu,"
-		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s,\"last_caller\":",
+		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s,",
 		      (unsigned long long)d->sum.retransmits,
 		      (unsigned long long)d->sum.connects_rejected,
 		      (unsigned long long)dw_dest_conns_open(d),
 		      (unsigned long long)d->sum.conns_multiplexed,
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
+	dw_buf_printf(out, "\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu,"
+		      "\"cancelled\":%llu,\"last_caller\":",
+		      (unsigned long long)d->sum.calls_streams, (unsigned long long)d->sum.conns_h2,
+		      (unsigned long long)d->sum.h2_desync, (unsigned long long)d->sum.streams_untracked,
+		      (unsigned long long)d->sum.calls_cancelled);
 	if (!d->sum.last_conn_ns) {
 		dw_buf_printf(out, "null}");
 		return;

@@ -351,6 +351,12 @@ static void test_desync(void **state)
 	frame(&w, DW_H2_SETTINGS, 0, 0, NULL, 0);
 	frame(&w, DW_H2_HEADERS, 0x4, 0, "\x88", 1);
 	assert_int_equal(feed(&d, w.b, w.n, &out), -1);
+	/* text read as a frame header: an unknown type of megabytes */
+	dw_h2_dir_init(&d, 0, DW_H2_SERVER);
+	w.n = 0;
+	frame(&w, DW_H2_SETTINGS, 0, 0, NULL, 0);
+	assert_int_equal(feed(&d, w.b, w.n, &out), 0);
+	assert_int_equal(feed(&d, (const __u8 *)"HTTP/1.1 400 Bad Request\r\n", 26, &out), -1);
 	/* an unknown type (an extension: ORIGIN, 0xc) is legal and passes */
 	dw_h2_dir_init(&d, 0, DW_H2_SERVER);
 	w.n = 0;

@@ -1,0 +1,425 @@
+"""HTTP/2 and gRPC: one call per stream (doc/callmodel.md, "HTTP/2 and gRPC").
+
+Real clients and servers from Debian where they can produce the case: gRPC
+(python3-grpcio 1.51, generic handlers, 8 threads on one channel: one
+HTTP/2 connection), nghttpd and h2load, nginx with http2 (cleartext and
+TLS). Our own small peer (h2wire.py) where they cannot be made to on demand:
+a server's RST_STREAM, 503s in each :status encoding, GOAWAY then close, a
+desync, more streams than depwatch tracks, a client writing its frames a
+byte at a time. Ground truth: each tool's own count and latency, the delay
+the test's server chose, the streams our peer opened.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import (BACKEND, INTERVAL_MS, DaemonTestCase, dependency, find_dest, free_port, own_netns,
+                     start_configured)
+from h2wire import (STATUS_500, STATUS_503_HUFFMAN, STATUS_503_LITERAL, H2Client, H2Server)
+from realtraffic import h2load, make_cert, require, start_nginx, start_nghttpd, tempdir, wait_closed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Debian's own interpreter has python3-grpcio; the one first on PATH may not.
+DEBIAN_PYTHON = "/usr/bin/python3"
+SLOW_CALL = 0.5
+BUCKET = 0.0625          # a histogram bucket is at most 6.25% wide
+SETTLE = 5.0
+
+
+def dest_text(port):
+    return "127.0.0.1:%d" % port
+
+
+def inbound_row(st, port):
+    rows = [r for r in st.get("inbound", []) if r["port"] == port and r["netns"] == own_netns()]
+    return rows[0] if rows else None
+
+
+def have_grpc():
+    return os.path.exists(DEBIAN_PYTHON) and subprocess.run(
+        [DEBIAN_PYTHON, "-c", "import grpc"], capture_output=True).returncode == 0
+
+
+class GrpcServer:
+    """grpcpeer.py serve, in its own process; hang() holds every call it gets until release()."""
+
+    def __init__(self, delay_ms, slow_every=0, slow_ms=0):
+        self.port = free_port()
+        fd, self.hang_file = tempfile.mkstemp(prefix="dwtest-grpc-hang-")
+        os.close(fd)
+        os.unlink(self.hang_file)
+        self.proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(HERE, "grpcpeer.py"), "serve", str(self.port),
+                                      str(delay_ms), self.hang_file, str(slow_every), str(slow_ms)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            raise AssertionError("grpc server did not start: %r %s" % (line, self.proc.stderr.read()))
+
+    def hang(self):
+        open(self.hang_file, "w").close()
+
+    def release(self):
+        if os.path.exists(self.hang_file):
+            os.unlink(self.hang_file)
+
+    def close(self):
+        self.release()
+        self.proc.kill()
+        self.proc.wait()
+
+
+class GrpcClient:
+    """grpcpeer.py client in its own process: threads on one channel for seconds; result() its JSON."""
+
+    def __init__(self, port, threads, seconds, timeout=30.0):
+        self.proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(HERE, "grpcpeer.py"), "client", str(port),
+                                      str(threads), str(seconds), str(timeout)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(self, timeout=120):
+        out, err = self.proc.communicate(timeout=timeout)
+        if self.proc.returncode != 0:
+            raise AssertionError("grpc client failed: %s" % err)
+        return json.loads(out.strip().splitlines()[-1])
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class H2Case(DaemonTestCase):
+    """A daemon per test on a config of its own (slow_call 500 ms, a dependency per test's port)."""
+
+    def setUp(self):
+        super().setUp()
+        self.cleanups = []
+
+    def tearDown(self):
+        for fn in reversed(self.cleanups):
+            fn()
+        super().tearDown()
+
+    def daemon(self, deps=(), extra=""):
+        conf = "[defaults]\nslow_call = %dms\n%s" % (SLOW_CALL * 1000, extra)
+        for name, port in deps:
+            conf += "[dependency %s]\nmatch = 127.0.0.1:%d\n" % (name, port)
+        d = start_configured(self.cleanups.append, conf)
+        return d
+
+    def grpc_server(self, *a, **kw):
+        if not have_grpc():
+            self.fail("python3-grpcio is not installed for %s (scripts/deps.sh installs it)" % DEBIAN_PYTHON)
+        s = GrpcServer(*a, **kw)
+        self.cleanups.append(s.close)
+        return s
+
+    def grpc_client(self, *a, **kw):
+        c = GrpcClient(*a, **kw)
+        self.cleanups.append(c.close)
+        return c
+
+    def h2server(self, answer):
+        s = H2Server(answer)
+        self.cleanups.append(s.close)
+        return s
+
+    def settled(self, d, port, calls=None, inbound=True):
+        """The status once nothing is in flight to port (and, given calls, that many ended)."""
+        def done(st):
+            r = find_dest(st, dest_text(port))
+            if r is None or r["inflight"]:
+                return False
+            if calls is not None and r["calls"] + r["failed"] + r["dropped"] < calls:
+                return False
+            i = inbound_row(st, port)
+            return not inbound or (i is not None and not i["inflight"])
+        d.wait_for(done, timeout=SETTLE, what="nothing in flight to %d" % port)
+        time.sleep(2 * INTERVAL_MS / 1000)
+        return d.status()
+
+
+class GrpcTest(H2Case):
+    def test_counts_and_latency(self):
+        """8 threads on one channel, server delay 20 ms: calls equal the client's own count, the
+        server's delay <= p50 <= the client's p50 x 1.05, inbound p50 <= outbound p50."""
+        srv = self.grpc_server(20)
+        d = self.daemon([("grpc", srv.port)])
+        res = self.grpc_client(srv.port, 8, 5).result()
+        st = self.settled(d, srv.port)
+        r, i = find_dest(st, dest_text(srv.port)), inbound_row(st, srv.port)
+        print("\n  [%s] grpc 8 threads: client ok=%d p50=%.2f ms; depwatch calls=%d p50=%s streams=%d h2_conns=%d;"
+              " inbound requests=%d p50=%s" % (BACKEND or "auto", res["ok"], res["p50_ms"], r["calls"], r["p50_ms"],
+                                              r["streams"], r["h2_conns"], i["requests"], i["p50_ms"]), end="")
+        self.assertEqual(res["failed"], 0, res["codes"])
+        self.assertEqual((r["calls"], r["failed"], r["dropped"], r["inflight"]), (res["ok"], 0, 0, 0), r)
+        self.assertEqual(r["streams"], res["ok"], r)
+        self.assertEqual((r["h2_conns"], r["h2_desync"], r["streams_untracked"]), (1, 0, 0), r)
+        self.assertEqual((r["multiplexed_conns"], r["burst_calls"]), (0, 0), r)
+        self.assertEqual((i["requests"], i["failed"], i["inflight"]), (res["ok"], 0, 0), i)
+        # a p50 is read off a bucket (6.25% wide): the server's delay is a lower bound within that
+        self.assertGreaterEqual(r["p50_ms"], 20 * (1 - BUCKET), r)
+        self.assertLessEqual(r["p50_ms"], res["p50_ms"] * 1.05, (r, res["p50_ms"]))
+        self.assertLessEqual(i["p50_ms"], r["p50_ms"], (i, r))
+
+    def hang_opens(self, n):
+        """n threads on one channel; the server stops answering: inflight n, the oldest grows, and the
+        breaker opens within slow_call + 500 ms of the change. Seconds to the open, as the daemon
+        dates it."""
+        srv = self.grpc_server(20)
+        d = self.daemon([("grpc%d" % n, srv.port)])
+        cli = self.grpc_client(srv.port, n, 6)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            dep = dependency(d.status(), "grpc%d" % n)
+            if dep and dep["calls"] > max(40, 3 * n):
+                break
+            time.sleep(0.1)
+        self.assertGreater(dep["calls"], 40, "the client barely called: %r" % dep)
+        t0 = time.monotonic()
+        srv.hang()
+        opened = None
+        oldest = []
+        while time.monotonic() - t0 < 3.0:
+            st = d.status()
+            dep, r = dependency(st, "grpc%d" % n), find_dest(st, dest_text(srv.port))
+            seen = time.monotonic()
+            oldest.append(r["oldest_inflight_ms"] or 0)
+            if dep["breaker"] == "open":
+                opened = seen - dep["since_s"] - t0
+                break
+            time.sleep(0.05)
+        self.assertIsNotNone(opened, "never opened in 3 s with %d streams hanging: %r" % (n, dep))
+        # all n streams hang on the one connection, and the oldest grows
+        d.wait_for(lambda s: find_dest(s, dest_text(srv.port))["inflight"] == n, timeout=2,
+                   what="%d streams in flight" % n)
+        r = find_dest(d.status(), dest_text(srv.port))
+        self.assertEqual((r["h2_conns"], r["h2_desync"]), (1, 0), r)
+        self.assertGreater(r["oldest_inflight_ms"], max(oldest[:1] + [0]), (r, oldest))
+        self.assertEqual(dep["reason"], "slow_rate", dep)
+        self.assertLessEqual(opened, SLOW_CALL + 0.5, dep)
+        srv.release()
+        cli.result()
+        self.settled(d, srv.port)
+        return opened
+
+    def test_hang_2_streams(self):
+        print("\n  [%s] 2 streams hang: open after %.0f ms" % (BACKEND or "auto", self.hang_opens(2) * 1000), end="")
+
+    def test_hang_8_streams(self):
+        print("\n  [%s] 8 streams hang: open after %.0f ms" % (BACKEND or "auto", self.hang_opens(8) * 1000), end="")
+
+    def test_hang_64_streams(self):
+        print("\n  [%s] 64 streams hang: open after %.0f ms" % (BACKEND or "auto", self.hang_opens(64) * 1000), end="")
+
+    def test_healthy_tail_never_opens(self):
+        """The stall rule's false positive, over streams: 8 threads at 20 ms, one call in 50 at
+        2 x slow_call, for 20 s. Slow calls now and then, no hang: the breaker never leaves closed."""
+        srv = self.grpc_server(20, slow_every=50, slow_ms=2 * SLOW_CALL * 1000)
+        d = self.daemon([("tail", srv.port)])
+        cli = self.grpc_client(srv.port, 8, 20)
+        t0 = time.monotonic()
+        worst = 0.0
+        while cli.proc.poll() is None and time.monotonic() - t0 < 40:
+            dep = dependency(d.status(), "tail")
+            if dep:
+                self.assertEqual(dep["breaker"], "closed", dep)
+                worst = max(worst, dep["slow_rate"])
+            time.sleep(0.1)
+        res = cli.result()
+        st = self.settled(d, srv.port)
+        dep = dependency(st, "tail")
+        self.assertEqual(dep["breaker"], "closed", dep)
+        self.assertGreater(dep["slow"], 0, "no slow call: the test tested nothing: %r" % dep)
+        self.assertEqual(find_dest(st, dest_text(srv.port))["calls"], res["ok"])
+        print("\n  [%s] grpc tail: %d calls, %d slow, worst slow_rate %.2f" % (BACKEND or "auto", dep["calls"],
+                                                                             dep["slow"], worst), end="")
+
+    def test_deadline_cancels(self):
+        """A 100 ms gRPC deadline on a 2 s call: the client resets the stream; one failed call,
+        counted as cancelled, and nothing left in flight."""
+        srv = self.grpc_server(2000)
+        d = self.daemon([("slowgrpc", srv.port)])
+        res = self.grpc_client(srv.port, 1, 0.05, timeout=0.1).result()
+        self.assertEqual((res["ok"], res["codes"]), (0, {"DEADLINE_EXCEEDED": 1}), res)
+        st = self.settled(d, srv.port, calls=1, inbound=False)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual((r["calls"], r["failed"], r["cancelled"], r["inflight"]), (0, 1, 1, 0), r)
+
+
+class H2WireTest(H2Case):
+    """Our own peer: what real servers will not do on demand."""
+
+    def test_server_resets_and_5xx(self):
+        """Stream 1 answered 200, 3 reset by the server, 5/7/9 answered 503 (literal), 503 (Huffman)
+        and 500 (indexed): 1 completed, 4 failed, none cancelled."""
+        plan = {1: ("ok", 0), 3: ("rst", 0), 5: ("status", STATUS_503_LITERAL, 0),
+                7: ("status", STATUS_503_HUFFMAN, 0), 9: ("status", STATUS_500, 0)}
+        srv = self.h2server(lambda sid: plan[sid])
+        d = self.daemon()
+        c = H2Client(srv.port)
+        c.open(5)
+        c.read_until(lambda c: len(c.outcomes) == 5)
+        c.close()
+        self.assertEqual(len(c.outcomes), 5, c.outcomes)
+        st = self.settled(d, srv.port, calls=5)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual((r["calls"], r["failed"], r["cancelled"], r["streams"], r["inflight"]), (1, 4, 0, 5, 0), r)
+        i = inbound_row(st, srv.port)
+        self.assertEqual((i["requests"], i["failed"], i["inflight"]), (1, 4, 0), i)
+
+    def test_client_reset_is_cancelled(self):
+        """Our client opens a stream the server holds, then resets it: failed, cancelled."""
+        srv = self.h2server(lambda sid: ("hang",))
+        d = self.daemon()
+        c = H2Client(srv.port)
+        (sid,) = c.open(1)
+        d.wait_for(lambda s: (find_dest(s, dest_text(srv.port)) or {}).get("inflight") == 1, timeout=3,
+                   what="the stream in flight")
+        c.reset(sid)
+        st = self.settled(d, srv.port, calls=1, inbound=False)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual((r["calls"], r["failed"], r["cancelled"], r["inflight"]), (0, 1, 1, 0), r)
+        c.close()
+
+    def test_goaway_then_close(self):
+        """The server answers streams 1 and 3, holds 5 and 7, then sends GOAWAY(last 5) and closes:
+        5 failed by the close, 7 by the GOAWAY; in flight back to 0."""
+        plan = {1: ("ok", 0), 3: ("ok", 0), 5: ("hang",), 7: ("goaway", 5)}
+        srv = self.h2server(lambda sid: plan[sid])
+        d = self.daemon()
+        c = H2Client(srv.port)
+        c.open(4)
+        c.read_until(lambda c: c.closed)
+        self.assertEqual(c.goaway, 5)
+        st = self.settled(d, srv.port, calls=4)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual((r["calls"], r["failed"], r["dropped"], r["inflight"]), (2, 2, 0, 0), r)
+        c.close()
+
+    def test_frames_split_byte_by_byte(self):
+        """The preface and every frame written a byte a send (TCP_NODELAY): 50 streams, exact counts,
+        no desync."""
+        srv = self.h2server(lambda sid: ("ok", 0))
+        d = self.daemon()
+        c = H2Client(srv.port, piece=1)
+        for _ in range(50):
+            c.open(1)
+            c.read_until(lambda c: len(c.outcomes) == (c.next_id - 1) // 2)
+        c.close()
+        self.assertEqual(len(c.outcomes), 50)
+        st = self.settled(d, srv.port, calls=50)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual((r["calls"], r["failed"], r["streams"], r["h2_conns"], r["h2_desync"], r["inflight"]),
+                         (50, 0, 50, 1, 0, 0), r)
+        i = inbound_row(st, srv.port)
+        self.assertEqual((i["requests"], i["failed"]), (50, 0), i)
+
+    def test_desync_drops_and_falls_back(self):
+        """Two streams held; then the server sends bytes that are no frames: the parser loses step,
+        counts h2_desync, drops the two (no outcome invented) and leaves nothing in flight."""
+        state = {"n": 0}
+
+        def answer(sid):
+            state["n"] += 1
+            return ("hang",) if state["n"] < 3 else ("garbage",)
+        srv = self.h2server(answer)
+        d = self.daemon()
+        c = H2Client(srv.port)
+        c.open(2)
+        d.wait_for(lambda s: (find_dest(s, dest_text(srv.port)) or {}).get("inflight") == 2, timeout=3,
+                   what="2 streams in flight")
+        c.open(1)
+        c.read_until(lambda c: False, timeout=1.0)
+        c.close()
+        st = self.settled(d, srv.port, inbound=False)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual(r["h2_desync"], 1, r)
+        self.assertEqual((r["calls"], r["inflight"]), (0, 0), r)
+        self.assertGreaterEqual(r["dropped"], 2, r)
+        self.assertEqual(r["multiplexed_conns"], 1, r)
+
+    def test_bytes_sent_unseen_desync(self):
+        """Two streams held; the client then writes a PING with sendfile(), which neither backend
+        reads the bytes of (kernel pages; no user buffer), and opens a third stream: the walk finds
+        a gap where the PING was, drops the open streams, counts h2_desync, and the connection's
+        later calls are the transport model's, as multiplexed."""
+        srv = self.h2server(lambda sid: ("hang",))
+        d = self.daemon()
+        c = H2Client(srv.port)
+        c.open(2)
+        d.wait_for(lambda s: (find_dest(s, dest_text(srv.port)) or {}).get("inflight") == 2, timeout=3,
+                   what="2 streams in flight")
+        from h2wire import PING, frame
+        with tempfile.TemporaryFile() as f:
+            f.write(frame(PING, 0, 0, b"\0" * 8))
+            f.flush()
+            os.sendfile(c.sock.fileno(), f.fileno(), 0, 17)
+        c.open(1)
+        d.wait_for(lambda s: (find_dest(s, dest_text(srv.port)) or {}).get("h2_desync") == 1, timeout=3,
+                   what="the desync")
+        c.close()
+        st = self.settled(d, srv.port, inbound=False)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual((r["h2_desync"], r["multiplexed_conns"], r["inflight"]), (1, 1, 0), r)
+        self.assertGreaterEqual(r["dropped"], 2, r)
+        # after it, a burst: the third request's send, ended by the server's PING ACK (any data ends
+        # a multiplexed connection's burst); nothing of it is a stream
+        self.assertEqual(r["calls"], r["burst_calls"], r)
+        self.assertLessEqual(r["calls"], 1, r)
+        self.assertEqual(r["streams"], 2, r)
+
+    def test_streams_over_the_limit(self):
+        """200 streams held open on one connection: 128 tracked (in flight), 72 counted untracked;
+        all gone when the connection is."""
+        srv = self.h2server(lambda sid: ("hang",))
+        d = self.daemon()
+        c = H2Client(srv.port)
+        c.open(200)
+        d.wait_for(lambda s: (find_dest(s, dest_text(srv.port)) or {}).get("streams_untracked", 0) +
+                   (find_dest(s, dest_text(srv.port)) or {}).get("inflight", 0) == 200, timeout=5,
+                   what="200 streams seen")
+        r = find_dest(d.status(), dest_text(srv.port))
+        self.assertEqual(r["inflight"] + r["streams_untracked"], 200, r)
+        self.assertGreaterEqual(r["inflight"], 128 - 8, r)
+        c.close()
+        st = self.settled(d, srv.port, inbound=False)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual(r["inflight"], 0, r)
+        self.assertEqual(r["failed"], r["streams"], r)
+
+
+class H2RealTest(H2Case):
+    """nghttpd and nginx, loaded by h2load: depwatch's counts against h2load's own."""
+
+    def h2load_run(self, port, url, n=20000, extra=()):
+        res, out = h2load(["-n", str(n), "-c", "2", "-m", "10", *extra], url)
+        self.assertEqual((res["succeeded"], res["failed"]), (n, 0), "h2load's own result:\n" + out)
+        return res
+
+    def test_nghttpd_exact(self):
+        require("h2load", "nghttpd")
+        port = free_port()
+        d = self.daemon()
+        docroot = os.path.join(tempdir(self), "www")
+        os.mkdir(docroot)
+        with open(os.path.join(docroot, "index.html"), "w") as f:
+            f.write("ok\n")
+        start_nghttpd(self, tempdir(self), port, docroot)
+        res = self.h2load_run(port, "http://127.0.0.1:%d/index.html" % port)
+        wait_closed(port)
+        st = self.settled(d, port, calls=20000)
+        r, i = find_dest(st, dest_text(port)), inbound_row(st, port)
+        print("\n  [%s] h2load -> nghttpd: h2load mean %.3f ms, depwatch calls=%d p50=%s ms; inbound %d p50=%s"
+              % (BACKEND or "auto", res["mean_ms"], r["calls"], r["p50_ms"], i["requests"], i["p50_ms"]), end="")
+        self.assertEqual((r["calls"], r["failed"], r["streams"], r["h2_conns"], r["h2_desync"], r["inflight"]),
+                         (20000, 0, 20000, 2, 0, 0), r)
+        self.assertEqual((i["requests"], i["failed"], i["inflight"]), (20000, 0, 0), i)
+        # time to the first response byte is no longer than h2load's whole request, within a bucket
+        self.assertLessEqual(r["p50_ms"], res["mean_ms"] * (1 + BUCKET) + 0.05, (r, res))
