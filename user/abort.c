@@ -20,9 +20,6 @@
 #include "loader.h"
 #include "log.h"
 
-/* abort_after lines: the same rate limit as the breaker alerts (deps.c) */
-#define ABORT_BURST 5.0
-#define ABORT_REFILL_NS 12000000000ULL
 #define NO_LOOKUP UINT64_MAX
 
 static uint64_t shortest_after(const struct dw_deps *deps)
@@ -333,23 +330,6 @@ struct tally {
 	uint64_t conns[3], calls[3], failed[3];	/* by enum dw_abort_reason */
 };
 
-static bool timeout_line_allowed(struct dw_abort_dep *pd, uint64_t now)
-{
-	if (!pd->tokens_ns)
-		pd->tokens = ABORT_BURST;
-	else
-		pd->tokens += (double)(now - pd->tokens_ns) / ABORT_REFILL_NS;
-	if (pd->tokens > ABORT_BURST)
-		pd->tokens = ABORT_BURST;
-	pd->tokens_ns = now;
-	if (pd->tokens < 1) {
-		pd->suppressed++;
-		return false;
-	}
-	pd->tokens -= 1;
-	return true;
-}
-
 static void announce(struct dw_abort *a, struct dw_deps *deps, unsigned i, const struct tally *t,
 		     uint64_t now)
 {
@@ -370,15 +350,13 @@ static void announce(struct dw_abort *a, struct dw_deps *deps, unsigned i, const
 		dw_alert_abort(&al);
 	}
 	if ((t->conns[DW_ABORT_TIMEOUT] || t->failed[DW_ABORT_TIMEOUT]) &&
-	    timeout_line_allowed(pd, now)) {
+	    dw_ratelimit_take(&pd->after_lines, now, false, &al.suppressed)) {
 		al.severity = LOG_NOTICE;
 		al.reason = "abort_after";
 		al.abort_after_ns = dep->s->abort_after_ns;
 		al.connections = t->conns[DW_ABORT_TIMEOUT];
 		al.calls = t->calls[DW_ABORT_TIMEOUT];
 		al.failed = t->failed[DW_ABORT_TIMEOUT];
-		al.suppressed = pd->suppressed;
-		pd->suppressed = 0;
 		dw_alert_abort(&al);
 	}
 }
@@ -393,6 +371,8 @@ static int grow_per_dep(struct dw_abort *a, unsigned n)
 	if (!p)
 		return -ENOMEM;
 	memset(p + a->ndeps, 0, (n - a->ndeps) * sizeof(*p));
+	for (unsigned i = a->ndeps; i < n; i++)
+		dw_ratelimit_init(&p[i].after_lines);
 	a->per_dep = p;
 	a->ndeps = n;
 	return 0;

@@ -57,8 +57,10 @@ static struct dw_alert_bucket *bucket(struct dw_deps_io *io, unsigned index)
 
 		if (!p)
 			return NULL;
-		for (unsigned i = io->nbuckets; i < n; i++)
-			dw_alert_bucket_init(&p[i]);
+		for (unsigned i = io->nbuckets; i < n; i++) {
+			p[i].open_sent = false;
+			dw_ratelimit_init(&p[i].lines);
+		}
 		io->buckets = p;
 		io->nbuckets = n;
 	}
@@ -101,7 +103,7 @@ static bool alert_allowed(struct dw_deps_io *io, const struct dw_dep_event *ev, 
 	*suppressed = 0;
 	if (!b)
 		return true;
-	if (!dw_alert_bucket_take(b, ev->now_ns, closing && b->open_sent, suppressed))
+	if (!dw_ratelimit_take(&b->lines, ev->now_ns, closing && b->open_sent, suppressed))
 		return false;
 	if (transition)
 		b->open_sent = !closing;
