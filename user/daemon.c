@@ -28,6 +28,7 @@
 #include "loader.h"
 #include "log.h"
 #include "logic/parse.h"
+#include "logic/series.h"
 #include "metrics.h"
 #include "privs.h"
 #include "report.h"
@@ -429,7 +430,7 @@ static void poll_once(struct daemon *d)
 		struct dw_control_figs control;
 
 		dw_clients_figs(&d->clients, &control);
-		dw_metrics_publish(&d->coll, &d->deps.set, &d->svcs, &control);
+		dw_metrics_publish(&d->coll, &d->deps.set, &d->svcs, &control, d->opts.max_series);
 	}
 	arm_fast(d);
 }
@@ -604,7 +605,6 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		err = lock_run_dir(d);
 	if (!err && d->opts.metrics)
 		err = dw_metrics_start(d->opts.metrics);
-	dw_metrics_set_max_series(d->opts.max_series);
 	if (!err)
 		err = dw_bpf_start(&d->bpf, &bopts);
 	if (err)

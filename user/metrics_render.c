@@ -27,8 +27,8 @@
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/jsonw.h"
+#include "logic/series.h"
 #include "logic/topn.h"
-#include "metrics.h"
 #include "metrics_render.h"
 #include "services.h"
 
@@ -52,19 +52,12 @@ static struct {
 	struct fig *figs;
 	size_t figs_cap;
 	unsigned max_series;		/* --max-series: 0 no cap */
-	struct dw_topn_item *items;	/* the choice of series, per render */
-	size_t items_cap;
 	struct dw_dep other;		/* the dependency "~other": what the cap folded */
-	bool *kept;			/* per dependency index: its own series this render */
-	size_t kept_cap;
+	bool *fold;			/* per dependency index: summed into ~other this render */
+	size_t fold_cap;
 	size_t folded_deps, folded_callers;
 	uint64_t render_ns;		/* how long the last page took to render */
-} pg = { .max_series = DW_MAX_SERIES_DEFAULT };
-
-void dw_metrics_set_max_series(unsigned n)
-{
-	pg.max_series = n;
-}
+} pg;
 
 /* ---- figures per dependency */
 
@@ -470,7 +463,7 @@ static void dest_family(struct dw_buf *o, const struct dw_collector *c, const st
 		if (!dest_exported(d, deps))
 			continue;
 		/* a destination of a dependency the cap folded: summed into ~other */
-		if ((size_t)d->dep < pg.kept_cap && !pg.kept[d->dep]) {
+		if ((size_t)d->dep < pg.fold_cap && pg.fold[d->dep]) {
 			other += *(const __u64 *)((const char *)&d->sum + off);
 			folded = true;
 			continue;
@@ -537,7 +530,7 @@ static void caller_families(struct dw_buf *o, const struct dw_collector *c, cons
 	if (n && !items)
 		n = 0;
 	for (size_t i = 0; i < n; i++)
-		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = v[i].recent };
+		items[i] = dw_series_caller_item(&v[i], i);
 	dw_topn_choose(items, n, pg.max_series, &res);
 	for (size_t i = res.kept; i < res.kept + res.folded; i++)
 		dw_caller_fig_add(&other, &v[items[i].key]);
@@ -632,42 +625,29 @@ static void fig_add(struct fig *a, const struct fig *b)
 }
 
 /*
- * --max-series: the configured dependencies and the busiest by recent calls
- * (their call rate) keep their own series; the others, destinations on their
- * own, are summed into one "~other" at the end. Returns the figures left.
+ * --max-series (logic/series.h): the dependencies it folds, destinations
+ * on their own, are summed into one "~other" at the end; the kept stay in
+ * the set's order. Returns the figures left.
  */
 static size_t cap_figs(const struct dw_deps *deps, size_t n)
 {
-	struct dw_topn_result res;
 	struct fig other;
 	size_t out = 0;
 
-	memset(pg.kept, 1, pg.kept_cap * sizeof(*pg.kept));
-	pg.folded_deps = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct dw_dep *dep = pg.figs[i].dep;
-
-		pg.items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .pinned = dep->id != 0,
-						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
-	}
-	dw_topn_choose(pg.items, n, pg.max_series, &res);
-	if (!res.folded)
+	memset(pg.fold, 0, pg.fold_cap * sizeof(*pg.fold));
+	pg.folded_deps = dw_series_fold_deps(deps, pg.max_series, pg.fold);
+	if (!pg.folded_deps)
 		return n;
 	memset(&pg.other, 0, sizeof(pg.other));
 	pg.other.used = true;
 	snprintf(pg.other.name, sizeof(pg.other.name), "%s", DW_TOPN_OTHER);
 	fig_of(&other, &pg.other, NULL);
-	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
-		const struct fig *f = &pg.figs[pg.items[i].key];
-
-		fig_add(&other, f);
-		pg.kept[f->dep - deps->deps] = false;
-	}
-	pg.folded_deps = res.folded;
-	/* the kept, in the set's order, then ~other */
-	for (size_t i = 0; i < n; i++)
-		if (pg.kept[pg.figs[i].dep - deps->deps])
+	for (size_t i = 0; i < n; i++) {
+		if (pg.fold[pg.figs[i].dep - deps->deps])
+			fig_add(&other, &pg.figs[i]);
+		else
 			pg.figs[out++] = pg.figs[i];
+	}
 	pg.figs[out] = other;
 	label_of(&pg.figs[out]);
 	return out + 1;
@@ -675,25 +655,24 @@ static size_t cap_figs(const struct dw_deps *deps, size_t n)
 
 /* The whole page into o: 0, or -ENOMEM (o then holds part of it). */
 int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
-		      const struct dw_services *svcs, const struct dw_control_figs *control)
+		      const struct dw_services *svcs, const struct dw_control_figs *control,
+		      unsigned max_series)
 {
 	uint64_t t0 = dw_monotonic_ns();
 	size_t n = 0;
 
+	pg.max_series = max_series;
 	if (pg.figs_cap < deps->n + 1) {
 		struct fig *p = realloc(pg.figs, (deps->n + 1) * sizeof(*p));
-		struct dw_topn_item *items = realloc(pg.items, (deps->n + 1) * sizeof(*items));
-		bool *kept = realloc(pg.kept, (deps->n + 1) * sizeof(*kept));
+		bool *fold = realloc(pg.fold, (deps->n + 1) * sizeof(*fold));
 
 		if (p)
 			pg.figs = p;
-		if (items)
-			pg.items = items;
-		if (kept)
-			pg.kept = kept;
-		if (!p || !items || !kept)
+		if (fold)
+			pg.fold = fold;
+		if (!p || !fold)
 			return -ENOMEM;
-		pg.figs_cap = pg.items_cap = pg.kept_cap = deps->n + 1;
+		pg.figs_cap = pg.fold_cap = deps->n + 1;
 	}
 	for (unsigned i = 0; i < deps->n; i++) {
 		if (!dw_dep_shown(&deps->deps[i]))
@@ -712,10 +691,8 @@ int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const stru
 void dw_metrics_render_free(void)
 {
 	free(pg.figs);
-	free(pg.items);
-	free(pg.kept);
+	free(pg.fold);
 	pg.figs = NULL;
-	pg.items = NULL;
-	pg.kept = NULL;
-	pg.figs_cap = pg.items_cap = pg.kept_cap = 0;
+	pg.fold = NULL;
+	pg.figs_cap = pg.fold_cap = 0;
 }

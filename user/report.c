@@ -7,6 +7,7 @@
 #include "control.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
+#include "logic/series.h"
 #include "logic/topn.h"
 #include "logic/topview.h"
 #include "report.h"
@@ -407,90 +408,64 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 }
 
 /*
- * --max-series for the destinations table: the destinations of configured
- * dependencies and the busiest by calls in the window keep their rows (in
- * their order); the rest are summed into *f. Returns the rows kept.
+ * --max-series for the destinations table (logic/series.h): the kept keep
+ * their rows, in their order; the rest are summed into *f. Returns the rows kept.
  */
 size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
 		    struct folded_rows *f)
 {
 	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
-	struct dw_topn_result res;
-	bool *fold;
+	bool *fold = n ? calloc(n, sizeof(*fold)) : NULL;
 	size_t kept = 0;
 
 	memset(f, 0, sizeof(*f));
-	if (!items)
+	if (!items || !fold) {
+		free(items);
+		free(fold);
 		return n;
+	}
+	for (size_t i = 0; i < n; i++)
+		items[i] = dw_series_dest_item(deps, views[i].d, views[i].window_calls, i);
+	f->n = dw_series_fold(items, n, cap, fold);
 	for (size_t i = 0; i < n; i++) {
 		const struct dw_dest *d = views[i].d;
 
-		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = views[i].window_calls,
-						  .pinned = d->dep >= 0 && deps->deps[d->dep].id };
-	}
-	dw_topn_choose(items, n, cap, &res);
-	fold = res.folded ? calloc(n, sizeof(*fold)) : NULL;
-	if (!fold) {
-		free(items);
-		return n;
-	}
-	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
-		const struct dw_dest *d = views[items[i].key].d;
-
-		fold[items[i].key] = true;
+		if (!fold[i]) {
+			views[kept++] = views[i];
+			continue;
+		}
 		f->calls += d->sum.calls_completed;
 		f->failed += d->sum.calls_failed;
 		f->inflight += dw_dest_inflight(d);
 		f->connects += d->sum.connect_attempts;
 		f->cfail += dw_dest_connect_failures(d);
 	}
-	f->n = res.folded;
-	for (size_t i = 0; i < n; i++)
-		if (!fold[i])
-			views[kept++] = views[i];
 	free(fold);
 	free(items);
 	return kept;
 }
 
 /*
- * --max-series for the dependencies table: configured dependencies always,
- * then the busiest by call rate; a calloc'ed flag per dependency index
- * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
- * *inflight: what was folded.
+ * --max-series for the dependencies table (logic/series.h): a calloc'ed
+ * flag per dependency index (true: folded), NULL when nothing is.
+ * *nfolded and sum[0..2] (calls, failed, inflight): what was folded.
  */
 bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
 {
-	struct dw_topn_item *items = deps->n ? calloc(deps->n, sizeof(*items)) : NULL;
-	struct dw_topn_result res;
-	bool *fold = NULL;
-	size_t n = 0;
+	bool *fold = deps->n ? calloc(deps->n, sizeof(*fold)) : NULL;
 
-	*nfolded = 0;
-	if (!items)
+	*nfolded = fold ? dw_series_fold_deps(deps, cap, fold) : 0;
+	if (!*nfolded) {
+		free(fold);
 		return NULL;
+	}
 	for (unsigned i = 0; i < deps->n; i++) {
-		const struct dw_dep *dep = &deps->deps[i];
-
-		if (!dw_dep_shown(dep))
+		if (!fold[i])
 			continue;
-		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
-						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
+		sum[0] += deps->deps[i].calls;
+		sum[1] += deps->deps[i].failed;
+		sum[2] += deps->deps[i].inflight;
 	}
-	dw_topn_choose(items, n, cap, &res);
-	if (res.folded)
-		fold = calloc(deps->n, sizeof(*fold));
-	for (size_t i = res.kept; fold && i < res.kept + res.folded; i++) {
-		const struct dw_dep *dep = &deps->deps[items[i].key];
-
-		fold[items[i].key] = true;
-		sum[0] += dep->calls;
-		sum[1] += dep->failed;
-		sum[2] += dep->inflight;
-	}
-	if (fold)
-		*nfolded = res.folded;
-	free(items);
 	return fold;
 }
 
