@@ -211,7 +211,7 @@ static bool breaker_open(struct dw_abort *a, const struct dw_deps *deps)
 		if (!dep->used || !dep->s->enforce_abort || dep->br.state != DW_BREAKER_OPEN)
 			continue;
 		first = a->per_dep[i].passed_since_ns != dep->br.since_ns;
-		if (!first && !dep->conns)
+		if (!first && !dep->fig.conns)
 			continue;
 		a->per_dep[i].passed_since_ns = dep->br.since_ns;
 		open = true;

@@ -160,9 +160,10 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 		.failure_rate = dep->j.failure_rate,
 		.slow_call_ns = dep->s->slow_call_ns,
 		.calls = (uint64_t)dep->j.decided,
-		.inflight = dep->inflight,
+		.inflight = dep->fig.inflight,
 		.max_inflight = dep->s->max_inflight,
-		.oldest_ms = dep->oldest_call_ns ? (ev->now_ns - dep->oldest_call_ns) / 1e6 : -1,
+		.oldest_ms = dep->fig.oldest_call_ns ?
+			     (ev->now_ns - dep->fig.oldest_call_ns) / 1e6 : -1,
 	};
 
 	if (!alert_allowed(io, ev, closing, &a.suppressed))
@@ -170,9 +171,9 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 	a.reason = transition ? dw_breaker_reason_name(ev->reason) : warning_reason(ev);
 	a.severity = severity(ev, closing);
 	if (ev->kind == DW_DEP_RETRY_STORM) {
-		a.retry_ratio = dep->retry_ratio;
-		a.call_rate = dep->call_rate;
-		a.call_rate_baseline = dep->call_rate_baseline;
+		a.retry_ratio = dep->rates.retry_ratio;
+		a.call_rate = dep->rates.call_rate;
+		a.call_rate_baseline = dep->rates.call_rate_baseline;
 	}
 	a.p99_ms = dw_dep_percentile_ms(dep, 0.99);
 	if (transition && ev->state == DW_BREAKER_OPEN) {

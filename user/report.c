@@ -265,31 +265,31 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu,"
 		      "\"max_inflight\":%u,\"destinations\":%u,\"rejected\":%llu,\"connections\":%llu,"
 		      "\"enforce\":%s,\"forced\":%s",
-		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
-		      (unsigned long long)dep->slow, (unsigned long long)dep->inflight,
-		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->rejected,
-		      (unsigned long long)dep->conns, dep->s->enforce_connect ? "true" : "false",
-		      dep->forced >= 0 ? "true" : "false");
+		      (unsigned long long)dep->fig.calls, (unsigned long long)dep->fig.failed,
+		      (unsigned long long)dep->fig.slow, (unsigned long long)dep->fig.inflight,
+		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->fig.rejected,
+		      (unsigned long long)dep->fig.conns, dep->s->enforce_connect ? "true" : "false",
+		      dep->enforce.forced >= 0 ? "true" : "false");
 	/* enforce = abort, abort_after: the mode in effect (abort: connect without sock_destroy) */
 	dw_buf_printf(out, ",\"enforce_mode\":\"%s\",\"abort_after_ms\":", dw_dep_enforce_mode(deps, dep));
 	dw_json_num(out, dep->s->abort_after_ns / 1e6, 3);
 	dw_buf_printf(out, ",\"aborted_breaker\":%llu,\"aborted_timeout\":%llu,\"calls_aborted\":%llu",
-		      (unsigned long long)dep->aborted_breaker,
-		      (unsigned long long)dep->aborted_timeout,
-		      (unsigned long long)dep->calls_aborted);
-	dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(now, dep->oldest_call_ns), 3);
+		      (unsigned long long)dep->fig.aborted_breaker,
+		      (unsigned long long)dep->fig.aborted_timeout,
+		      (unsigned long long)dep->fig.calls_aborted);
+	dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(now, dep->fig.oldest_call_ns), 3);
 	dw_json_field_opt(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50), 3);
 	dw_json_field_opt(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99), 3);
 	dw_buf_printf(out, ",\"slow_call_ms\":");
 	dw_json_num(out, dep->s->slow_call_ns / 1e6, 3);
 	dw_buf_printf(out, ",\"started\":%llu,\"abandoned\":%llu,\"retries\":%llu",
-		      (unsigned long long)dep->started, (unsigned long long)dep->abandoned,
-		      (unsigned long long)dep->retried);
-	dw_json_field_opt(out, "retry_ratio", dep->retry_ratio, 3);
-	dw_json_field_opt(out, "call_rate", dep->call_rate, 2);
-	dw_json_field_opt(out, "call_rate_baseline", dep->call_rate_baseline, 2);
+		      (unsigned long long)dep->fig.started, (unsigned long long)dep->fig.abandoned,
+		      (unsigned long long)dep->fig.retried);
+	dw_json_field_opt(out, "retry_ratio", dep->rates.retry_ratio, 3);
+	dw_json_field_opt(out, "call_rate", dep->rates.call_rate, 2);
+	dw_json_field_opt(out, "call_rate_baseline", dep->rates.call_rate_baseline, 2);
 	dw_buf_printf(out, ",\"retry_storm\":%s,\"multiplexed\":\"%s\",\"multiplexed_conns\":%llu,"
-		      "\"burst_timings\":%s", dep->retry_storm ? "true" : "false",
+		      "\"burst_timings\":%s", dep->rates.retry_storm ? "true" : "false",
 		      dep->s->judge_multiplexed ? "judge" : "ignore", (unsigned long long)mux,
 		      burst ? "true" : "false");
 	json_callers(out, c, cl, now);
@@ -448,9 +448,10 @@ size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *dep
 /*
  * --max-series for the dependencies table (logic/series.h): a calloc'ed
  * flag per dependency index (true: folded), NULL when nothing is.
- * *nfolded and sum[0..2] (calls, failed, inflight): what was folded.
+ * *nfolded and *sum: what was folded.
  */
-bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
+bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded,
+		   struct dw_dep_figs *sum)
 {
 	bool *fold = deps->n ? calloc(deps->n, sizeof(*fold)) : NULL;
 
@@ -459,13 +460,9 @@ bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, ui
 		free(fold);
 		return NULL;
 	}
-	for (unsigned i = 0; i < deps->n; i++) {
-		if (!fold[i])
-			continue;
-		sum[0] += deps->deps[i].calls;
-		sum[1] += deps->deps[i].failed;
-		sum[2] += deps->deps[i].inflight;
-	}
+	for (unsigned i = 0; i < deps->n; i++)
+		if (fold[i])
+			dw_dep_figs_add(sum, &deps->deps[i].fig);
 	return fold;
 }
 
@@ -474,8 +471,8 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 {
 	struct dw_caller_fig *callers;
 	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded = 0;
-	uint64_t sum[3] = { 0 };
-	bool *fold = cap ? rv_fold_deps(deps, cap, &nfolded, sum) : NULL;
+	struct dw_dep_figs sum = { 0 };
+	bool *fold = cap ? rv_fold_deps(deps, cap, &nfolded, &sum) : NULL;
 	bool first = true;
 
 	dw_buf_printf(out, ",\"dependencies\":[");
@@ -491,8 +488,8 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	if (nfolded)
 		dw_buf_printf(out, "%s{\"name\":\"" DW_TOPN_OTHER "\",\"configured\":false,\"folded\":%zu,"
 			      "\"calls\":%llu,\"failed\":%llu,\"inflight\":%llu}", first ? "" : ",", nfolded,
-			      (unsigned long long)sum[0], (unsigned long long)sum[1],
-			      (unsigned long long)sum[2]);
+			      (unsigned long long)sum.calls, (unsigned long long)sum.failed,
+			      (unsigned long long)sum.inflight);
 	dw_buf_printf(out, "],\"dependencies_folded\":%zu", nfolded);
 	free(fold);
 	free(callers);

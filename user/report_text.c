@@ -75,10 +75,10 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      dep->br.state == DW_BREAKER_CLOSED ? "" : dw_breaker_reason_name(dep->br.reason),
 		      100 * dw_rate_or_zero(dep->j.slow_rate),
 		      100 * dw_rate_or_zero(dep->j.failure_rate),
-		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
-		      (unsigned long long)dep->inflight,
-		      cell_ms(dep->oldest_call_ns ? rv_age_ms(now, dep->oldest_call_ns) : -1, oldest,
-			      sizeof(oldest)),
+		      (unsigned long long)dep->fig.calls, (unsigned long long)dep->fig.failed,
+		      (unsigned long long)dep->fig.inflight,
+		      cell_ms(dep->fig.oldest_call_ns ? rv_age_ms(now, dep->fig.oldest_call_ns) : -1,
+			      oldest, sizeof(oldest)),
 		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.50), burst, p50, sizeof(p50)),
 		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.99), burst, p99, sizeof(p99)));
 	return burst;
@@ -120,8 +120,8 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 {
 	struct dw_caller_fig *callers;
 	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded;
-	uint64_t sum[3] = { 0 };
-	bool *fold = rv_fold_deps(deps, cap, &nfolded, sum);
+	struct dw_dep_figs sum = { 0 };
+	bool *fold = rv_fold_deps(deps, cap, &nfolded, &sum);
 	bool burst = false;
 
 	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
@@ -136,8 +136,9 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	}
 	if (nfolded)
 		dw_buf_printf(out, "%-24.24s %-9s %-12s %6s %6s %8llu %6llu %5llu %7s %7s %7s (%zu dependencies)\n",
-			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum[0],
-			      (unsigned long long)sum[1], (unsigned long long)sum[2], "-", "-", "-", nfolded);
+			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum.calls,
+			      (unsigned long long)sum.failed, (unsigned long long)sum.inflight, "-", "-", "-",
+			      nfolded);
 	free(fold);
 	free(callers);
 	dw_buf_putc(out, '\n');
@@ -221,23 +222,23 @@ static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const stru
 	struct dw_top_wire w = {
 		.name = dep->name,
 		.dests = dep->ndests,
-		.calls = dep->calls,
-		.failed = dep->failed,
+		.calls = dep->fig.calls,
+		.failed = dep->fig.failed,
 		.p50_ms = dw_dep_percentile_ms(dep, 0.50),
 		.p99_ms = dw_dep_percentile_ms(dep, 0.99),
 		.slow_rate = dw_rate_or_zero(dep->j.slow_rate),
 		.failure_rate = dw_rate_or_zero(dep->j.failure_rate),
-		.inflight = dep->inflight,
+		.inflight = dep->fig.inflight,
 		.max_inflight = dep->s->max_inflight,
-		.oldest_ms = rv_age_ms(now, dep->oldest_call_ns),
+		.oldest_ms = rv_age_ms(now, dep->fig.oldest_call_ns),
 		.breaker = dw_breaker_state_name(dep->br.state),
 		.reason = dw_breaker_reason_name(dep->br.reason),
-		.rejected = dep->rejected,
-		.conns = dep->conns,
-		.forced = dep->forced >= 0,
+		.rejected = dep->fig.rejected,
+		.conns = dep->fig.conns,
+		.forced = dep->enforce.forced >= 0,
 		.multiplexed_conns = mux,
 		.burst_timings = burst,
-		.aborted = dep->aborted_breaker + dep->aborted_timeout,
+		.aborted = dep->fig.aborted_breaker + dep->fig.aborted_timeout,
 	};
 
 	dw_top_tsv_row(out, &w);

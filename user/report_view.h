@@ -71,8 +71,9 @@ size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *dep
 /*
  * --max-series for the dependencies table (logic/series.h): a calloc'ed
  * flag per dependency index (true: folded), NULL when nothing is.
- * *nfolded and sum[0..2] (calls, failed, inflight): what was folded.
+ * *nfolded and *sum: what was folded.
  */
-bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum);
+bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded,
+		   struct dw_dep_figs *sum);
 
 #endif /* DW_REPORT_VIEW_H */

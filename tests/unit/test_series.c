@@ -24,10 +24,10 @@ static void deps_of(struct dw_deps *deps, struct dw_dep *v)
 		v[i].used = i != 5;
 		v[i].id = i == 0 || i == 3 ? i + 1 : 0;
 		v[i].ndests = 1;
-		v[i].call_rate = rate[i];
+		v[i].rates.call_rate = rate[i];
 	}
 	v[4].ndests = 0;
-	v[4].call_rate = 99;	/* not shown: never a series, folded or not */
+	v[4].rates.call_rate = 99;	/* not shown: never a series, folded or not */
 	deps->deps = v;
 	deps->n = NDEPS;
 }
@@ -66,9 +66,9 @@ static void test_busiest_keeps_its_line(void **state)
 
 	(void)state;
 	deps_of(&deps, v);
-	v[2].call_rate = 4.9;	/* now 1 (5/s) is the busiest */
+	v[2].rates.call_rate = 4.9;	/* now 1 (5/s) is the busiest */
 	v[3].id = 0;		/* and 3 a destination's own, at 1/s */
-	v[3].call_rate = 1;
+	v[3].rates.call_rate = 1;
 	/* cap 3: 0 configured, 1 the busiest, ~other holds 2 and 3 */
 	assert_int_equal(dw_series_fold_deps(&deps, 3, fold), 2);
 	assert_false(fold[0]);

@@ -17,7 +17,8 @@ static struct dw_topn_item dep_item(const struct dw_dep *dep, uint32_t key)
 {
 	/* calls per ms: a rate below one call a second still ranks */
 	return (struct dw_topn_item){ .key = key, .pinned = dep->id != 0,
-				      .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
+				      .weight = dep->rates.call_rate > 0 ?
+						dep->rates.call_rate * 1000 : 0 };
 }
 
 size_t dw_series_fold_deps(const struct dw_deps *deps, unsigned cap, bool *fold)
