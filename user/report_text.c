@@ -8,47 +8,38 @@
 #include "control.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
+#include "logic/parse.h"
 #include "logic/topn.h"
 #include "logic/topview.h"
 #include "report.h"
 #include "report_view.h"
 #include "services.h"
 
-/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none; burst: "12.3ms*". */
-static const char *cell_ms_mark(double ms, bool burst, char *buf, size_t len)
-{
-	const char *mark = burst && ms >= 0 ? BURST_MARK : "";
+#define CELL_LEN 16
 
-	if (ms < 0)
-		snprintf(buf, len, "-");
-	else if (ms < 1)
-		snprintf(buf, len, "%.0fus%s", ms * 1000, mark);
-	else if (ms < 1000)
-		snprintf(buf, len, "%.*fms%s", ms < 100 ? 1 : 0, ms, mark);
-	else
-		snprintf(buf, len, "%.2fs%s", ms / 1000, mark);
+/* A duration cell (dw_format_ms_cell); burst: marked as burst timings, "12.3ms*". */
+static const char *cell(double ms, bool burst, char buf[CELL_LEN])
+{
+	size_t n = strlen(dw_format_ms_cell(ms, buf, CELL_LEN));
+
+	if (burst && ms >= 0)
+		snprintf(buf + n, CELL_LEN - n, "%s", BURST_MARK);
 	return buf;
-}
-
-/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none. */
-static const char *cell_ms(double ms, char *buf, size_t len)
-{
-	return cell_ms_mark(ms, false, buf, len);
 }
 
 static void text_row(struct dw_buf *out, const struct dest_view *v)
 {
 	const struct dw_dest *d = v->d;
-	char oldest[16], p50[16], p90[16], p99[16];
+	char oldest[CELL_LEN], p50[CELL_LEN], p90[CELL_LEN], p99[CELL_LEN];
 
 	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu %5llu ",
 		      v->dest, (unsigned long long)d->sum.calls_completed,
 		      (unsigned long long)d->sum.calls_failed,
 		      (unsigned long long)dw_dest_inflight(d),
-		      cell_ms(d->oldest_call_ns ? v->oldest_ms : -1, oldest, sizeof(oldest)),
-		      cell_ms_mark(v->p50, v->burst, p50, sizeof(p50)),
-		      cell_ms_mark(v->p90, v->burst, p90, sizeof(p90)),
-		      cell_ms_mark(v->p99, v->burst, p99, sizeof(p99)),
+		      cell(d->oldest_call_ns ? v->oldest_ms : -1, false, oldest),
+		      cell(v->p50, v->burst, p50),
+		      cell(v->p90, v->burst, p90),
+		      cell(v->p99, v->burst, p99),
 		      (unsigned long long)d->sum.connect_attempts,
 		      (unsigned long long)dw_dest_connect_failures(d),
 		      (unsigned long long)dw_dest_connecting(d),
@@ -65,7 +56,8 @@ static void text_row(struct dw_buf *out, const struct dest_view *v)
 static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
 		     uint64_t now)
 {
-	char oldest[16], p50[16], p99[16];
+	char oldest[CELL_LEN], p50[CELL_LEN], p99[CELL_LEN];
+	double oldest_ms = dep->fig.oldest_call_ns ? rv_age_ms(now, dep->fig.oldest_call_ns) : -1;
 	bool burst;
 
 	rv_dep_mux(c, dep, &burst);
@@ -77,10 +69,9 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      100 * dw_rate_or_zero(dep->j.failure_rate),
 		      (unsigned long long)dep->fig.calls, (unsigned long long)dep->fig.failed,
 		      (unsigned long long)dep->fig.inflight,
-		      cell_ms(dep->fig.oldest_call_ns ? rv_age_ms(now, dep->fig.oldest_call_ns) : -1,
-			      oldest, sizeof(oldest)),
-		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.50), burst, p50, sizeof(p50)),
-		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.99), burst, p99, sizeof(p99)));
+		      cell(oldest_ms, false, oldest),
+		      cell(dw_dep_percentile_ms(dep, 0.50), burst, p50),
+		      cell(dw_dep_percentile_ms(dep, 0.99), burst, p99));
 	return burst;
 }
 
@@ -91,7 +82,7 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 static void text_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
 			 uint64_t now)
 {
-	char oldest[16], p50[16], p99[16];
+	char oldest[CELL_LEN], p50[CELL_LEN], p99[CELL_LEN];
 	struct dw_cgname name;
 	int pad;
 
@@ -106,9 +97,9 @@ static void text_callers(struct dw_buf *out, const struct dw_collector *c, const
 		dw_buf_printf(out, "%*s %8llu %6llu %5llu %7s %7s %7s\n", pad > 0 ? pad : 1, "",
 			      (unsigned long long)f->calls, (unsigned long long)f->failed,
 			      (unsigned long long)f->inflight,
-			      cell_ms(f->oldest_ns ? rv_age_ms(now, f->oldest_ns) : -1, oldest, sizeof(oldest)),
-			      cell_ms(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, p50, sizeof(p50)),
-			      cell_ms(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, p99, sizeof(p99)));
+			      cell(f->oldest_ns ? rv_age_ms(now, f->oldest_ns) : -1, false, oldest),
+			      cell(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, false, p50),
+			      cell(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, false, p99));
 	}
 	if (cl->n > DW_TEXT_CALLERS)
 		dw_buf_printf(out, "  <- (%zu more callers)\n", cl->n - DW_TEXT_CALLERS);
@@ -148,7 +139,7 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 static void text_services(struct dw_buf *out, const struct dw_deps *deps,
 			  const struct dw_services *svcs)
 {
-	char summary[160], p99[16];
+	char summary[160], p99[CELL_LEN];
 
 	if (!svcs->n)
 		return;
@@ -166,7 +157,7 @@ static void text_services(struct dw_buf *out, const struct dw_deps *deps,
 		dw_buf_printf(out, "%-24.24s %-9s %6llu %6.1f/s %7s %7.1f/s %8s  %s%s%s\n", svc->name, pool,
 			      (unsigned long long)svc->inflight,
 			      svc->arrival_rate > 0 ? svc->arrival_rate : 0,
-			      cell_ms(svc->p99_ms, p99, sizeof(p99)),
+			      cell(svc->p99_ms, false, p99),
 			      svc->fc.rising > 0 ? svc->fc.rising : 0, exhaust, summary,
 			      svc->fc.level ? "  " : "", svc->fc.level ? dw_pool_level_name(svc->fc.level) : "");
 	}
