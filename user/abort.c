@@ -19,6 +19,7 @@
 #include "deps.h"
 #include "loader.h"
 #include "log.h"
+#include "logic/kplan.h"
 
 #define NO_LOOKUP UINT64_MAX
 
@@ -96,15 +97,12 @@ void dw_abort_free(struct dw_abort *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* The abort_after of the dependency dest belongs to (as the kernel's dep_cfg has it); 0: none. */
+/* The abort_after of the dependency dest belongs to, as the plan writes dep_cfg; 0: none. */
 static uint64_t after_of(const struct dw_deps *deps, const struct dw_dest_key *dest)
 {
-	int i;
-
 	if (dw_row_kind_of(dest) != DW_ROW_OUTBOUND)
 		return 0;	/* the overflow row, listener rows */
-	i = dw_config_lookup(&deps->cfg, dest->family, dest->addr, dest->port);
-	return i >= 0 ? deps->cfg.deps[i].s.abort_after_ns : deps->cfg.defaults.abort_after_ns;
+	return dw_kplan_dest_dep_cfg(&deps->cfg, dest).abort_after_ns;
 }
 
 static uint64_t slot_after(struct dw_abort *a, const struct dw_deps *deps, __u32 slot,
