@@ -5,6 +5,7 @@
 #include <string.h>
 #include "depset.h"
 #include "hist.h"
+#include "match.h"
 
 /* Time constants of the call rates (seconds). */
 #define RATE_NOW_TAU 2.0
