@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "control_figs.h"
 #include "logic/control_wire.h"
 #include "logic/jsonw.h"
 
@@ -63,11 +64,7 @@ struct dw_clients {
 
 void dw_clients_init(struct dw_clients *t);
 
-/* What status and /metrics say of the control socket's clients. */
-struct dw_control_figs {
-	unsigned clients;		/* slots in use now */
-	uint64_t refused;		/* since the daemon started */
-};
+/* What status and /metrics say of the clients (control_figs.h). */
 void dw_clients_figs(const struct dw_clients *t, struct dw_control_figs *f);
 /* Accepts one client into a free slot, or closes it at once when none is left. */
 void dw_control_accept(int listen_fd, struct dw_clients *t, uint64_t now_ns);

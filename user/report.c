@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
-#include "control.h"
+#include "control_figs.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/series.h"
