@@ -24,7 +24,9 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 LOGIC_SRCS := $(wildcard user/logic/*.c)
 # The daemon and CLI.
 APP_SRCS := $(wildcard user/*.c)
-BPF_SRCS := bpf/depwatch.bpf.c
+# One .bpf.c per group of programs, linked into one object (one set of maps: bpf/maps.bpf.h).
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 
@@ -74,10 +76,17 @@ $(OUT)/vmlinux.h: | $(DEPS_FIRST) $(OUT)
 	$(Q)$(call need,$(BPFTOOL),bpftool)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
 
-$(OUT)/depwatch.bpf.o: $(BPF_SRCS) $(wildcard bpf/*.h) $(OUT)/vmlinux.h | $(OUT)
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUT)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)$(call need,$(CLANG),clang)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter -I$(OUT) -Ibpf -c $< -o $@
+
+# The programs' objects linked into one (libbpf's static linker): the maps, __weak in each, become one set.
+$(OUT)/depwatch.bpf.o: $(BPF_OBJS)
+	$(call msg,BPF-LINK,$@)
+	$(Q)$(call need,$(BPFTOOL),bpftool)
+	$(Q)$(BPFTOOL) gen object $@ $^
 	$(Q)llvm-strip -g $@ 2>/dev/null || true
 
 $(OUT)/depwatch.skel.h: $(OUT)/depwatch.bpf.o

@@ -11,6 +11,8 @@
 #   PATCH optional: a patch (bench/variants/*.patch) applied to that revision
 #         before the build: an experiment variant for the same arm, named in
 #         DEST.id too
+# DEST.bpf.o gets the build's linked BPF object, for comparing per-program
+# instruction counts (llvm-readelf -s DEST.bpf.o: each FUNC's size / 8).
 # `make OUT=build-bench bench-before BEFORE_REV=f9826fc` runs it with DEST =
 # $(OUT)/depwatch-before; `make OUT=build-bench bench-variant VARIANT=percpu` runs it
 # with REV = HEAD, PATCH = bench/variants/percpu.patch, DEST = $(OUT)/depwatch-percpu.
@@ -38,5 +40,6 @@ make -C "$tree" OUT=build build/depwatch
 mkdir -p "$(dirname "$dest")"
 cp "$tree/build/depwatch" "$dest.tmp"
 mv "$dest.tmp" "$dest"
+[ ! -f "$tree/build/depwatch.bpf.o" ] || cp "$tree/build/depwatch.bpf.o" "$dest.bpf.o"
 echo "commit $(git log -1 --format='%h %s' "$sha" | cut -c1-100)${patch:+ + ${patch#"$PWD/"}}" >"$dest.id"
 echo "bench: built $dest from $(cat "$dest.id")" >&2

@@ -10,20 +10,27 @@
 #ifndef DEPWATCH_H
 #define DEPWATCH_H
 
-#define DW_COMM_LEN 16
+#include "dwcompat.h"
+#include "bucket.h"
 
 /*
- * Latency histogram: 64 ns units; values below 16 units each have a bucket
- * of their own, above that every power of two is split into 16 linear
- * sub-buckets. A bucket is at most 1/16 (6.25%) of its lower bound wide,
- * and at 1 us a 64 ns bucket is 6.4% wide. The last bucket starts at
- * 31 * 2^26 units (133 s) and takes everything above.
+ * Every size of the BPF side, in one place: the maps (bpf/maps.bpf.h), the
+ * loader that resizes some of them before load (user/loader.c) and the
+ * daemon's defaults and checks read these. "Default" ones are the daemon's
+ * option defaults, which the loader writes into the maps before load.
  */
-#define DW_HIST_UNIT_SHIFT 6
-#define DW_HIST_SUB_BITS 4
-#define DW_HIST_SUB (1U << DW_HIST_SUB_BITS)
-#define DW_HIST_MAX_LOG2 30
-#define DW_HIST_BUCKETS (DW_HIST_SUB + (DW_HIST_MAX_LOG2 - DW_HIST_SUB_BITS + 1) * DW_HIST_SUB)
+#define DW_MAX_DESTS_DEFAULT 4096	/* --max-dests: destination slots (dest_slots, dest_stats, ...) */
+#define DW_MAX_CONNS_DEFAULT 262144	/* --max-conns: tracked connections (conns_sk, pending) */
+#define DW_CALLER_ROWS_DEFAULT 4096	/* caller rows (caller_slots, caller_stats) */
+#define DW_SYS_CALLS_MAX 16384		/* threads in a traced system call at once (syscalls backend) */
+#define DW_MATCH_TRIE_ENTRIES 16384	/* prefixes in the match trie (dep_match) */
+#define DW_BREAKERS_MAX 8192		/* entries of the pinned breakers map */
+#define DW_LISTEN_PORTS_MAX 16384	/* listening (netns, port)s recorded at start */
+#define DW_THREADS_MAX 65536		/* threads holding a [service]'s request (LRU) */
+#define DW_ABANDONS_MAX 16384		/* recent abandoned calls, for retries (LRU) */
+#define DW_PORTS 65536			/* one entry per TCP port (service_ports) */
+
+#define DW_COMM_LEN 16
 
 /*
  * Start-time slices: calls are counted by when they started, in slices of
@@ -154,56 +161,11 @@ struct dw_dest_detail {
 };
 
 /*
- * Per-CPU rows of the per-call counters (issue 17): the call histogram and
- * the start-time slices, counted on a line no other CPU writes, and moved to
- * the shared row (struct dw_dest_detail) now and then. One row per (slot,
- * CPU) in the cpu_rows map, at index slot * dw_ncpus + cpu: 64 bytes, one
- * cache line (the map is mmapable, so its rows are page-aligned), 16 MiB at
- * 64 CPUs x 4096 slots. Without them every call from several CPUs to one
- * destination moved the slice line and a histogram line between their
- * caches (bench/RESULTS.md, issue 17).
- *
- * Slices: the row counts the calls started, and ended, in one slice (its
- * `slice`). A start or an end in a newer slice first folds the row's counts
- * into the shared slice, then moves the row to the new slice. An end whose
- * call started in an older slice than the row's (a call longer than the rest
- * of its slice, or started on a CPU whose row was behind) counts in the
- * shared slice, as before the per-CPU rows. A row that stops moving keeps
- * its counts: readers add them by slice number, so nothing has to flush it.
- *
- * Histogram: not a per-CPU copy (1.75 KiB per slot per CPU, 0.45 GiB at 64
- * CPUs x 4096 slots) but DW_ROW_RUNS counters, each for one bucket: bucket b
- * counts in run[b % DW_ROW_RUNS] while that run holds b or nothing; a run
- * that holds another bucket is flushed first (one atomic add to the shared
- * histogram). Latencies cluster: DW_ROW_RUNS neighbouring buckets (a span of
- * 2^(10/16) = 1.5x above 1 us) never evict each other. A run is
- * (bucket + 1) << DW_ROW_RUN_SHIFT | count, 0 when empty.
- *
- * Who writes a row: only programs on its CPU, but a program in softirq
- * context (sk_data_ready, tcp_retransmit_skb) can interrupt one in task
- * context (tcp_sendmsg_locked, the syscalls backend's tracepoints) between
- * any two instructions, and a preemptible program can be preempted by a
- * task running another. So a program first claims the row: one
- * compare-and-swap setting DW_ROW_BUSY in seq (a local line: ~20 cycles).
- * A program that finds the row busy was, necessarily, interrupting its
- * holder on this CPU: it must not wait for it, and counts in the shared
- * row instead (atomic adds, exact). The holder then updates the row with
- * plain stores, which nothing else writes, and releases it.
- *
- * Readers (the daemon, another CPU) see a fold as a seqcount: the holder
- * sets DW_ROW_FOLDING (an atomic, a full barrier) before it adds the row's
- * counts to the shared row, and adds 1 at the end, which clears both bits
- * and counts one more fold (seq += DW_ROW_GEN). A reader loads seq, then
- * the rows and the shared row, then seq again (acquire order); it retries
- * if a fold was in progress at either load or seq / DW_ROW_GEN changed:
- * otherwise no count it read was in both places or in neither. Plain
- * updates (no fold) only grow the row's counts; a reader may see each
- * before or after, as it would see a shared counter's atomic add.
- *
- * Slots are never reused while the maps live (DW_SLOT_OVERFLOW's comment),
- * so rows are never reset: like the shared counters, a row's counts belong
- * to its slice number, and a reader ignores any count of a slice older than
- * the newest its ring position (slice % DW_SLICES) has seen anywhere.
+ * Per-CPU rows of the per-call counters (issue 17): one 64-byte row per
+ * (slot, CPU) in the cpu_rows map, at index slot * dw_ncpus + cpu. The
+ * protocol that keeps them exact (the claim, the folds into struct
+ * dw_dest_detail, the seqcount readers use, the histogram runs) is in
+ * bpf/rows.h, with the code that writes them.
  */
 #define DW_ROW_BUSY 1U
 #define DW_ROW_FOLDING 2U
@@ -437,18 +399,7 @@ struct dw_global_stats {
  * the destination only (caller_map_full). In flight and the oldest
  * outstanding call come from the pending table
  * (dw_pending_entry.caller).
- *
- * The histogram: 1.024 us units (ns >> 10); values below 4 units each have
- * a bucket, above that every power of two is split into 4 linear
- * sub-buckets: a bucket is at most 25% of its lower bound wide (a
- * percentile within +-12.5% taking the bucket's middle), from 4 us to
- * 2^33 us; the last bucket takes everything above.
  */
-#define DW_CALLER_UNIT_SHIFT 10
-#define DW_CALLER_SUB_BITS 2
-#define DW_CALLER_SUB (1U << DW_CALLER_SUB_BITS)
-#define DW_CALLER_BUCKETS 128
-#define DW_CALLER_ROWS_DEFAULT 4096
 
 struct dw_caller_key {
 	__u64 cgroup_id;	/* 0: the owner could not be found (unknown) */
@@ -497,48 +448,5 @@ struct dw_caller_cpu_row {
  * cannot use socket storage).
  */
 enum dw_backend { DW_BACKEND_SOCK = 0, DW_BACKEND_SYSCALLS = 1 };
-
-/* floor(log2(v)) for v > 0, without loops (the verifier likes it). */
-static __always_inline __u32 dw_log2(__u64 v)
-{
-	__u32 r = 0, shift;
-
-	shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r |= shift;
-	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
-	return r;
-}
-
-/* The histogram bucket of a duration in nanoseconds; the same in kernel and user space. */
-static __always_inline __u32 dw_hist_bucket(__u64 ns)
-{
-	__u64 v = ns >> DW_HIST_UNIT_SHIFT;
-	__u32 k;
-
-	if (v < DW_HIST_SUB)
-		return v;
-	k = dw_log2(v);
-	if (k > DW_HIST_MAX_LOG2)
-		return DW_HIST_BUCKETS - 1;
-	return DW_HIST_SUB + (k - DW_HIST_SUB_BITS) * DW_HIST_SUB +
-	       ((v >> (k - DW_HIST_SUB_BITS)) & (DW_HIST_SUB - 1));
-}
-
-/* The caller histogram bucket of a duration in nanoseconds; the same in kernel and user space. */
-static __always_inline __u32 dw_caller_bucket(__u64 ns)
-{
-	__u64 v = ns >> DW_CALLER_UNIT_SHIFT;
-	__u32 k, b;
-
-	if (v < DW_CALLER_SUB)
-		return v;
-	k = dw_log2(v);
-	b = DW_CALLER_SUB + (k - DW_CALLER_SUB_BITS) * DW_CALLER_SUB +
-	    ((v >> (k - DW_CALLER_SUB_BITS)) & (DW_CALLER_SUB - 1));
-	return b < DW_CALLER_BUCKETS ? b : DW_CALLER_BUCKETS - 1;
-}
 
 #endif /* DEPWATCH_H */

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Every map of depwatch's BPF side, in one place. Sizes marked "set by user
- * space" are overridden before load from the daemon's options.
+ * Every map of depwatch's BPF side, in one place; their sizes are
+ * depwatch.h's. Sizes marked "set by user space" are overridden before load
+ * from the daemon's options.
+ *
+ * Each program's .bpf.c includes this header, and `bpftool gen object`
+ * links the objects into one (the Makefile): every map and global variable
+ * here is __weak, so the linker keeps one of the identical definitions and
+ * all programs share it.
  */
 #ifndef DEPWATCH_MAPS_BPF_H
 #define DEPWATCH_MAPS_BPF_H
@@ -14,10 +20,10 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct dw_conn);
-} conns SEC(".maps");
+} conns SEC(".maps") __weak;
 
 /* Set by user space before load: which backend runs (enum dw_backend). */
-const volatile __u32 dw_backend = DW_BACKEND_SOCK;
+const volatile __u32 dw_backend __weak = DW_BACKEND_SOCK;
 
 /*
  * Per-connection state of the syscalls backend, keyed by the socket's
@@ -27,11 +33,11 @@ const volatile __u32 dw_backend = DW_BACKEND_SOCK;
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 262144);
+	__uint(max_entries, DW_MAX_CONNS_DEFAULT);	/* set by user space (--max-conns) */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct dw_conn);
-} conns_sk SEC(".maps");
+} conns_sk SEC(".maps") __weak;
 
 /* syscalls backend: the socket a thread's send or receive system call is on, from entry to exit. */
 struct dw_sys_call {
@@ -45,10 +51,10 @@ struct dw_sys_call {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);	/* threads in a traced call at once; full: counted */
+	__uint(max_entries, DW_SYS_CALLS_MAX);	/* full: counted */
 	__type(key, __u64);		/* pid_tgid */
 	__type(value, struct dw_sys_call);
-} sys_calls SEC(".maps");
+} sys_calls SEC(".maps") __weak;
 
 /*
  * Destination -> slot (see DW_SLOT_OVERFLOW). Looked up once per connect;
@@ -57,24 +63,24 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__uint(max_entries, DW_MAX_DESTS_DEFAULT);	/* set by user space (--max-dests) */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct dw_dest_key);
 	__type(value, __u32);
-} dest_slots SEC(".maps");
+} dest_slots SEC(".maps") __weak;
 
 /* Set by user space before load: the rows of dest_stats and dest_details (--max-dests). */
-const volatile __u32 dw_max_slots = 4096;
+const volatile __u32 dw_max_slots __weak = DW_MAX_DESTS_DEFAULT;
 /* Slots handed out so far besides slot 0; user space reads it to bound its scan. */
-__u32 dw_slots_taken;
+__u32 dw_slots_taken __weak;
 
 /* Exact counters per destination slot, per CPU: no atomics on the hot path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__uint(max_entries, DW_MAX_DESTS_DEFAULT);	/* set by user space (--max-dests) */
 	__type(key, __u32);
 	__type(value, struct dw_dest_stats);
-} dest_stats SEC(".maps");
+} dest_stats SEC(".maps") __weak;
 
 /*
  * Latency histograms and start-time slices per destination slot. Shared by
@@ -85,11 +91,11 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__uint(max_entries, DW_MAX_DESTS_DEFAULT);	/* set by user space (--max-dests) */
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dw_dest_detail);
-} dest_details SEC(".maps");
+} dest_details SEC(".maps") __weak;
 
 /*
  * The per-CPU rows of the per-call counters (struct dw_cpu_row): row
@@ -99,22 +105,22 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 4096 * 2);	/* set by user space: --max-dests x possible CPUs */
+	__uint(max_entries, DW_MAX_DESTS_DEFAULT);	/* set by user space: --max-dests x possible CPUs */
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dw_cpu_row);
-} cpu_rows SEC(".maps");
+} cpu_rows SEC(".maps") __weak;
 
 /* Set by user space before load: the possible CPUs (rows of cpu_rows per slot). */
-const volatile __u32 dw_ncpus = 2;
+const volatile __u32 dw_ncpus __weak = 2;
 
 /* Per destination slot: its dependency and service flag (struct dw_slot_cfg). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 4096);	/* set by user space (--max-dests) */
+	__uint(max_entries, DW_MAX_DESTS_DEFAULT);	/* set by user space (--max-dests) */
 	__type(key, __u32);
 	__type(value, struct dw_slot_cfg);
-} slot_cfg SEC(".maps");
+} slot_cfg SEC(".maps") __weak;
 
 /*
  * The pending table (struct dw_pending_entry), read in place by the daemon.
@@ -124,22 +130,22 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 262144);	/* set by user space (--max-conns) */
+	__uint(max_entries, DW_MAX_CONNS_DEFAULT);	/* set by user space (--max-conns) */
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dw_pending_entry);
-} pending SEC(".maps");
+} pending SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK);
-	__uint(max_entries, 262144);	/* set by user space (--max-conns) */
+	__uint(max_entries, DW_MAX_CONNS_DEFAULT);	/* set by user space (--max-conns) */
 	__type(value, __u32);
-} pending_free SEC(".maps");
+} pending_free SEC(".maps") __weak;
 
 /* Set by user space before load: the entries of pending. */
-const volatile __u32 dw_max_pend = 262144;
+const volatile __u32 dw_max_pend __weak = DW_MAX_CONNS_DEFAULT;
 /* Entries handed out in order so far; user space reads it to bound its scan. */
-__u32 dw_pend_taken;
+__u32 dw_pend_taken __weak;
 
 /*
  * Callers (issue 16): (destination slot, cgroup id) -> row, looked up once
@@ -153,7 +159,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct dw_caller_key);
 	__type(value, __u32);
-} caller_slots SEC(".maps");
+} caller_slots SEC(".maps") __weak;
 
 /* Per caller row, shared like dest_details (calls via caller_cpu_rows); read in place. */
 struct {
@@ -162,19 +168,19 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dw_caller_stats);
-} caller_stats SEC(".maps");
+} caller_stats SEC(".maps") __weak;
 
 /* Rows handed out so far besides row 0; user space reads it to bound its scan. */
-__u32 dw_callers_taken;
+__u32 dw_callers_taken __weak;
 
 /* Per caller row and CPU (struct dw_caller_cpu_row): row * dw_ncpus + cpu, read in place. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DW_CALLER_ROWS_DEFAULT * 2);	/* set by user space: x CPUs */
+	__uint(max_entries, DW_CALLER_ROWS_DEFAULT);	/* set by user space: x CPUs */
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct dw_caller_cpu_row);
-} caller_cpu_rows SEC(".maps");
+} caller_cpu_rows SEC(".maps") __weak;
 
 /* slow_call per dependency; index 0 for destinations no match covers. */
 struct {
@@ -182,31 +188,31 @@ struct {
 	__uint(max_entries, DW_MAX_DEPS);
 	__type(key, __u32);
 	__type(value, struct dw_dep_cfg);
-} dep_cfg SEC(".maps");
+} dep_cfg SEC(".maps") __weak;
 
 /* Which configured dependency a destination belongs to; looked up once per connect. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 16384);
+	__uint(max_entries, DW_MATCH_TRIE_ENTRIES);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct dw_match_key);
 	__type(value, struct dw_match_rules);
-} dep_match SEC(".maps");
+} dep_match SEC(".maps") __weak;
 
 /* Breaker states, for other programs and tools; see struct dw_breaker_value. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
+	__uint(max_entries, DW_BREAKERS_MAX);
 	__type(key, struct dw_breaker_key);
 	__type(value, struct dw_breaker_value);
-} breakers SEC(".maps");
+} breakers SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct dw_global_stats);
-} globals SEC(".maps");
+} globals SEC(".maps") __weak;
 
 /* (netns, port) of listening sockets, filled at start to tell accepted sockets from outbound ones. */
 struct dw_listen_key {
@@ -216,10 +222,10 @@ struct dw_listen_key {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, DW_LISTEN_PORTS_MAX);
 	__type(key, struct dw_listen_key);
 	__type(value, __u8);
-} listen_ports SEC(".maps");
+} listen_ports SEC(".maps") __weak;
 
 /*
  * Per thread, the inbound request it holds (see struct dw_thread_req): an
@@ -228,38 +234,38 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, DW_THREADS_MAX);
 	__type(key, __u32);		/* thread id */
 	__type(value, struct dw_thread_req);
-} threads SEC(".maps");
+} threads SEC(".maps") __weak;
 
 /*
  * Set by user space: 1 while the config has a [service]. Without one no
  * thread holds a request, and an outbound call skips looking for its caller.
  */
-__u32 dw_services_on;
+__u32 dw_services_on __weak;
 
 /*
  * Set by user space: 1 once dw_data_ready is attached, so that a successful
  * receive has nothing left to tell unless a [service] is configured.
  */
-__u32 dw_data_ready_on;
+__u32 dw_data_ready_on __weak;
 
 /* Per port, 1 if a configured [service] listens on it (any netns); written by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 65536);
+	__uint(max_entries, DW_PORTS);
 	__type(key, __u32);
 	__type(value, __u8);
-} service_ports SEC(".maps");
+} service_ports SEC(".maps") __weak;
 
 /* Calls abandoned lately, to recognise the retries that follow them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, DW_ABANDONS_MAX);
 	__type(key, struct dw_abandon_key);
 	__type(value, __u64);		/* CLOCK_MONOTONIC of the abandon */
-} abandons SEC(".maps");
+} abandons SEC(".maps") __weak;
 
 /*
  * Per dependency id, the newest abandon: a call start looks in abandons
@@ -270,6 +276,6 @@ struct {
 	__uint(max_entries, DW_MAX_DEPS);
 	__type(key, __u32);
 	__type(value, __u64);
-} dep_abandoned SEC(".maps");
+} dep_abandoned SEC(".maps") __weak;
 
 #endif /* DEPWATCH_MAPS_BPF_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Aborting connections in the kernel (enforce = abort, abort_after): when
- * to run the abort iterator (bpf/abort.bpf.h), running it, and telling what
+ * to run the abort iterator (bpf/abort.bpf.c), running it, and telling what
  * it did (syslog, --events). The iterator decides per connection from the
  * kernel's own state (the breakers map and its leases, each call's start);
  * this module only decides when it runs:

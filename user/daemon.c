@@ -111,7 +111,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 
 	*o = (struct run_opts){ .pin_dir = DW_DEFAULT_PIN_DIR, .run_dir = DW_DEFAULT_RUN_DIR,
 				.interval_ns = 250000000ULL, .window_ns = 10000000000ULL,
-				.max_dests = 4096, .group = -1, .max_series = DW_MAX_SERIES_DEFAULT };
+				.max_dests = DW_MAX_DESTS_DEFAULT, .group = -1, .max_series = DW_MAX_SERIES_DEFAULT };
 	while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': o->config = optarg; break;

@@ -207,119 +207,6 @@ static void test_runs_of_a_caller_row(void **state)
 }
 
 /*
- * A model of the kernel's side (bpf/callmodel.bpf.h: row_at, row_move,
- * row_hist_add) on 2 CPUs, one operation at a time: after every one the
- * merged view must equal the truth, so a fold or a flush never counts twice
- * or goes missing, and no count goes backwards.
- */
-struct model {
-	struct dw_slice shared[DW_SLICES];
-	__u32 hist[DW_HIST_BUCKETS];
-	struct dw_cpu_row rows[2];
-	/* truth, by slice (slices stay below 4096) */
-	__u64 started[1 << 12], ended[1 << 12];
-	__u64 hist_truth[DW_HIST_BUCKETS];
-};
-
-static void shared_add(__u64 *c, __u32 slice, __u32 n)
-{
-	__u32 have = *c >> 32;
-
-	if (have == slice)
-		*c += n;
-	else if ((__s32)(slice - have) > 0)
-		*c = counter(slice, n);
-}
-
-static bool model_row_at(struct model *m, struct dw_cpu_row *r, __u32 slice)
-{
-	struct dw_slice *sl = &m->shared[RING(r->slice)];
-
-	if (r->slice == slice)
-		return true;
-	if ((__s32)(slice - r->slice) < 0)
-		return false;
-	shared_add(&sl->started, r->slice, r->started);
-	shared_add(&sl->fast, r->slice, r->fast);
-	r->started = r->fast = r->slow = r->failed = 0;
-	r->slice = slice;
-	return true;
-}
-
-static void model_hist(struct model *m, struct dw_cpu_row *r, __u32 b)
-{
-	__u32 *run = &r->run[b % DW_ROW_RUNS];
-
-	if (*run && (*run >> DW_ROW_RUN_SHIFT) != b + 1) {
-		m->hist[(*run >> DW_ROW_RUN_SHIFT) - 1] += *run & DW_ROW_RUN_MAX;
-		*run = 0;
-	}
-	*run = *run ? *run + 1 : mkrun(b, 1);
-}
-
-static void model_check(struct model *m, __u32 now, __u64 *prev_hist)
-{
-	struct dw_slice_counts out[DW_SLICES];
-	__u32 h[DW_HIST_BUCKETS];
-	unsigned n = dw_slices_merge(m->shared, m->rows, 2, out);
-
-	for (unsigned i = 0; i < n; i++) {
-		/* every slice of the last DW_SLICES is exact */
-		if (out[i].slice + DW_SLICES <= now)
-			continue;
-		assert_int_equal(out[i].started, m->started[out[i].slice]);
-		assert_int_equal(out[i].fast, m->ended[out[i].slice]);
-	}
-	for (__u32 sl = now >= DW_SLICES ? now - DW_SLICES + 1 : 0; sl <= now; sl++)
-		if (m->started[sl])
-			assert_non_null(find(out, n, sl));
-	memcpy(h, m->hist, sizeof(h));
-	dw_hist_add_runs(h, m->rows, 2);
-	for (unsigned b = 0; b < DW_HIST_BUCKETS; b++) {
-		assert_int_equal(h[b], m->hist_truth[b]);
-		assert_true(h[b] >= prev_hist[b]);
-		prev_hist[b] = h[b];
-	}
-}
-
-static void test_model_folds_and_flushes(void **state)
-{
-	static struct model m;
-	__u64 prev_hist[DW_HIST_BUCKETS] = { 0 };
-	uint64_t seed = 17;
-	__u32 now = 10;
-
-	(void)state;
-	memset(&m, 0, sizeof(m));
-	for (int step = 0; step < 200000 && now < 4000; step++) {
-		struct dw_cpu_row *r = &m.rows[dwt_rand(&seed) % 2];
-		__u32 op = dwt_rand(&seed) % 16;
-
-		if (op == 0) {
-			now++;	/* time moves on: a new slice */
-		} else if (op < 8) {
-			if (model_row_at(&m, r, now))
-				r->started++;
-			else
-				shared_add(&m.shared[RING(now)].started, now, 1);
-			m.started[now]++;
-		} else {
-			/* an end of a call started up to 3 slices ago, possibly on the other CPU */
-			__u32 s = now - dwt_rand(&seed) % 4, b = 100 + dwt_rand(&seed) % 24;
-
-			if (model_row_at(&m, r, s))
-				r->fast++;
-			else
-				shared_add(&m.shared[RING(s)].fast, s, 1);
-			m.ended[s]++;
-			model_hist(&m, r, b);
-			m.hist_truth[b]++;
-		}
-		model_check(&m, now, prev_hist);
-	}
-}
-
-/*
  * A reader's copy while folds happen on the rows: the fold plan says, per
  * copy, which row a fold runs on (done in between, or still in progress
  * at the second load), -1 none.
@@ -394,7 +281,6 @@ int main(void)
 	    cmocka_unit_test(test_no_start_left_out),
 	    cmocka_unit_test(test_hist_runs),
 	    cmocka_unit_test(test_runs_of_a_caller_row),
-	    cmocka_unit_test(test_model_folds_and_flushes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

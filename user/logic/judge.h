@@ -23,11 +23,6 @@
 #include "dwtypes.h"
 #include "config.h"
 
-/* 2^26 ns = 67.1 ms; bpf/depwatch.h has the kernel's copy, which must agree. */
-#ifndef DW_SLICE_SHIFT
-#define DW_SLICE_SHIFT 26
-#endif
-
 /* One start-time slice: slice = start_ns >> DW_SLICE_SHIFT. */
 struct dw_slice_counts {
 	uint64_t slice;

@@ -21,9 +21,8 @@
 struct dw_config;
 struct dw_dep_settings;
 
-/* The match trie's size (bpf/maps.bpf.h). */
-#define DW_MATCH_TRIE_ENTRIES 16384
-#define DW_PORT_BITS (65536 / 8)
+/* DW_MATCH_TRIE_ENTRIES, the match trie's size: bpf/depwatch.h. */
+#define DW_PORT_BITS (DW_PORTS / 8)
 
 /* A set of trie keys, sorted for lookups (after dw_key_set_sort), each once. */
 struct dw_key_set {

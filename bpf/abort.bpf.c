@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Aborting connections: enforce = abort and abort_after. An iter/tcp
  * program the daemon runs on demand (bpf_iter_create() + read()), never on
@@ -17,10 +17,14 @@
  * counted in its row; the call model sees the close through
  * inet_sock_set_state like any other, and fails the outstanding call.
  */
-#ifndef DEPWATCH_ABORT_BPF_H
-#define DEPWATCH_ABORT_BPF_H
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "slots.bpf.h"
 
-#include "callmodel.bpf.h"
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Linux 6.5+; weak: the object still loads where the loader leaves dw_abort out. */
 extern int bpf_sock_destroy(struct sock_common *sk) __ksym __weak;
@@ -96,5 +100,3 @@ int dw_abort(struct bpf_iter__tcp *ctx)
 	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }
-
-#endif /* DEPWATCH_ABORT_BPF_H */

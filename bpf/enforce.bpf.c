@@ -1,14 +1,18 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Enforcement: connect() to a dependency whose breaker is open fails at
  * once with ECONNREFUSED. Fail open on every path that is not a deliberate,
  * leased refusal: no breaker entry, an expired lease (the daemon is gone),
  * a dependency not set to enforce, a failed lookup -- all allow.
  */
-#ifndef DEPWATCH_ENFORCE_BPF_H
-#define DEPWATCH_ENFORCE_BPF_H
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "slots.bpf.h"
 
-#include "callmodel.bpf.h"
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SOCK_STREAM 1
 #define CGROUP_ALLOW 1
@@ -41,12 +45,7 @@ static __always_inline void dest_of_connect(struct bpf_sock_addr *ctx, int famil
 	addr[1] = ctx->user_ip6[1];
 	addr[2] = ctx->user_ip6[2];
 	addr[3] = ctx->user_ip6[3];
-	if (addr[0] == 0 && addr[1] == 0 && addr[2] == bpf_htonl(0xffff)) {
-		dest->family = AF_INET;
-		addr[0] = addr[3];
-		addr[2] = 0;
-		addr[3] = 0;
-	}
+	dw_fold_v4mapped(dest);
 }
 
 /* Half-open lets a budget of probes through; the daemon sets it on entering half_open. */
@@ -100,4 +99,14 @@ static __always_inline int dw_enforce_connect(struct bpf_sock_addr *ctx, int fam
 	return CGROUP_REJECT;
 }
 
-#endif /* DEPWATCH_ENFORCE_BPF_H */
+SEC("cgroup/connect4")
+int dw_enforce4(struct bpf_sock_addr *ctx)
+{
+	return dw_enforce_connect(ctx, AF_INET);
+}
+
+SEC("cgroup/connect6")
+int dw_enforce6(struct bpf_sock_addr *ctx)
+{
+	return dw_enforce_connect(ctx, AF_INET6);
+}

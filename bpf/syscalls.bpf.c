@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The "syscalls" backend, for kernels without the socket tracepoints
  * (sock_send_length and sock_recv_length, Linux 6.3): the send and receive
@@ -26,10 +26,14 @@
  * flags) at the same place; the loader attaches it to each, see
  * dw_syscall_specs in user/hooks.c.
  */
-#ifndef DEPWATCH_SYSCALLS_BPF_H
-#define DEPWATCH_SYSCALLS_BPF_H
-
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include "callmodel.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define DW_SYS_SEND 1
 #define DW_SYS_RECV 2
@@ -187,5 +191,3 @@ int dw_sys_exit(struct dw_sys_exit_args *ctx)
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
 	return 0;
 }
-
-#endif /* DEPWATCH_SYSCALLS_BPF_H */

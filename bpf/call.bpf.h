@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A call in the counters: claiming a connection's call slot and counting
+ * its start (call_begin), and ending it exactly once (call_release, then
+ * call_end: completed, failed or dropped) in its destination's counters,
+ * start slice and histogram (through this CPU's row, rows.h) and in its
+ * caller's row. Also what decides that data answers the call or shows the
+ * connection carries overlapping requests (multiplexed), and the sending
+ * thread's note that tells a goodbye from an abandoned call.
+ */
+#ifndef DEPWATCH_CALL_BPF_H
+#define DEPWATCH_CALL_BPF_H
+
+#include "slots.bpf.h"
+#include "rows.h"
+
+enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED };
+
+static __always_inline struct dw_cpu_row *row_claim(const struct dw_conn *conn)
+{
+	__u32 idx = conn->slot * dw_ncpus + bpf_get_smp_processor_id();
+	struct dw_cpu_row *row = bpf_map_lookup_elem(&cpu_rows, &idx);
+
+	return row && seq_claim(&row->seq) ? row : 0;
+}
+
+/* A call's start at now in this CPU's row; false: count it in the shared row. */
+static __always_inline bool row_start(struct dw_conn *conn, struct dw_dest_detail *detail,
+				      __u64 now)
+{
+	struct dw_cpu_row *row = row_claim(conn);
+	bool counted;
+
+	if (!row)
+		return false;
+	counted = row_at(row, detail, now >> DW_SLICE_SHIFT);
+	if (counted)
+		row->started++;
+	seq_release(&row->seq);
+	return counted;
+}
+
+/*
+ * A call's end in the per-call counters: its start slice (field, enum
+ * dw_end_field; DW_END_NONE: none) and, if hist, its duration in the
+ * histogram; in this CPU's row where it can, in the shared row otherwise.
+ * -1 if its start slice is gone: it started DW_SLICES slices (8.6 s) or more
+ * before now, or the shared slot already holds a newer slice (late).
+ */
+static __always_inline int end_count(struct dw_conn *conn, struct dw_dest_detail *detail,
+				     __u64 start, __u64 now, __u32 field, bool hist, __u64 dur)
+{
+	__u32 slice = start >> DW_SLICE_SHIFT;
+	struct dw_cpu_row *row;
+	int late = 0;
+
+	/* its ring position may be a newer slice's in some CPU's row, which this CPU cannot see */
+	if (field != DW_END_NONE && (__s32)((__u32)(now >> DW_SLICE_SHIFT) - slice) >= DW_SLICES) {
+		late = -1;
+		field = DW_END_NONE;
+	}
+	if (field == DW_END_NONE && !hist)
+		return late;
+	row = row_claim(conn);
+	if (field != DW_END_NONE && !(row && row_slice_end(row, detail, slice, field)))
+		late = slice_end(detail, start, field);
+	if (hist) {
+		if (row)
+			row_hist_add(row, detail, dur);
+		else
+			hist_add(detail->call, dur);
+	}
+	if (row)
+		seq_release(&row->seq);
+	return late;
+}
+
+/*
+ * Releases the outstanding call; returns its start, or 0 if someone else
+ * ended it. The pending entry is cleared only if it still shows this call:
+ * a racing send may have published the next one already.
+ */
+static __always_inline __u64 call_release(struct dw_conn *conn)
+{
+	__u64 start = conn->call_start_ns;
+	struct dw_pending_entry *e;
+
+	if (!start)
+		return 0;
+	if (__sync_val_compare_and_swap(&conn->call_start_ns, start, 0) != start)
+		return 0;
+	e = pend_of(conn);
+	if (e)
+		__sync_val_compare_and_swap(&e->call_start_ns, start, 0);
+	return start;
+}
+
+/*
+ * A call's end in this CPU's row of its caller row (struct
+ * dw_caller_cpu_row); false if that row is busy (see row_claim): the
+ * caller counts in the shared caller row then.
+ */
+static __always_inline bool caller_end_mine(__u32 idx, struct dw_caller_stats *row, int failed,
+					    __u32 slow, __u64 dur)
+{
+	__u32 at = idx * dw_ncpus + bpf_get_smp_processor_id();
+	struct dw_caller_cpu_row *mine = bpf_map_lookup_elem(&caller_cpu_rows, &at);
+
+	if (!mine || !seq_claim(&mine->seq))
+		return false;
+	if (failed) {
+		mine->failed++;
+	} else {
+		mine->slow += slow;
+		runs_add(&mine->seq, mine->run, row->call, DW_CALLER_BUCKETS,
+			 dw_caller_bucket(dur));
+	}
+	seq_release(&mine->seq);
+	return true;
+}
+
+/* A call's end in its caller's row: the one array update per call that callers cost. */
+static __always_inline void caller_end(const struct dw_conn *conn, int failed, __u32 slow, __u64 dur)
+{
+	__u32 idx = conn->caller, b;
+	struct dw_caller_stats *row;
+
+	if (!idx)
+		return;
+	row = bpf_map_lookup_elem(&caller_stats, &idx);
+	if (!row)
+		return;
+	if (caller_end_mine(idx, row, failed, slow, dur))
+		return;
+	if (failed) {
+		__sync_fetch_and_add(&row->calls_failed, 1);
+		return;
+	}
+	if (slow)
+		__sync_fetch_and_add(&row->calls_slow, 1);
+	/* the completed calls are the histogram's sum */
+	b = dw_caller_bucket(dur);
+	barrier_var(b);
+	if (b >= DW_CALLER_BUCKETS)
+		return;
+	barrier_var(b);
+	__sync_fetch_and_add(&row->call[b], 1);
+}
+
+/*
+ * Whether a completed call of conn counts in its start slice, which the
+ * slow-call rate is judged from: not a burst timing on a multiplexed
+ * connection, unless its dependency says multiplexed = judge.
+ */
+static __always_inline int judged(const struct dw_conn *conn, const struct dw_dep_cfg *cfg)
+{
+	return !conn->multiplexed || (cfg && cfg->multiplexed);
+}
+
+/* Ends the outstanding call at now (CLOCK_MONOTONIC). */
+static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome, __u64 now)
+{
+	__u64 start = call_release(conn), dur;
+	struct dw_dest_detail *detail;
+	struct dw_dep_cfg *cfg = 0;
+	struct dw_dest_stats *st;
+	__u32 field = DW_END_FAILED;
+	int late = 0, sliced;
+
+	if (!start)
+		return;
+	/* a racing end may have read its clock before this call's start was claimed */
+	dur = now > start ? now - start : 0;
+	conn->last_ns = now;
+	if (outcome == OUTCOME_COMPLETED) {
+		cfg = dep_cfg_of(conn);
+		field = cfg && cfg->slow_call_ns && dur > cfg->slow_call_ns ? DW_END_SLOW : DW_END_FAST;
+	}
+	sliced = outcome == OUTCOME_FAILED || judged(conn, cfg);
+	detail = detail_of(conn);
+	if (detail && outcome != OUTCOME_DROPPED)
+		late = end_count(conn, detail, start, now, sliced ? field : DW_END_NONE,
+				  outcome == OUTCOME_COMPLETED, dur);
+	if (outcome != OUTCOME_DROPPED)
+		caller_end(conn, outcome == OUTCOME_FAILED, field == DW_END_SLOW, dur);
+	st = stats_of(conn);
+	if (!st)
+		return;
+	if (late)
+		st->calls_late++;
+	if (outcome == OUTCOME_DROPPED) {
+		st->calls_dropped++;
+		return;
+	}
+	if (outcome == OUTCOME_FAILED) {
+		st->calls_failed++;
+		return;
+	}
+	st->calls_completed++;
+	st->calls_burst += conn->multiplexed;
+	st->calls_slow += field == DW_END_SLOW;
+	st->call_ns_sum += dur;
+}
+
+static __always_inline void call_complete(struct dw_conn *conn, __u64 now)
+{
+	call_end(conn, OUTCOME_COMPLETED, now);
+}
+
+/* Failures are rare: they read the clock. */
+static __always_inline void call_fail(struct dw_conn *conn)
+{
+	call_end(conn, OUTCOME_FAILED, bpf_ktime_get_ns());
+}
+
+/*
+ * The sending thread, noted before a call is claimed (process context;
+ * 0 where there is none): a thread that waits for an answer blocks (in
+ * recv(), poll(), epoll_wait() or a futex), which counts a voluntary
+ * context switch; being preempted does not.
+ */
+static __always_inline void note_sender(struct dw_conn *conn, int in_task)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	conn->sender_tid = in_task ? task->pid : 0;
+	conn->sender_nvcsw = (__u32)task->nvcsw;
+}
+
+/* Whether the current thread sent the outstanding call and has not blocked since. */
+static __always_inline int sender_never_waited(const struct dw_conn *conn)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return conn->sender_tid && (__u32)task->pid == conn->sender_tid &&
+	       (__u32)task->nvcsw == conn->sender_nvcsw;
+}
+
+/*
+ * The caller closed the connection under its outstanding call: within
+ * DW_GOODBYE_NS of its start, or from the thread that sent it without
+ * having blocked since (a goodbye whose close was preempted on a loaded
+ * host), it was a goodbye nobody waited for, dropped. Returns 1 if it was.
+ */
+static __always_inline int call_drop_goodbye(struct dw_conn *conn, __u64 now)
+{
+	__u64 start = conn->call_start_ns;
+
+	if (!start)
+		return 0;
+	if (now - start > DW_GOODBYE_NS && !sender_never_waited(conn))
+		return 0;
+	call_end(conn, OUTCOME_DROPPED, now);
+	return 1;
+}
+
+/*
+ * Data came that the peer sent before it had the outstanding request:
+ * another request's answer still streaming (pipelining, HTTP/2), or a
+ * frame of the peer's own. Once is no pattern (two goodbyes that cross,
+ * TLS close_notify both ways); the second time the connection is counted
+ * multiplexed, once.
+ */
+static __always_inline void conn_overlap(struct dw_conn *conn)
+{
+	struct dw_pending_entry *e;
+	struct dw_dest_stats *st;
+
+	if (conn->multiplexed || ++conn->overlaps < 2)
+		return;
+	conn->multiplexed = 1;
+	e = pend_of(conn);
+	if (e)
+		e->flags |= DW_PEND_MULTIPLEXED;
+	st = stats_of(conn);
+	if (st)
+		st->conns_multiplexed++;
+}
+
+/*
+ * Data reached an outbound connection with a call outstanding: its answer,
+ * or an overlap. On a connection known to be multiplexed any data ends the
+ * burst: a send there may be a control frame that nothing answers (an
+ * HTTP/2 WINDOW_UPDATE), and it must not stay outstanding for that.
+ */
+static __always_inline int call_answered(const struct sock *sk, struct dw_conn *conn, enum dw_sk via)
+{
+	if (conn->multiplexed || answers_call(sk, conn, via))
+		return 1;
+	conn_overlap(conn);
+	return 0;
+}
+
+/*
+ * Claims the connection's call slot for a call starting now whose first
+ * byte is req_seq, on behalf of the inbound row caller (0 for none); its
+ * counters, or 0.
+ */
+static __always_inline struct dw_dest_stats *call_begin(struct dw_conn *conn, __u64 now, __u32 req_seq,
+							 const struct dw_thread_req *caller)
+{
+	struct dw_pending_entry *e;
+	struct dw_dest_detail *detail;
+	struct dw_dest_stats *st;
+
+	/* before the claim: whoever sees the call sees its sequence number */
+	conn->req_seq = req_seq;
+	if (__sync_val_compare_and_swap(&conn->call_start_ns, 0, now) != 0)
+		return 0;
+	e = pend_of(conn);
+	if (e) {
+		e->caller_netns = caller ? caller->netns : 0;
+		e->caller_port = caller ? caller->port : 0;
+		e->call_start_ns = now;
+	}
+	detail = detail_of(conn);
+	if (detail && !row_start(conn, detail, now))
+		slice_count(&slice_of(detail, now)->started, now >> DW_SLICE_SHIFT);
+	st = stats_of(conn);
+	if (!st)
+		return 0;
+	st->calls_started++;
+	return st;
+}
+
+#endif /* DEPWATCH_CALL_BPF_H */

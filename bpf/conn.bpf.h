@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Connection state: a tracked connection's struct dw_conn (socket storage,
+ * or the syscalls backend's hash keyed by the socket's address), its entry
+ * in the pending table (taken at adoption, given back at TCP_CLOSE), its
+ * destination's counters and detail row, and the global error counters.
+ * Who a connection is (its role, destination, slot, caller) is decided in
+ * slots.bpf.h; what its calls do, in call.bpf.h and callmodel.bpf.h.
+ */
+#ifndef DEPWATCH_CONN_BPF_H
+#define DEPWATCH_CONN_BPF_H
+
+#include "maps.bpf.h"
+
+/* The kernel's constants the call model reads (vmlinux.h has no #defines). */
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+#define RCV_SHUTDOWN 1
+#define MSG_ERRQUEUE 0x2000
+
+#define EPIPE 32
+#define ENETUNREACH 101
+#define ECONNABORTED 103
+#define ECONNRESET 104
+#define ETIMEDOUT 110
+#define ECONNREFUSED 111
+#define EHOSTUNREACH 113
+
+static const struct dw_dest_key overflow_key;
+
+/* A global counter (DW_GLOBAL_COUNTERS): its index in struct dw_global_stats. */
+enum dw_global {
+#define DW_GLOBAL_INDEX(field, metric, help) G_##field,
+	DW_GLOBAL_COUNTERS(DW_GLOBAL_INDEX)
+#undef DW_GLOBAL_INDEX
+	G_COUNT,
+};
+
+_Static_assert(sizeof(struct dw_global_stats) == G_COUNT * sizeof(__u64),
+	       "struct dw_global_stats is DW_GLOBAL_COUNTERS's __u64s and nothing else");
+
+/* field is a constant at every call: one load and one store at a fixed offset */
+static __always_inline void global_count(enum dw_global field)
+{
+	__u32 zero = 0;
+	__u64 *g = bpf_map_lookup_elem(&globals, &zero);
+
+	if (g && field < G_COUNT)
+		g[field]++;
+}
+
+static __always_inline struct dw_conn *conn_of(const struct sock *sk)
+{
+	__u64 key = (__u64)(unsigned long)sk;
+
+	/* dw_backend is read-only: the verifier drops the branch not taken */
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		return bpf_map_lookup_elem(&conns_sk, &key);
+	return bpf_sk_storage_get(&conns, (struct sock *)sk, 0, 0);
+}
+
+static __always_inline struct dw_conn *conn_create(const struct sock *sk)
+{
+	static const struct dw_conn fresh;
+	__u64 key = (__u64)(unsigned long)sk;
+	long err;
+
+	if (dw_backend != DW_BACKEND_SYSCALLS)
+		return bpf_sk_storage_get(&conns, (struct sock *)sk, 0,
+					  BPF_SK_STORAGE_GET_F_CREATE);
+	err = bpf_map_update_elem(&conns_sk, &key, &fresh, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: a reconnect, or a reused address; conn_adopt resets it */)
+		return 0;
+	return bpf_map_lookup_elem(&conns_sk, &key);
+}
+
+/* The connection's pending-table entry, or 0 if it got none. */
+static __always_inline struct dw_pending_entry *pend_of(const struct dw_conn *conn)
+{
+	__u32 idx = conn->pend - 1;
+
+	if (!conn->pend)
+		return 0;
+	return bpf_map_lookup_elem(&pending, &idx);
+}
+
+/* A free entry of the pending table, + 1; 0 when none is left (counted). */
+static __always_inline __u32 pend_take(void)
+{
+	__u32 idx;
+
+	if (!bpf_map_pop_elem(&pending_free, &idx))
+		return idx + 1;
+	/* checked before taking one, so the counter stops near the limit (no wrap) */
+	idx = *(volatile __u32 *)&dw_pend_taken;
+	if (idx < dw_max_pend)
+		idx = __sync_fetch_and_add(&dw_pend_taken, 1);
+	if (idx >= dw_max_pend) {
+		global_count(G_pending_table_full);
+		return 0;
+	}
+	return idx + 1;
+}
+
+/* Gives the entry back: the connection is gone (TCP_CLOSE). */
+static __always_inline void pend_give_back(struct dw_conn *conn)
+{
+	struct dw_pending_entry *e = pend_of(conn);
+	__u32 idx = conn->pend - 1;
+
+	if (!e)
+		return;
+	conn->pend = 0;
+	e->call_start_ns = 0;
+	e->connect_start_ns = 0;
+	bpf_map_push_elem(&pending_free, &idx, 0);
+}
+
+/*
+ * At TCP_CLOSE, which every TCP socket passes before it is freed: the
+ * pending entry goes back; socket storage stays with the socket, the
+ * syscalls backend's entry goes.
+ */
+static __always_inline void conn_forget(const struct sock *sk)
+{
+	__u64 key = (__u64)(unsigned long)sk;
+	struct dw_conn *conn = conn_of(sk);
+
+	if (conn)
+		pend_give_back(conn);
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		bpf_map_delete_elem(&conns_sk, &key);
+}
+
+static __always_inline struct dw_dest_stats *stats_of(struct dw_conn *conn)
+{
+	__u32 slot = conn->slot;
+
+	return bpf_map_lookup_elem(&dest_stats, &slot);
+}
+
+static __always_inline struct dw_dest_detail *detail_of(struct dw_conn *conn)
+{
+	__u32 slot = conn->slot;
+	struct dw_dest_detail *detail = bpf_map_lookup_elem(&dest_details, &slot);
+
+	if (!detail)
+		global_count(G_hist_map_full);
+	return detail;
+}
+
+#endif /* DEPWATCH_CONN_BPF_H */

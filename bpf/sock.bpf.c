@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The "sock" backend's send and receive programs: socket tracepoints (Linux
+ * 6.3+) feed the call model (callmodel.bpf.h); the "syscalls" backend
+ * (syscalls.bpf.c) feeds the same model from system call tracepoints. The
+ * loader loads one backend's send and receive programs (user/hooks.c);
+ * tcp.bpf.c's, both. Thin entry points only.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "callmodel.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/*
+ * The socket tracepoints fire for every socket of every family (unix
+ * sockets too): anything but TCP leaves before the socket-storage lookup,
+ * with one load (sk is a trusted BTF pointer here).
+ */
+static __always_inline int is_tcp(const struct sock *sk)
+{
+	return sk->sk_protocol == IPPROTO_TCP;
+}
+
+/* Where the kernel has it: TCP only, with the socket locked, before the send queues anything. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(dw_sendmsg, const struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
+	     int size_goal)
+{
+	dw_on_send_begin(sk);
+	return 0;
+}
+
+/* Only where the kernel lacks tcp_sendmsg_locked (the loader picks one of the two). */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
+{
+	if (is_tcp(sk))
+		dw_on_send(sk, ret, 0, 0, DW_SK_BTF);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
+{
+	if (is_tcp(sk))
+		dw_on_recv(sk, ret, flags, DW_SK_BTF);
+	return 0;
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(dw_data_ready, const struct sock *sk)
+{
+	if (is_tcp(sk))
+		dw_on_data(sk);
+	return 0;
+}
