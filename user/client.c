@@ -11,8 +11,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "control.h"
-#include "logic/control_wire.h"
 #include "logic/config.h"
+#include "logic/control_wire.h"
 #include "logic/parse.h"
 #include "top.h"
 

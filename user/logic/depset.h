@@ -25,7 +25,7 @@
 
 /* Call rates and retries, followed over the polls from the figures' cumulative counts. */
 struct dw_dep_rates {
-	uint64_t prev_started, prev_ns;	/* figures.started at the last poll, and when */
+	uint64_t prev_started, prev_ns;	/* fig.started at the last poll, and when */
 	double call_rate;		/* calls started per second, over about 2 s */
 	double call_rate_baseline;	/* the same over about 5 min: its normal */
 	struct dw_count_ring retry_ring;	/* (started, retried), a sample a second */
@@ -37,7 +37,7 @@ struct dw_dep_rates {
 struct dw_dep_enforcement {
 	int forced;			/* -1, or the state an operator forced */
 	bool published;			/* the last breaker plan gave it an entry */
-	uint64_t rejected_at_open;	/* figures.rejected when this open period began */
+	uint64_t rejected_at_open;	/* fig.rejected when this open period began */
 	bool rejection_alerted;		/* the first rejection of this open period was raised */
 };
 
