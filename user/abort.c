@@ -19,10 +19,8 @@
 #include "deps.h"
 #include "loader.h"
 #include "log.h"
+#include "logic/kplan.h"
 
-/* abort_after lines: the same rate limit as the breaker alerts (deps.c) */
-#define ABORT_BURST 5.0
-#define ABORT_REFILL_NS 12000000000ULL
 #define NO_LOOKUP UINT64_MAX
 
 static uint64_t shortest_after(const struct dw_deps *deps)
@@ -99,15 +97,12 @@ void dw_abort_free(struct dw_abort *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* The abort_after of the dependency dest belongs to (as the kernel's dep_cfg has it); 0: none. */
+/* The abort_after of the dependency dest belongs to, as the plan writes dep_cfg; 0: none. */
 static uint64_t after_of(const struct dw_deps *deps, const struct dw_dest_key *dest)
 {
-	int i;
-
 	if (dw_row_kind_of(dest) != DW_ROW_OUTBOUND)
 		return 0;	/* the overflow row, listener rows */
-	i = dw_config_lookup(&deps->cfg, dest->family, dest->addr, dest->port);
-	return i >= 0 ? deps->cfg.deps[i].s.abort_after_ns : deps->cfg.defaults.abort_after_ns;
+	return dw_kplan_dest_dep_cfg(&deps->cfg, dest).abort_after_ns;
 }
 
 static uint64_t slot_after(struct dw_abort *a, const struct dw_deps *deps, __u32 slot,
@@ -214,7 +209,7 @@ static bool breaker_open(struct dw_abort *a, const struct dw_deps *deps)
 		if (!dep->used || !dep->s->enforce_abort || dep->br.state != DW_BREAKER_OPEN)
 			continue;
 		first = a->per_dep[i].passed_since_ns != dep->br.since_ns;
-		if (!first && !dep->conns)
+		if (!first && !dep->fig.conns)
 			continue;
 		a->per_dep[i].passed_since_ns = dep->br.since_ns;
 		open = true;
@@ -333,23 +328,6 @@ struct tally {
 	uint64_t conns[3], calls[3], failed[3];	/* by enum dw_abort_reason */
 };
 
-static bool timeout_line_allowed(struct dw_abort_dep *pd, uint64_t now)
-{
-	if (!pd->tokens_ns)
-		pd->tokens = ABORT_BURST;
-	else
-		pd->tokens += (double)(now - pd->tokens_ns) / ABORT_REFILL_NS;
-	if (pd->tokens > ABORT_BURST)
-		pd->tokens = ABORT_BURST;
-	pd->tokens_ns = now;
-	if (pd->tokens < 1) {
-		pd->suppressed++;
-		return false;
-	}
-	pd->tokens -= 1;
-	return true;
-}
-
 static void announce(struct dw_abort *a, struct dw_deps *deps, unsigned i, const struct tally *t,
 		     uint64_t now)
 {
@@ -370,15 +348,13 @@ static void announce(struct dw_abort *a, struct dw_deps *deps, unsigned i, const
 		dw_alert_abort(&al);
 	}
 	if ((t->conns[DW_ABORT_TIMEOUT] || t->failed[DW_ABORT_TIMEOUT]) &&
-	    timeout_line_allowed(pd, now)) {
+	    dw_ratelimit_take(&pd->after_lines, now, false, &al.suppressed)) {
 		al.severity = LOG_NOTICE;
 		al.reason = "abort_after";
 		al.abort_after_ns = dep->s->abort_after_ns;
 		al.connections = t->conns[DW_ABORT_TIMEOUT];
 		al.calls = t->calls[DW_ABORT_TIMEOUT];
 		al.failed = t->failed[DW_ABORT_TIMEOUT];
-		al.suppressed = pd->suppressed;
-		pd->suppressed = 0;
 		dw_alert_abort(&al);
 	}
 }
@@ -393,6 +369,8 @@ static int grow_per_dep(struct dw_abort *a, unsigned n)
 	if (!p)
 		return -ENOMEM;
 	memset(p + a->ndeps, 0, (n - a->ndeps) * sizeof(*p));
+	for (unsigned i = a->ndeps; i < n; i++)
+		dw_ratelimit_init(&p[i].after_lines);
 	a->per_dep = p;
 	a->ndeps = n;
 	return 0;

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "logic/ratelimit.h"
 
 struct dw_bpf;
 struct dw_deps;
@@ -27,9 +28,7 @@ struct dw_deps;
 struct dw_abort_dep {
 	uint64_t logged_since_ns;	/* breaker.since_ns of the open period already announced */
 	uint64_t passed_since_ns;	/* of the open period whose first pass ran */
-	double tokens;
-	uint64_t tokens_ns;
-	unsigned suppressed;
+	struct dw_ratelimit after_lines;	/* abort_after lines: as the breaker alerts' (deps.c) */
 };
 
 struct dw_abort {

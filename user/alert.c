@@ -7,10 +7,6 @@
 #include "logic/jsonw.h"
 #include "logic/parse.h"
 
-/* Alerts per source: a burst of 5, then one every 12 s. */
-#define ALERT_BURST 5.0
-#define ALERT_REFILL_NS 12000000000ULL
-
 static FILE *events_out;
 static int log_facility = LOG_DAEMON;
 
@@ -35,28 +31,6 @@ void dw_alert_close(void)
 	if (events_out && events_out != stdout)
 		fclose(events_out);
 	events_out = NULL;
-}
-
-void dw_alert_bucket_init(struct dw_alert_bucket *b)
-{
-	*b = (struct dw_alert_bucket){ .tokens = ALERT_BURST };
-}
-
-bool dw_alert_bucket_take(struct dw_alert_bucket *b, uint64_t now_ns, bool must,
-			  unsigned *suppressed)
-{
-	b->tokens += (double)(now_ns - b->tokens_ns) / ALERT_REFILL_NS;
-	if (b->tokens > ALERT_BURST)
-		b->tokens = ALERT_BURST;
-	b->tokens_ns = now_ns;
-	if (b->tokens < 1 && !must) {
-		b->suppressed++;
-		return false;
-	}
-	b->tokens -= 1;
-	*suppressed = b->suppressed;
-	b->suppressed = 0;
-	return true;
 }
 
 static void ms_pair(struct dw_buf *b, const char *key, double ms)

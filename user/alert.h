@@ -45,26 +45,6 @@ struct dw_service_alert {
 	const char *summary;		/* "frontend: 143/200 waiting on payments", or "" */
 };
 
-/*
- * The rate limit of one source of alerts (a dependency): a token bucket,
- * a burst of 5, then one every 12 s.
- */
-struct dw_alert_bucket {
-	double tokens;
-	uint64_t tokens_ns;
-	unsigned suppressed;		/* alerts refused since the last one that went out */
-	bool open_sent;			/* the last transition that went out left the breaker not closed */
-};
-
-/* Full: a new source may say 5 things at once. */
-void dw_alert_bucket_init(struct dw_alert_bucket *b);
-/*
- * Whether an alert may go out at now_ns (a token taken); must: it goes out
- * anyway. If it goes, *suppressed is how many were refused before it.
- */
-bool dw_alert_bucket_take(struct dw_alert_bucket *b, uint64_t now_ns, bool must,
-			  unsigned *suppressed);
-
 /* ident "depwatch", the given facility; events to this stream if not NULL. */
 void dw_alert_open(int facility, FILE *events);
 void dw_alert_set_facility(int facility);

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "control.h"
 #include "logic/config.h"
+#include "logic/control_wire.h"
 #include "logic/parse.h"
 #include "top.h"
 
@@ -56,6 +57,7 @@ int dw_cmd_status(int argc, char **argv)
 					   .fn = status_opt, .ctx = &o };
 	struct dw_client_opts c;
 	char req[64];
+	enum dw_verb verb;
 	int ret;
 
 	ret = dw_cli_client_parse(argc, argv, &cmd, &c);
@@ -65,10 +67,9 @@ int dw_cmd_status(int argc, char **argv)
 		dw_usage_error("--max-series goes with --json (the table follows run --max-series)");
 		return DW_EXIT_USAGE;
 	}
-	if (o.max_series)
-		snprintf(req, sizeof(req), "status json %s", o.max_series);
-	else
-		snprintf(req, sizeof(req), "%s", o.json ? "status json" : "status text");
+	verb = o.json ? DW_VERB_STATUS_JSON : DW_VERB_STATUS_TEXT;
+	/* --max-series is at most 7 digits: the request fits */
+	dw_verb_request(verb, o.max_series, req, sizeof(req));
 	return dw_control_ask(c.run_dir, req) ? DW_EXIT_ERROR : DW_EXIT_OK;
 }
 
@@ -85,7 +86,7 @@ static bool is_breaker_action(const char *s)
 int dw_cmd_breaker(int argc, char **argv)
 {
 	const struct dw_cli_client cmd = { .usage = breaker_usage, .operands = true };
-	char request[DW_REQUEST_MAX];
+	char request[DW_REQUEST_MAX], args[DW_DEP_NAME_MAX + 8];
 	struct dw_client_opts c;
 	const char *name;
 	int ret;
@@ -102,7 +103,8 @@ int dw_cmd_breaker(int argc, char **argv)
 		dw_usage_error("breaker: '%s' is not a dependency name", name);
 		return DW_EXIT_USAGE;
 	}
-	snprintf(request, sizeof(request), "breaker %s %s", argv[optind], name);
+	snprintf(args, sizeof(args), "%s %s", argv[optind], name);
+	dw_verb_request(DW_VERB_BREAKER, args, request, sizeof(request));
 	return dw_control_ask(c.run_dir, request) ? DW_EXIT_ERROR : DW_EXIT_OK;
 }
 

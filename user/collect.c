@@ -158,35 +158,41 @@ static void add_deltas(struct dw_window *win, __u32 *seen, const __u32 *now, uin
 /* Attempts at reading one slot's rows as of one moment before giving up until the next read. */
 #define READ_TRIES 64
 
+/* What read_rows copies of one slot: its per-CPU rows, and the shared parts wanted. */
+struct rows_copy {
+	struct dw_cpu_row *rows;
+	const struct dw_cpu_row *live;
+	size_t nrows;
+	const struct dw_dest_detail *row;
+	struct dw_dest_detail *detail;
+	bool call, slices;
+};
+
+static void copy_rows(void *arg)
+{
+	struct rows_copy *rc = arg;
+
+	memcpy(rc->rows, rc->live, rc->nrows * sizeof(*rc->live));
+	if (rc->call)
+		memcpy(rc->detail->call, rc->row->call, sizeof(rc->detail->call));
+	if (rc->slices)
+		memcpy(rc->detail->slices, rc->row->slices, sizeof(rc->detail->slices));
+}
+
 /*
- * The slot's per-CPU rows and the shared parts wanted, as of one moment:
- * copied between two loads of every row's seq (struct dw_cpu_row's
- * seqcount), retried while a fold moved counts from a row to the shared
- * row in between. False if folds kept coming: nothing usable was read.
+ * The slot's per-CPU rows and the shared parts wanted, as of one moment
+ * (struct dw_cpu_row's seqcount, dw_cpu_rows_read). False if folds kept
+ * coming: nothing usable was read.
  */
 static bool read_rows(struct dw_collector *c, struct dw_bpf *b, unsigned slot, bool call,
 		      bool slices, struct dw_dest_detail *detail)
 {
-	const struct dw_cpu_row *live = dw_bpf_cpu_rows(b, slot);
-	const struct dw_dest_detail *row = dw_bpf_detail(b, slot);
-	__u32 *before = c->seq_before, *after = c->seq_after;
+	struct rows_copy rc = { .rows = c->rows, .live = dw_bpf_cpu_rows(b, slot), .nrows = b->ncpus,
+				.row = dw_bpf_detail(b, slot), .detail = detail, .call = call,
+				.slices = slices };
 
-	for (int t = 0; t < READ_TRIES; t++) {
-		for (int k = 0; k < b->ncpus; k++)
-			before[k] = __atomic_load_n(&live[k].seq, __ATOMIC_ACQUIRE);
-		memcpy(c->rows, live, (size_t)b->ncpus * sizeof(*live));
-		if (call)
-			memcpy(detail->call, row->call, sizeof(detail->call));
-		if (slices)
-			memcpy(detail->slices, row->slices, sizeof(detail->slices));
-		/* the copies above happen before the second loads */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		for (int k = 0; k < b->ncpus; k++)
-			after[k] = __atomic_load_n(&live[k].seq, __ATOMIC_RELAXED);
-		if (dw_cpu_rows_stable(before, after, b->ncpus))
-			return true;
-	}
-	return false;
+	return dw_cpu_rows_read(&rc.live->seq, sizeof(*rc.live), b->ncpus, c->seq_before,
+				c->seq_after, READ_TRIES, copy_rows, &rc);
 }
 
 /*
@@ -357,6 +363,23 @@ static int callers_room(struct dw_collector *c, unsigned n)
 	return 0;
 }
 
+/* What read_caller_rows copies of one caller row: its per-CPU rows and itself. */
+struct caller_copy {
+	struct dw_caller_cpu_row *rows;
+	const struct dw_caller_cpu_row *live;
+	size_t nrows;
+	const struct dw_caller_stats *shared;
+	struct dw_caller_stats *row;
+};
+
+static void copy_caller_rows(void *arg)
+{
+	struct caller_copy *cc = arg;
+
+	memcpy(cc->rows, cc->live, cc->nrows * sizeof(*cc->live));
+	memcpy(cc->row, cc->shared, sizeof(*cc->row));
+}
+
 /*
  * Caller row r and its per-CPU rows as of one moment (see read_rows): the
  * rows' failed, slow and unflushed runs added to row; false if folds kept
@@ -365,27 +388,18 @@ static int callers_room(struct dw_collector *c, unsigned n)
 static bool read_caller_rows(struct dw_collector *c, struct dw_bpf *b, unsigned r,
 			     struct dw_caller_stats *row)
 {
-	const struct dw_caller_cpu_row *live = dw_bpf_caller_cpu_rows(b, r);
-	int n = b->ncpus;
+	struct caller_copy cc = { .rows = c->crows, .live = dw_bpf_caller_cpu_rows(b, r),
+				  .nrows = b->ncpus, .shared = dw_bpf_caller(b, r), .row = row };
 
-	for (int t = 0; t < READ_TRIES; t++) {
-		for (int k = 0; k < n; k++)
-			c->seq_before[k] = __atomic_load_n(&live[k].seq, __ATOMIC_ACQUIRE);
-		memcpy(c->crows, live, (size_t)n * sizeof(*live));
-		memcpy(row, dw_bpf_caller(b, r), sizeof(*row));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		for (int k = 0; k < n; k++)
-			c->seq_after[k] = __atomic_load_n(&live[k].seq, __ATOMIC_RELAXED);
-		if (!dw_cpu_rows_stable(c->seq_before, c->seq_after, n))
-			continue;
-		for (int k = 0; k < n; k++) {
-			row->calls_failed += c->crows[k].failed;
-			row->calls_slow += c->crows[k].slow;
-			dw_runs_add(row->call, DW_CALLER_BUCKETS, c->crows[k].run);
-		}
-		return true;
+	if (!dw_cpu_rows_read(&cc.live->seq, sizeof(*cc.live), b->ncpus, c->seq_before,
+			      c->seq_after, READ_TRIES, copy_caller_rows, &cc))
+		return false;
+	for (int k = 0; k < b->ncpus; k++) {
+		row->calls_failed += c->crows[k].failed;
+		row->calls_slow += c->crows[k].slow;
+		dw_runs_add(row->call, DW_CALLER_BUCKETS, c->crows[k].run);
 	}
-	return false;
+	return true;
 }
 
 static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)

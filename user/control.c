@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include "control.h"
 #include "log.h"
@@ -165,16 +166,32 @@ int dw_client_read(struct dw_client *c)
 	return 1;
 }
 
+/* What is left to send, from c->off over the length line and the answer: 0 to 2 pieces. */
+static int unsent(struct dw_client *c, struct iovec *iov)
+{
+	size_t body_off = c->off > c->line_len ? c->off - c->line_len : 0;
+	int n = 0;
+
+	if (c->off < c->line_len)
+		iov[n++] = (struct iovec){ c->line + c->off, c->line_len - c->off };
+	if (body_off < c->answer.len)
+		iov[n++] = (struct iovec){ c->answer.data + body_off, c->answer.len - body_off };
+	return n;
+}
+
 void dw_client_write(struct dw_client *c, uint64_t now_ns)
 {
+	struct iovec iov[2];
+	struct msghdr msg = { .msg_iov = iov };
+
 	if (!c->writing) {
 		c->writing = true;
 		c->deadline_ns = now_ns + DW_ANSWER_NS;
+		c->line_len = dw_answer_line(c->answer.len, c->line);
 	}
-	while (c->off < c->answer.len) {
+	while ((msg.msg_iovlen = unsent(c, iov))) {
 		/* MSG_NOSIGNAL: a client gone is no SIGPIPE, whoever set what */
-		ssize_t n = send(c->fd, c->answer.data + c->off, c->answer.len - c->off,
-				 MSG_NOSIGNAL);
+		ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -228,6 +245,45 @@ static int read_all(int fd, struct dw_buf *answer)
 	return answer->oom ? -ENOMEM : 0;
 }
 
+/* Why an answer that arrived (n bytes) is not a whole one, on stderr. */
+static void say_not_whole(int err, size_t n, size_t len, size_t want)
+{
+	if (err == -EPIPE && !n)
+		fprintf(stderr, "depwatch: the daemon closed the connection without an answer (all %d of its client slots taken, or it is stopping)\n",
+			DW_CONTROL_CLIENTS);
+	else if (err == -EPIPE && !want)
+		fprintf(stderr, "depwatch: the daemon's answer was cut inside its length line\n");
+	else if (err == -EPIPE)
+		fprintf(stderr, "depwatch: the daemon's answer was cut: %zu of %zu bytes arrived (the daemon closes a client that reads nothing for %llu s)\n",
+			len, want, DW_ANSWER_NS / 1000000000ULL);
+	else if (err == -EMSGSIZE)
+		fprintf(stderr, "depwatch: the daemon's answer is longer than its length line says: %zu bytes, not %zu\n",
+			len, want);
+	else
+		fprintf(stderr, "depwatch: the answer on the control socket has no length line: not a depwatch daemon, or one older than this client (restart it)\n");
+}
+
+int dw_control_read_answer(int fd, struct dw_buf *answer)
+{
+	const char *body;
+	size_t len, want;
+	int err = read_all(fd, answer);
+
+	if (err) {
+		fprintf(stderr, "depwatch: reading the daemon's answer: %s\n", strerror(-err));
+		return err;
+	}
+	err = dw_answer_parse(answer->data, answer->len, &body, &len, &want);
+	if (err) {
+		say_not_whole(err, answer->len, len, want);
+		return err;
+	}
+	memmove(answer->data, body, len);
+	answer->len = len;
+	answer->data[len] = 0;
+	return 0;
+}
+
 int dw_control_request(const char *run_dir, const char *request, struct dw_buf *answer)
 {
 	struct sockaddr_un sun;
@@ -246,13 +302,13 @@ int dw_control_request(const char *run_dir, const char *request, struct dw_buf *
 		close(fd);
 		return err;
 	}
-	if (dprintf(fd, "%s\n", request) < 0)
+	if (dprintf(fd, "%s\n", request) >= 0) {
+		err = dw_control_read_answer(fd, answer);
+	} else {
 		err = -errno;
-	else
-		err = read_all(fd, answer);
-	close(fd);
-	if (err)
 		fprintf(stderr, "depwatch: reading the daemon's answer: %s\n", strerror(-err));
+	}
+	close(fd);
 	return err;
 }
 

@@ -2,7 +2,8 @@
 /*
  * The control socket: <run-dir>/depwatch.sock, a Unix stream socket. A
  * client writes one request line ("status json", "status text"), the daemon
- * answers and closes.
+ * answers and closes; the request's verbs and the answer's length line are
+ * logic/control_wire.h's.
  *
  * The daemon's one poll loop serves the clients without ever waiting on one
  * (the breakers are judged in that loop): their sockets are non-blocking,
@@ -15,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "control_figs.h"
+#include "logic/control_wire.h"
 #include "logic/jsonw.h"
 
 #define DW_CONTROL_SOCK "depwatch.sock"
@@ -47,7 +50,9 @@ struct dw_client {
 	size_t have;			/* bytes of req read */
 	char req[DW_REQUEST_MAX];
 	struct dw_buf answer;
-	size_t off;			/* bytes of answer written */
+	char line[DW_ANSWER_LINE_MAX];	/* its length line, sent first */
+	size_t line_len;
+	size_t off;			/* bytes of line and answer written */
 	uint64_t deadline_ns;		/* CLOCK_MONOTONIC */
 };
 
@@ -59,11 +64,7 @@ struct dw_clients {
 
 void dw_clients_init(struct dw_clients *t);
 
-/* What status and /metrics say of the control socket's clients. */
-struct dw_control_figs {
-	unsigned clients;		/* slots in use now */
-	uint64_t refused;		/* since the daemon started */
-};
+/* What status and /metrics say of the clients (control_figs.h). */
 void dw_clients_figs(const struct dw_clients *t, struct dw_control_figs *f);
 /* Accepts one client into a free slot, or closes it at once when none is left. */
 void dw_control_accept(int listen_fd, struct dw_clients *t, uint64_t now_ns);
@@ -75,14 +76,23 @@ short dw_client_events(const struct dw_client *c);
  * is); 0: more is to come; -1: it closed or failed first, and is closed.
  */
 int dw_client_read(struct dw_client *c);
-/* Sends what the socket takes of answer; closes the client once all is out or it is gone. */
+/*
+ * Sends what the socket takes of the answer, after its length line (taken
+ * at the first call); closes the client once all is out or it is gone.
+ */
 void dw_client_write(struct dw_client *c, uint64_t now_ns);
 void dw_client_close(struct dw_client *c);
 /* Closes the clients past their deadline; the poll timeout in ms to the next one, -1: none. */
 int dw_clients_expire(struct dw_clients *t, uint64_t now_ns);
 void dw_clients_close_all(struct dw_clients *t);
 
-/* Client side: sends request, reads the whole answer. 0 or a negative errno (said on stderr). */
+/*
+ * Client side: what the daemon sent on fd until it closed, into answer
+ * without its length line. 0, or a negative errno said on stderr: -EPIPE
+ * the answer was cut (or never came), -EPROTO it has no length line.
+ */
+int dw_control_read_answer(int fd, struct dw_buf *answer);
+/* Sends request, reads the whole answer. 0 or a negative errno (said on stderr), as above. */
 int dw_control_request(const char *run_dir, const char *request, struct dw_buf *answer);
 /* Same, and prints the answer: to stderr, and -EINVAL, when it starts with "error:". */
 int dw_control_ask(const char *run_dir, const char *request);

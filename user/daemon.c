@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "config_file.h"
 #include "control.h"
+#include "logic/control_wire.h"
 #include "alert.h"
 #include "cgroups.h"
 #include "deps.h"
@@ -27,6 +28,7 @@
 #include "loader.h"
 #include "log.h"
 #include "logic/parse.h"
+#include "logic/series.h"
 #include "metrics.h"
 #include "privs.h"
 #include "report.h"
@@ -248,8 +250,14 @@ static int open_fds(struct daemon *d)
 	return d->control_fd < 0 ? d->control_fd : 0;
 }
 
+/*
+ * The answer to each verb of logic/control_wire.h's table; args is what
+ * follows the verb's words (NULL: nothing), as the table allows.
+ */
+typedef void answer_fn(struct daemon *d, const char *args, struct dw_buf *out);
+
 /* "open NAME", "close NAME", "auto NAME" */
-static void force(struct daemon *d, const char *args, struct dw_buf *out)
+static void answer_breaker(struct daemon *d, const char *args, struct dw_buf *out)
 {
 	static const char *const verbs[] = { "close", "open", "auto" };
 	static const int states[] = { DW_BREAKER_CLOSED, DW_BREAKER_OPEN, -1 };
@@ -271,13 +279,17 @@ static void force(struct daemon *d, const char *args, struct dw_buf *out)
 	dw_buf_printf(out, "error: breaker takes open, close or auto and a dependency name\n");
 }
 
-/* "status json N" (status --json --max-series N): the JSON under a cap of N series. */
-static void status_json_capped(struct daemon *d, const char *arg, struct dw_buf *out)
+/* "status json", or "status json N" (status --json --max-series N): the JSON under a cap of N series. */
+static void answer_status_json(struct daemon *d, const char *args, struct dw_buf *out)
 {
 	struct dw_run_info info = d->info;
 	uint64_t n;
 
-	if (dw_parse_uint(arg, 0, 1000000, &n)) {
+	if (!args) {
+		dw_report_json(out, &d->coll, &d->deps.set, &d->svcs, &d->info);
+		return;
+	}
+	if (dw_parse_uint(args, 0, 1000000, &n)) {
 		dw_buf_printf(out, "error: --max-series: not a number from 0 to 1000000\n");
 		return;
 	}
@@ -285,34 +297,50 @@ static void status_json_capped(struct daemon *d, const char *arg, struct dw_buf 
 	dw_report_json(out, &d->coll, &d->deps.set, &d->svcs, &info);
 }
 
+static void answer_status_text(struct daemon *d, const char *args, struct dw_buf *out)
+{
+	(void)args;
+	dw_report_text(out, &d->coll, &d->deps.set, &d->svcs, &d->info);
+}
+
+static void answer_top_tsv(struct daemon *d, const char *args, struct dw_buf *out)
+{
+	(void)args;
+	dw_report_tsv(out, &d->coll, &d->deps.set, &d->svcs);
+}
+
+static answer_fn *const answers[DW_NVERBS] = {
+#define ANSWER_OF(id, words, root_only, args, handler) [DW_VERB_##id] = handler,
+	DW_VERBS(ANSWER_OF)
+#undef ANSWER_OF
+};
+
 /*
  * A request acts in full before its answer is queued: "ok" to a breaker
  * means forced. The answer then goes out as the client reads it; a client
  * still connected when the daemon stops gets none or part of it (no
- * request stops the daemon).
+ * request stops the daemon), which it tells from a whole one by the
+ * answer's length line.
  */
 static void answer(struct daemon *d, struct dw_client *c)
 {
 	struct dw_buf *out = &c->answer;
-	const char *req = c->req;
+	const char *args;
+	int verb = dw_verb_match(c->req, &args);
 
 	dw_clients_figs(&d->clients, &d->control);
-	if (!strncmp(req, "breaker ", 8) && !dw_control_peer_is_root(c->fd))
-		dw_buf_printf(out, "error: forcing a breaker needs root (--group grants reading only)\n");
-	else if (!strncmp(req, "breaker ", 8))
-		force(d, req + 8, out);
-	else if (!strcmp(req, "status json"))
-		dw_report_json(out, &d->coll, &d->deps.set, &d->svcs, &d->info);
-	else if (!strncmp(req, "status json ", 12))
-		status_json_capped(d, req + 12, out);
-	else if (!strcmp(req, "top tsv"))
-		dw_report_tsv(out, &d->coll, &d->deps.set, &d->svcs);
-	else if (!strcmp(req, "status text"))
-		dw_report_text(out, &d->coll, &d->deps.set, &d->svcs, &d->info);
-	else
+	if (verb < 0)
 		dw_buf_printf(out, "error: unknown request\n");
-	if (out->oom)
+	else if (dw_verbs[verb].root_only && !dw_control_peer_is_root(c->fd))
+		dw_buf_printf(out, "error: forcing a breaker needs root (--group grants reading only)\n");
+	else
+		answers[verb](d, args, out);
+	if (out->oom) {
+		/* the length line must not call a part of it whole */
 		dw_err("out of memory answering a status request");
+		dw_buf_free(out);
+		dw_buf_printf(out, "error: the daemon ran out of memory answering\n");
+	}
 	dw_client_write(c, dw_monotonic_ns());
 }
 
@@ -402,7 +430,7 @@ static void poll_once(struct daemon *d)
 		struct dw_control_figs control;
 
 		dw_clients_figs(&d->clients, &control);
-		dw_metrics_publish(&d->coll, &d->deps.set, &d->svcs, &control);
+		dw_metrics_publish(&d->coll, &d->deps.set, &d->svcs, &control, d->opts.max_series);
 	}
 	arm_fast(d);
 }
@@ -577,7 +605,6 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		err = lock_run_dir(d);
 	if (!err && d->opts.metrics)
 		err = dw_metrics_start(d->opts.metrics);
-	dw_metrics_set_max_series(d->opts.max_series);
 	if (!err)
 		err = dw_bpf_start(&d->bpf, &bopts);
 	if (err)

@@ -57,8 +57,10 @@ static struct dw_alert_bucket *bucket(struct dw_deps_io *io, unsigned index)
 
 		if (!p)
 			return NULL;
-		for (unsigned i = io->nbuckets; i < n; i++)
-			dw_alert_bucket_init(&p[i]);
+		for (unsigned i = io->nbuckets; i < n; i++) {
+			p[i].open_sent = false;
+			dw_ratelimit_init(&p[i].lines);
+		}
 		io->buckets = p;
 		io->nbuckets = n;
 	}
@@ -101,7 +103,7 @@ static bool alert_allowed(struct dw_deps_io *io, const struct dw_dep_event *ev, 
 	*suppressed = 0;
 	if (!b)
 		return true;
-	if (!dw_alert_bucket_take(b, ev->now_ns, closing && b->open_sent, suppressed))
+	if (!dw_ratelimit_take(&b->lines, ev->now_ns, closing && b->open_sent, suppressed))
 		return false;
 	if (transition)
 		b->open_sent = !closing;
@@ -158,9 +160,10 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 		.failure_rate = dep->j.failure_rate,
 		.slow_call_ns = dep->s->slow_call_ns,
 		.calls = (uint64_t)dep->j.decided,
-		.inflight = dep->inflight,
+		.inflight = dep->fig.inflight,
 		.max_inflight = dep->s->max_inflight,
-		.oldest_ms = dep->oldest_call_ns ? (ev->now_ns - dep->oldest_call_ns) / 1e6 : -1,
+		.oldest_ms = dep->fig.oldest_call_ns ?
+			     (ev->now_ns - dep->fig.oldest_call_ns) / 1e6 : -1,
 	};
 
 	if (!alert_allowed(io, ev, closing, &a.suppressed))
@@ -168,9 +171,9 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 	a.reason = transition ? dw_breaker_reason_name(ev->reason) : warning_reason(ev);
 	a.severity = severity(ev, closing);
 	if (ev->kind == DW_DEP_RETRY_STORM) {
-		a.retry_ratio = dep->retry_ratio;
-		a.call_rate = dep->call_rate;
-		a.call_rate_baseline = dep->call_rate_baseline;
+		a.retry_ratio = dep->rates.retry_ratio;
+		a.call_rate = dep->rates.call_rate;
+		a.call_rate_baseline = dep->rates.call_rate_baseline;
 	}
 	a.p99_ms = dw_dep_percentile_ms(dep, 0.99);
 	if (transition && ev->state == DW_BREAKER_OPEN) {

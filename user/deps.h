@@ -13,9 +13,16 @@
 #include "kstate.h"
 #include "logic/config.h"
 #include "logic/depset.h"
+#include "logic/ratelimit.h"
 
 struct dw_bpf;
 struct dw_collector;
+
+/* One dependency's alerts: rate-limited, and an open that went out is always followed by its close. */
+struct dw_alert_bucket {
+	struct dw_ratelimit lines;
+	bool open_sent;			/* the last transition that went out left the breaker not closed */
+};
 
 struct dw_deps_io {
 	struct dw_deps set;

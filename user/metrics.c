@@ -240,7 +240,8 @@ void dw_metrics_stop(void)
 }
 
 void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps,
-			const struct dw_services *svcs, const struct dw_control_figs *control)
+			const struct dw_services *svcs, const struct dw_control_figs *control,
+			unsigned max_series)
 {
 	struct dw_buf tmp;
 
@@ -250,7 +251,7 @@ void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps
 	m.next.oom = 0;
 	if (m.next.data)
 		m.next.data[0] = '\0';
-	if (dw_metrics_render(&m.next, c, deps, svcs, control)) {
+	if (dw_metrics_render(&m.next, c, deps, svcs, control, max_series)) {
 		if (!m.oom_logged)
 			dw_err("out of memory rendering the metrics: the last good ones are served");
 		m.oom_logged = true;

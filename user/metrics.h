@@ -40,20 +40,18 @@ int dw_metrics_start(const char *addr_port);
  */
 int dw_metrics_serve(void);
 
-/* After each poll: renders every metric and makes it the one served. A no-op when not started. */
+/*
+ * After each poll: renders every metric and makes it the one served. A
+ * no-op when not started. max_series: --max-series N, per family the
+ * configured dependencies and the busiest keep their own series, the rest
+ * are summed into one "~other" (depwatch_series_folded says how many;
+ * logic/series.h). 0: no cap.
+ */
 void dw_metrics_publish(const struct dw_collector *c, const struct dw_deps *deps,
-			const struct dw_services *svcs, const struct dw_control_figs *control);
+			const struct dw_services *svcs, const struct dw_control_figs *control,
+			unsigned max_series);
 
 /* Stops the server, frees everything; safe when not started, and twice. */
 void dw_metrics_stop(void);
-
-/*
- * --max-series N: per family, the configured dependencies and the busiest
- * by recent calls keep their own series, the rest are summed into one
- * "~other" (depwatch_series_folded says how many). 0: no cap. The default
- * keeps the page under 1 MiB (measured: bench/scale.py).
- */
-#define DW_MAX_SERIES_DEFAULT 150
-void dw_metrics_set_max_series(unsigned n);
 
 #endif /* DW_METRICS_H */

@@ -23,24 +23,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
-#include "control.h"
+#include "control_figs.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/jsonw.h"
+#include "logic/series.h"
 #include "logic/topn.h"
-#include "metrics.h"
 #include "metrics_render.h"
 #include "services.h"
 
-enum { H_CALL, H_CONNECT, H_KINDS };
-
-/* What one dependency exports, summed over its destinations. */
+/* What one dependency exports: its figures (logic/depfigs.h) and its gauges, as put on the page. */
 struct fig {
 	const struct dw_dep *dep;
-	uint64_t calls, failures, slow, rejected, connects, connect_failures;
-	uint64_t inflight, conns, retries, abandoned;
-	uint64_t sum_ns[H_KINDS];
-	uint64_t hist[H_KINDS][DW_HIST_COARSE];	/* per coarse bucket, not yet cumulative */
+	struct dw_dep_figs f;
+	uint64_t ended;			/* calls that ended, answered or failed */
 	double oldest_s, slow_rate, failure_rate, slow_call_s;
 	double retry_ratio, call_rate, call_rate_baseline;
 	char label[2 * DW_DEP_NAME_LEN + 16];	/* {dependency="NAME", escaped */
@@ -52,57 +48,34 @@ static struct {
 	struct fig *figs;
 	size_t figs_cap;
 	unsigned max_series;		/* --max-series: 0 no cap */
-	struct dw_topn_item *items;	/* the choice of series, per render */
-	size_t items_cap;
 	struct dw_dep other;		/* the dependency "~other": what the cap folded */
-	bool *kept;			/* per dependency index: its own series this render */
-	size_t kept_cap;
+	bool *fold;			/* per dependency index: summed into ~other this render */
+	size_t fold_cap;
 	size_t folded_deps, folded_callers;
 	uint64_t render_ns;		/* how long the last page took to render */
-} pg = { .max_series = DW_MAX_SERIES_DEFAULT };
-
-void dw_metrics_set_max_series(unsigned n)
-{
-	pg.max_series = n;
-}
+} pg;
 
 /* ---- figures per dependency */
 
-static void fig_of(struct fig *f, const struct dw_dep *dep, const struct dw_collector *c)
+static double positive(double v)
+{
+	return v > 0 ? v : 0;
+}
+
+static void fig_of(struct fig *f, const struct dw_dep *dep, uint64_t now)
 {
 	memset(f, 0, sizeof(*f));
 	f->dep = dep;
-	f->calls = dep->calls + dep->failed;
-	f->failures = dep->failed;
-	f->slow = dep->slow;
-	f->rejected = dep->rejected;
-	f->inflight = dep->inflight;
-	f->conns = dep->conns;
+	f->f = dep->fig;
+	f->ended = dep->fig.calls + dep->fig.failed;
 	f->slow_rate = dw_rate_or_zero(dep->j.slow_rate);
 	f->failure_rate = dw_rate_or_zero(dep->j.failure_rate);
 	f->slow_call_s = dep->s ? dep->s->slow_call_ns / 1e9 : 0;
-	f->retries = dep->retried;
-	f->abandoned = dep->abandoned;
-	f->retry_ratio = dep->retry_ratio > 0 ? dep->retry_ratio : 0;
-	f->call_rate = dep->call_rate > 0 ? dep->call_rate : 0;
-	f->call_rate_baseline = dep->call_rate_baseline > 0 ? dep->call_rate_baseline : 0;
-	if (!c)
-		return;
-	if (dep->oldest_call_ns && c->now_ns > dep->oldest_call_ns)
-		f->oldest_s = (c->now_ns - dep->oldest_call_ns) / 1e9;
-	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
-		/* lists are rebuilt every poll; one that was not is not followed into freed rows */
-		if (d < c->dests || d >= c->dests + c->cap)
-			break;
-		f->connects += d->sum.connect_attempts;
-		f->connect_failures += dw_dest_connect_failures(d);
-		f->sum_ns[H_CALL] += d->sum.call_ns_sum;
-		f->sum_ns[H_CONNECT] += d->sum.connect_ns_sum;
-		for (unsigned i = 0; i < DW_HIST_COARSE; i++) {
-			f->hist[H_CALL][i] += d->cum_call[i];
-			f->hist[H_CONNECT][i] += d->cum_connect[i];
-		}
-	}
+	f->retry_ratio = positive(dep->rates.retry_ratio);
+	f->call_rate = positive(dep->rates.call_rate);
+	f->call_rate_baseline = positive(dep->rates.call_rate_baseline);
+	if (dep->fig.oldest_call_ns && now > dep->fig.oldest_call_ns)
+		f->oldest_s = (now - dep->fig.oldest_call_ns) / 1e9;
 }
 
 /* ---- the text: some 50 lines per dependency, so plain appends rather than printf */
@@ -191,31 +164,31 @@ static const struct simple {
 } simples[] = {
 	{ "depwatch_calls_total", "counter",
 	  "Calls (request/response exchanges) to the dependency that ended, answered or failed.",
-	  offsetof(struct fig, calls), U64 },
+	  offsetof(struct fig, ended), U64 },
 	{ "depwatch_call_failures_total", "counter",
 	  "Calls to the dependency that ended without an answer (reset, closed, timed out).",
-	  offsetof(struct fig, failures), U64 },
+	  offsetof(struct fig, f.failed), U64 },
 	{ "depwatch_slow_calls_total", "counter",
 	  "Answered calls slower than the dependency's slow_call setting.",
-	  offsetof(struct fig, slow), U64 },
+	  offsetof(struct fig, f.slow), U64 },
 	{ "depwatch_connects_total", "counter",
 	  "Outgoing TCP connection attempts to the dependency.",
-	  offsetof(struct fig, connects), U64 },
+	  offsetof(struct fig, f.connects), U64 },
 	{ "depwatch_connect_failures_total", "counter",
 	  "Connection attempts to the dependency that failed (refused, timed out, aborted).",
-	  offsetof(struct fig, connect_failures), U64 },
+	  offsetof(struct fig, f.connect_failures), U64 },
 	{ "depwatch_connects_rejected_total", "counter",
 	  "connect() calls failed at once by depwatch because the dependency's enforced breaker was open.",
-	  offsetof(struct fig, rejected), U64 },
+	  offsetof(struct fig, f.rejected), U64 },
 	{ "depwatch_inflight", "gauge",
 	  "Calls to the dependency sent and not yet answered.",
-	  offsetof(struct fig, inflight), U64 },
+	  offsetof(struct fig, f.inflight), U64 },
 	{ "depwatch_oldest_inflight_seconds", "gauge",
 	  "Age of the oldest call to the dependency still waiting for its answer; 0 when none is.",
 	  offsetof(struct fig, oldest_s), DBL },
 	{ "depwatch_open_connections", "gauge",
 	  "TCP connections to the dependency open now.",
-	  offsetof(struct fig, conns), U64 },
+	  offsetof(struct fig, f.conns), U64 },
 	{ "depwatch_slow_rate", "gauge",
 	  "Share (0..1) of the recently judged calls that were slow, as the breaker sees it.",
 	  offsetof(struct fig, slow_rate), DBL },
@@ -227,10 +200,10 @@ static const struct simple {
 	  offsetof(struct fig, slow_call_s), DBL },
 	{ "depwatch_calls_abandoned_total", "counter",
 	  "Calls whose caller closed the connection while waiting for the answer.",
-	  offsetof(struct fig, abandoned), U64 },
+	  offsetof(struct fig, f.abandoned), U64 },
 	{ "depwatch_call_retries_total", "counter",
 	  "Calls started by a process within 2 s of abandoning one to the same dependency.",
-	  offsetof(struct fig, retries), U64 },
+	  offsetof(struct fig, f.retried), U64 },
 	{ "depwatch_retry_ratio", "gauge",
 	  "Attempts per original call over the last 10 s (1: no retries; 0: no calls).",
 	  offsetof(struct fig, retry_ratio), DBL },
@@ -290,10 +263,10 @@ static void aborted_family(struct dw_buf *o, const struct fig *figs, size_t n)
 	       "(enforce = abort, breaker open) or abort_after (a call older than abort_after).");
 	for (size_t i = 0; i < n; i++) {
 		series(o, name, sizeof(name) - 1, &figs[i], ",reason=\"breaker\"");
-		put_u64(o, figs[i].dep->aborted_breaker);
+		put_u64(o, figs[i].dep->fig.aborted_breaker);
 		put(o, "\n", 1);
 		series(o, name, sizeof(name) - 1, &figs[i], ",reason=\"abort_after\"");
-		put_u64(o, figs[i].dep->aborted_timeout);
+		put_u64(o, figs[i].dep->fig.aborted_timeout);
 		put(o, "\n", 1);
 	}
 }
@@ -319,6 +292,8 @@ static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)
 	}
 }
 
+enum { H_CALL, H_CONNECT };
+
 static void histogram(struct dw_buf *o, const char *name, const char *help, int kind,
 		      const struct fig *figs, size_t n)
 {
@@ -331,16 +306,18 @@ static void histogram(struct dw_buf *o, const char *name, const char *help, int 
 		snprintf(le[b], sizeof(le[b]), ",le=\"%s\"", dw_hist_coarse_le(b));
 	family(o, name, "histogram", help);
 	for (size_t i = 0; i < n; i++) {
+		const struct dw_dep_figs *f = &figs[i].f;
+		const uint64_t *hist = kind == H_CALL ? f->cum_call : f->cum_connect;
 		uint64_t acc = 0;
 
 		for (unsigned b = 0; b < DW_HIST_COARSE; b++) {
-			acc += figs[i].hist[kind][b];
+			acc += hist[b];
 			series(o, bucket, lb, &figs[i], le[b]);
 			put_u64(o, acc);
 			put(o, "\n", 1);
 		}
 		series(o, sum, ls, &figs[i], NULL);
-		put_seconds(o, figs[i].sum_ns[kind]);
+		put_seconds(o, kind == H_CALL ? f->call_ns_sum : f->connect_ns_sum);
 		put(o, "\n", 1);
 		series(o, count, lc, &figs[i], NULL);
 		put_u64(o, acc);
@@ -470,7 +447,7 @@ static void dest_family(struct dw_buf *o, const struct dw_collector *c, const st
 		if (!dest_exported(d, deps))
 			continue;
 		/* a destination of a dependency the cap folded: summed into ~other */
-		if ((size_t)d->dep < pg.kept_cap && !pg.kept[d->dep]) {
+		if ((size_t)d->dep < pg.fold_cap && pg.fold[d->dep]) {
 			other += *(const __u64 *)((const char *)&d->sum + off);
 			folded = true;
 			continue;
@@ -537,7 +514,7 @@ static void caller_families(struct dw_buf *o, const struct dw_collector *c, cons
 	if (n && !items)
 		n = 0;
 	for (size_t i = 0; i < n; i++)
-		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = v[i].recent };
+		items[i] = dw_series_caller_item(&v[i], i);
 	dw_topn_choose(items, n, pg.max_series, &res);
 	for (size_t i = res.kept; i < res.kept + res.folded; i++)
 		dw_caller_fig_add(&other, &v[items[i].key]);
@@ -607,67 +584,41 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 	fold_families(o);
 }
 
-/* Sums b into a: counters and histograms; of the gauges, the oldest call and the call rates. */
+/* Sums b into a: its figures (depfigs.h); of the gauges, the oldest call and the call rates. */
 static void fig_add(struct fig *a, const struct fig *b)
 {
-	a->calls += b->calls;
-	a->failures += b->failures;
-	a->slow += b->slow;
-	a->rejected += b->rejected;
-	a->connects += b->connects;
-	a->connect_failures += b->connect_failures;
-	a->inflight += b->inflight;
-	a->conns += b->conns;
-	a->retries += b->retries;
-	a->abandoned += b->abandoned;
+	dw_dep_figs_add(&a->f, &b->f);
+	a->ended += b->ended;
 	if (b->oldest_s > a->oldest_s)
 		a->oldest_s = b->oldest_s;
 	a->call_rate += b->call_rate;
 	a->call_rate_baseline += b->call_rate_baseline;
-	for (int k = 0; k < H_KINDS; k++) {
-		a->sum_ns[k] += b->sum_ns[k];
-		for (unsigned i = 0; i < DW_HIST_COARSE; i++)
-			a->hist[k][i] += b->hist[k][i];
-	}
 }
 
 /*
- * --max-series: the configured dependencies and the busiest by recent calls
- * (their call rate) keep their own series; the others, destinations on their
- * own, are summed into one "~other" at the end. Returns the figures left.
+ * --max-series (logic/series.h): the dependencies it folds, destinations
+ * on their own, are summed into one "~other" at the end; the kept stay in
+ * the set's order. Returns the figures left.
  */
 static size_t cap_figs(const struct dw_deps *deps, size_t n)
 {
-	struct dw_topn_result res;
 	struct fig other;
 	size_t out = 0;
 
-	memset(pg.kept, 1, pg.kept_cap * sizeof(*pg.kept));
-	pg.folded_deps = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct dw_dep *dep = pg.figs[i].dep;
-
-		pg.items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .pinned = dep->id != 0,
-						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
-	}
-	dw_topn_choose(pg.items, n, pg.max_series, &res);
-	if (!res.folded)
+	memset(pg.fold, 0, pg.fold_cap * sizeof(*pg.fold));
+	pg.folded_deps = dw_series_fold_deps(deps, pg.max_series, pg.fold);
+	if (!pg.folded_deps)
 		return n;
 	memset(&pg.other, 0, sizeof(pg.other));
 	pg.other.used = true;
 	snprintf(pg.other.name, sizeof(pg.other.name), "%s", DW_TOPN_OTHER);
-	fig_of(&other, &pg.other, NULL);
-	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
-		const struct fig *f = &pg.figs[pg.items[i].key];
-
-		fig_add(&other, f);
-		pg.kept[f->dep - deps->deps] = false;
-	}
-	pg.folded_deps = res.folded;
-	/* the kept, in the set's order, then ~other */
-	for (size_t i = 0; i < n; i++)
-		if (pg.kept[pg.figs[i].dep - deps->deps])
+	fig_of(&other, &pg.other, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (pg.fold[pg.figs[i].dep - deps->deps])
+			fig_add(&other, &pg.figs[i]);
+		else
 			pg.figs[out++] = pg.figs[i];
+	}
 	pg.figs[out] = other;
 	label_of(&pg.figs[out]);
 	return out + 1;
@@ -675,30 +626,29 @@ static size_t cap_figs(const struct dw_deps *deps, size_t n)
 
 /* The whole page into o: 0, or -ENOMEM (o then holds part of it). */
 int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
-		      const struct dw_services *svcs, const struct dw_control_figs *control)
+		      const struct dw_services *svcs, const struct dw_control_figs *control,
+		      unsigned max_series)
 {
 	uint64_t t0 = dw_monotonic_ns();
 	size_t n = 0;
 
+	pg.max_series = max_series;
 	if (pg.figs_cap < deps->n + 1) {
 		struct fig *p = realloc(pg.figs, (deps->n + 1) * sizeof(*p));
-		struct dw_topn_item *items = realloc(pg.items, (deps->n + 1) * sizeof(*items));
-		bool *kept = realloc(pg.kept, (deps->n + 1) * sizeof(*kept));
+		bool *fold = realloc(pg.fold, (deps->n + 1) * sizeof(*fold));
 
 		if (p)
 			pg.figs = p;
-		if (items)
-			pg.items = items;
-		if (kept)
-			pg.kept = kept;
-		if (!p || !items || !kept)
+		if (fold)
+			pg.fold = fold;
+		if (!p || !fold)
 			return -ENOMEM;
-		pg.figs_cap = pg.items_cap = pg.kept_cap = deps->n + 1;
+		pg.figs_cap = pg.fold_cap = deps->n + 1;
 	}
 	for (unsigned i = 0; i < deps->n; i++) {
 		if (!dw_dep_shown(&deps->deps[i]))
 			continue;
-		fig_of(&pg.figs[n], &deps->deps[i], c);
+		fig_of(&pg.figs[n], &deps->deps[i], c->now_ns);
 		label_of(&pg.figs[n++]);
 	}
 	n = cap_figs(deps, n);
@@ -712,10 +662,8 @@ int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const stru
 void dw_metrics_render_free(void)
 {
 	free(pg.figs);
-	free(pg.items);
-	free(pg.kept);
+	free(pg.fold);
 	pg.figs = NULL;
-	pg.items = NULL;
-	pg.kept = NULL;
-	pg.figs_cap = pg.items_cap = pg.kept_cap = 0;
+	pg.fold = NULL;
+	pg.figs_cap = pg.fold_cap = 0;
 }

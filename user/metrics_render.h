@@ -9,9 +9,14 @@ struct dw_control_figs;
 struct dw_deps;
 struct dw_services;
 
-/* The whole page into o: 0, or -ENOMEM (o then holds part of it). */
+/*
+ * The whole page into o, under a cap of max_series series per family
+ * (--max-series, logic/series.h; 0: none): 0, or -ENOMEM (o then holds
+ * part of it).
+ */
 int dw_metrics_render(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
-		      const struct dw_services *svcs, const struct dw_control_figs *control);
+		      const struct dw_services *svcs, const struct dw_control_figs *control,
+		      unsigned max_series);
 /* Frees what rendering keeps between polls; safe twice. */
 void dw_metrics_render_free(void);
 

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
-#include "control.h"
+#include "control_figs.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
+#include "logic/series.h"
 #include "logic/topn.h"
 #include "logic/topview.h"
 #include "report.h"
@@ -269,31 +270,31 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu,"
 		      "\"max_inflight\":%u,\"destinations\":%u,\"rejected\":%llu,\"connections\":%llu,"
 		      "\"enforce\":%s,\"forced\":%s",
-		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
-		      (unsigned long long)dep->slow, (unsigned long long)dep->inflight,
-		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->rejected,
-		      (unsigned long long)dep->conns, dep->s->enforce_connect ? "true" : "false",
-		      dep->forced >= 0 ? "true" : "false");
+		      (unsigned long long)dep->fig.calls, (unsigned long long)dep->fig.failed,
+		      (unsigned long long)dep->fig.slow, (unsigned long long)dep->fig.inflight,
+		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->fig.rejected,
+		      (unsigned long long)dep->fig.conns, dep->s->enforce_connect ? "true" : "false",
+		      dep->enforce.forced >= 0 ? "true" : "false");
 	/* enforce = abort, abort_after: the mode in effect (abort: connect without sock_destroy) */
 	dw_buf_printf(out, ",\"enforce_mode\":\"%s\",\"abort_after_ms\":", dw_dep_enforce_mode(deps, dep));
 	dw_json_num(out, dep->s->abort_after_ns / 1e6, 3);
 	dw_buf_printf(out, ",\"aborted_breaker\":%llu,\"aborted_timeout\":%llu,\"calls_aborted\":%llu",
-		      (unsigned long long)dep->aborted_breaker,
-		      (unsigned long long)dep->aborted_timeout,
-		      (unsigned long long)dep->calls_aborted);
-	dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(now, dep->oldest_call_ns), 3);
+		      (unsigned long long)dep->fig.aborted_breaker,
+		      (unsigned long long)dep->fig.aborted_timeout,
+		      (unsigned long long)dep->fig.calls_aborted);
+	dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(now, dep->fig.oldest_call_ns), 3);
 	dw_json_field_opt(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50), 3);
 	dw_json_field_opt(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99), 3);
 	dw_buf_printf(out, ",\"slow_call_ms\":");
 	dw_json_num(out, dep->s->slow_call_ns / 1e6, 3);
 	dw_buf_printf(out, ",\"started\":%llu,\"abandoned\":%llu,\"retries\":%llu",
-		      (unsigned long long)dep->started, (unsigned long long)dep->abandoned,
-		      (unsigned long long)dep->retried);
-	dw_json_field_opt(out, "retry_ratio", dep->retry_ratio, 3);
-	dw_json_field_opt(out, "call_rate", dep->call_rate, 2);
-	dw_json_field_opt(out, "call_rate_baseline", dep->call_rate_baseline, 2);
+		      (unsigned long long)dep->fig.started, (unsigned long long)dep->fig.abandoned,
+		      (unsigned long long)dep->fig.retried);
+	dw_json_field_opt(out, "retry_ratio", dep->rates.retry_ratio, 3);
+	dw_json_field_opt(out, "call_rate", dep->rates.call_rate, 2);
+	dw_json_field_opt(out, "call_rate_baseline", dep->rates.call_rate_baseline, 2);
 	dw_buf_printf(out, ",\"retry_storm\":%s,\"multiplexed\":\"%s\",\"multiplexed_conns\":%llu,"
-		      "\"burst_timings\":%s", dep->retry_storm ? "true" : "false",
+		      "\"burst_timings\":%s", dep->rates.retry_storm ? "true" : "false",
 		      dep->s->judge_multiplexed ? "judge" : "ignore", (unsigned long long)mux,
 		      burst ? "true" : "false");
 	json_callers(out, c, cl, now);
@@ -412,90 +413,61 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 }
 
 /*
- * --max-series for the destinations table: the destinations of configured
- * dependencies and the busiest by calls in the window keep their rows (in
- * their order); the rest are summed into *f. Returns the rows kept.
+ * --max-series for the destinations table (logic/series.h): the kept keep
+ * their rows, in their order; the rest are summed into *f. Returns the rows kept.
  */
 size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
 		    struct folded_rows *f)
 {
 	struct dw_topn_item *items = n ? calloc(n, sizeof(*items)) : NULL;
-	struct dw_topn_result res;
-	bool *fold;
+	bool *fold = n ? calloc(n, sizeof(*fold)) : NULL;
 	size_t kept = 0;
 
 	memset(f, 0, sizeof(*f));
-	if (!items)
+	if (!items || !fold) {
+		free(items);
+		free(fold);
 		return n;
+	}
+	for (size_t i = 0; i < n; i++)
+		items[i] = dw_series_dest_item(deps, views[i].d, views[i].window_calls, i);
+	f->n = dw_series_fold(items, n, cap, fold);
 	for (size_t i = 0; i < n; i++) {
 		const struct dw_dest *d = views[i].d;
 
-		items[i] = (struct dw_topn_item){ .key = (uint32_t)i, .weight = views[i].window_calls,
-						  .pinned = d->dep >= 0 && deps->deps[d->dep].id };
-	}
-	dw_topn_choose(items, n, cap, &res);
-	fold = res.folded ? calloc(n, sizeof(*fold)) : NULL;
-	if (!fold) {
-		free(items);
-		return n;
-	}
-	for (size_t i = res.kept; i < res.kept + res.folded; i++) {
-		const struct dw_dest *d = views[items[i].key].d;
-
-		fold[items[i].key] = true;
+		if (!fold[i]) {
+			views[kept++] = views[i];
+			continue;
+		}
 		f->calls += d->sum.calls_completed;
 		f->failed += d->sum.calls_failed;
 		f->inflight += dw_dest_inflight(d);
 		f->connects += d->sum.connect_attempts;
 		f->cfail += dw_dest_connect_failures(d);
 	}
-	f->n = res.folded;
-	for (size_t i = 0; i < n; i++)
-		if (!fold[i])
-			views[kept++] = views[i];
 	free(fold);
 	free(items);
 	return kept;
 }
 
 /*
- * --max-series for the dependencies table: configured dependencies always,
- * then the busiest by call rate; a calloc'ed flag per dependency index
- * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
- * *inflight: what was folded.
+ * --max-series for the dependencies table (logic/series.h): a calloc'ed
+ * flag per dependency index (true: folded), NULL when nothing is.
+ * *nfolded and *sum: what was folded.
  */
-bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum)
+bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded,
+		   struct dw_dep_figs *sum)
 {
-	struct dw_topn_item *items = deps->n ? calloc(deps->n, sizeof(*items)) : NULL;
-	struct dw_topn_result res;
-	bool *fold = NULL;
-	size_t n = 0;
+	bool *fold = deps->n ? calloc(deps->n, sizeof(*fold)) : NULL;
 
-	*nfolded = 0;
-	if (!items)
+	*nfolded = fold ? dw_series_fold_deps(deps, cap, fold) : 0;
+	if (!*nfolded) {
+		free(fold);
 		return NULL;
-	for (unsigned i = 0; i < deps->n; i++) {
-		const struct dw_dep *dep = &deps->deps[i];
-
-		if (!dw_dep_shown(dep))
-			continue;
-		items[n++] = (struct dw_topn_item){ .key = i, .pinned = dep->id != 0,
-						    .weight = dep->call_rate > 0 ? dep->call_rate * 1000 : 0 };
 	}
-	dw_topn_choose(items, n, cap, &res);
-	if (res.folded)
-		fold = calloc(deps->n, sizeof(*fold));
-	for (size_t i = res.kept; fold && i < res.kept + res.folded; i++) {
-		const struct dw_dep *dep = &deps->deps[items[i].key];
-
-		fold[items[i].key] = true;
-		sum[0] += dep->calls;
-		sum[1] += dep->failed;
-		sum[2] += dep->inflight;
-	}
-	if (fold)
-		*nfolded = res.folded;
-	free(items);
+	for (unsigned i = 0; i < deps->n; i++)
+		if (fold[i])
+			dw_dep_figs_add(sum, &deps->deps[i].fig);
 	return fold;
 }
 
@@ -504,8 +476,8 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 {
 	struct dw_caller_fig *callers;
 	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded = 0;
-	uint64_t sum[3] = { 0 };
-	bool *fold = cap ? rv_fold_deps(deps, cap, &nfolded, sum) : NULL;
+	struct dw_dep_figs sum = { 0 };
+	bool *fold = cap ? rv_fold_deps(deps, cap, &nfolded, &sum) : NULL;
 	bool first = true;
 
 	dw_buf_printf(out, ",\"dependencies\":[");
@@ -521,8 +493,8 @@ static void json_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	if (nfolded)
 		dw_buf_printf(out, "%s{\"name\":\"" DW_TOPN_OTHER "\",\"configured\":false,\"folded\":%zu,"
 			      "\"calls\":%llu,\"failed\":%llu,\"inflight\":%llu}", first ? "" : ",", nfolded,
-			      (unsigned long long)sum[0], (unsigned long long)sum[1],
-			      (unsigned long long)sum[2]);
+			      (unsigned long long)sum.calls, (unsigned long long)sum.failed,
+			      (unsigned long long)sum.inflight);
 	dw_buf_printf(out, "],\"dependencies_folded\":%zu", nfolded);
 	free(fold);
 	free(callers);

@@ -5,50 +5,41 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect.h"
-#include "control.h"
+#include "control_figs.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
+#include "logic/parse.h"
 #include "logic/topn.h"
 #include "logic/topview.h"
 #include "report.h"
 #include "report_view.h"
 #include "services.h"
 
-/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none; burst: "12.3ms*". */
-static const char *cell_ms_mark(double ms, bool burst, char *buf, size_t len)
-{
-	const char *mark = burst && ms >= 0 ? BURST_MARK : "";
+#define CELL_LEN 16
 
-	if (ms < 0)
-		snprintf(buf, len, "-");
-	else if (ms < 1)
-		snprintf(buf, len, "%.0fus%s", ms * 1000, mark);
-	else if (ms < 1000)
-		snprintf(buf, len, "%.*fms%s", ms < 100 ? 1 : 0, ms, mark);
-	else
-		snprintf(buf, len, "%.2fs%s", ms / 1000, mark);
+/* A duration cell (dw_format_ms_cell); burst: marked as burst timings, "12.3ms*". */
+static const char *cell(double ms, bool burst, char buf[CELL_LEN])
+{
+	size_t n = strlen(dw_format_ms_cell(ms, buf, CELL_LEN));
+
+	if (burst && ms >= 0)
+		snprintf(buf + n, CELL_LEN - n, "%s", BURST_MARK);
 	return buf;
-}
-
-/* A duration for a table cell: "850us", "12.3ms", "1.25s"; "-" when there is none. */
-static const char *cell_ms(double ms, char *buf, size_t len)
-{
-	return cell_ms_mark(ms, false, buf, len);
 }
 
 static void text_row(struct dw_buf *out, const struct dest_view *v)
 {
 	const struct dw_dest *d = v->d;
-	char oldest[16], p50[16], p90[16], p99[16];
+	char oldest[CELL_LEN], p50[CELL_LEN], p90[CELL_LEN], p99[CELL_LEN];
 
 	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu %5llu ",
 		      v->dest, (unsigned long long)d->sum.calls_completed,
 		      (unsigned long long)d->sum.calls_failed,
 		      (unsigned long long)dw_dest_inflight(d),
-		      cell_ms(d->oldest_call_ns ? v->oldest_ms : -1, oldest, sizeof(oldest)),
-		      cell_ms_mark(v->p50, v->burst, p50, sizeof(p50)),
-		      cell_ms_mark(v->p90, v->burst, p90, sizeof(p90)),
-		      cell_ms_mark(v->p99, v->burst, p99, sizeof(p99)),
+		      cell(d->oldest_call_ns ? v->oldest_ms : -1, false, oldest),
+		      cell(v->p50, v->burst, p50),
+		      cell(v->p90, v->burst, p90),
+		      cell(v->p99, v->burst, p99),
 		      (unsigned long long)d->sum.connect_attempts,
 		      (unsigned long long)dw_dest_connect_failures(d),
 		      (unsigned long long)dw_dest_connecting(d),
@@ -65,7 +56,8 @@ static void text_row(struct dw_buf *out, const struct dest_view *v)
 static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const struct dw_dep *dep,
 		     uint64_t now)
 {
-	char oldest[16], p50[16], p99[16];
+	char oldest[CELL_LEN], p50[CELL_LEN], p99[CELL_LEN];
+	double oldest_ms = dep->fig.oldest_call_ns ? rv_age_ms(now, dep->fig.oldest_call_ns) : -1;
 	bool burst;
 
 	rv_dep_mux(c, dep, &burst);
@@ -75,12 +67,11 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      dep->br.state == DW_BREAKER_CLOSED ? "" : dw_breaker_reason_name(dep->br.reason),
 		      100 * dw_rate_or_zero(dep->j.slow_rate),
 		      100 * dw_rate_or_zero(dep->j.failure_rate),
-		      (unsigned long long)dep->calls, (unsigned long long)dep->failed,
-		      (unsigned long long)dep->inflight,
-		      cell_ms(dep->oldest_call_ns ? rv_age_ms(now, dep->oldest_call_ns) : -1, oldest,
-			      sizeof(oldest)),
-		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.50), burst, p50, sizeof(p50)),
-		      cell_ms_mark(dw_dep_percentile_ms(dep, 0.99), burst, p99, sizeof(p99)));
+		      (unsigned long long)dep->fig.calls, (unsigned long long)dep->fig.failed,
+		      (unsigned long long)dep->fig.inflight,
+		      cell(oldest_ms, false, oldest),
+		      cell(dw_dep_percentile_ms(dep, 0.50), burst, p50),
+		      cell(dw_dep_percentile_ms(dep, 0.99), burst, p99));
 	return burst;
 }
 
@@ -91,7 +82,7 @@ static bool text_dep(struct dw_buf *out, const struct dw_collector *c, const str
 static void text_callers(struct dw_buf *out, const struct dw_collector *c, const struct dep_callers *cl,
 			 uint64_t now)
 {
-	char oldest[16], p50[16], p99[16];
+	char oldest[CELL_LEN], p50[CELL_LEN], p99[CELL_LEN];
 	struct dw_cgname name;
 	int pad;
 
@@ -106,9 +97,9 @@ static void text_callers(struct dw_buf *out, const struct dw_collector *c, const
 		dw_buf_printf(out, "%*s %8llu %6llu %5llu %7s %7s %7s\n", pad > 0 ? pad : 1, "",
 			      (unsigned long long)f->calls, (unsigned long long)f->failed,
 			      (unsigned long long)f->inflight,
-			      cell_ms(f->oldest_ns ? rv_age_ms(now, f->oldest_ns) : -1, oldest, sizeof(oldest)),
-			      cell_ms(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, p50, sizeof(p50)),
-			      cell_ms(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, p99, sizeof(p99)));
+			      cell(f->oldest_ns ? rv_age_ms(now, f->oldest_ns) : -1, false, oldest),
+			      cell(dw_caller_percentile_ns(f->hist, 0.50) / 1e6, false, p50),
+			      cell(dw_caller_percentile_ns(f->hist, 0.99) / 1e6, false, p99));
 	}
 	if (cl->n > DW_TEXT_CALLERS)
 		dw_buf_printf(out, "  <- (%zu more callers)\n", cl->n - DW_TEXT_CALLERS);
@@ -120,8 +111,8 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 {
 	struct dw_caller_fig *callers;
 	size_t ncallers = dw_collect_callers(c, &callers), k = 0, nfolded;
-	uint64_t sum[3] = { 0 };
-	bool *fold = rv_fold_deps(deps, cap, &nfolded, sum);
+	struct dw_dep_figs sum = { 0 };
+	bool *fold = rv_fold_deps(deps, cap, &nfolded, &sum);
 	bool burst = false;
 
 	dw_buf_printf(out, "%-24s %-9s %-12s %6s %6s %8s %6s %5s %7s %7s %7s\n", "DEPENDENCY",
@@ -136,8 +127,9 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	}
 	if (nfolded)
 		dw_buf_printf(out, "%-24.24s %-9s %-12s %6s %6s %8llu %6llu %5llu %7s %7s %7s (%zu dependencies)\n",
-			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum[0],
-			      (unsigned long long)sum[1], (unsigned long long)sum[2], "-", "-", "-", nfolded);
+			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum.calls,
+			      (unsigned long long)sum.failed, (unsigned long long)sum.inflight, "-", "-", "-",
+			      nfolded);
 	free(fold);
 	free(callers);
 	dw_buf_putc(out, '\n');
@@ -147,7 +139,7 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 static void text_services(struct dw_buf *out, const struct dw_deps *deps,
 			  const struct dw_services *svcs)
 {
-	char summary[160], p99[16];
+	char summary[160], p99[CELL_LEN];
 
 	if (!svcs->n)
 		return;
@@ -165,7 +157,7 @@ static void text_services(struct dw_buf *out, const struct dw_deps *deps,
 		dw_buf_printf(out, "%-24.24s %-9s %6llu %6.1f/s %7s %7.1f/s %8s  %s%s%s\n", svc->name, pool,
 			      (unsigned long long)svc->inflight,
 			      svc->arrival_rate > 0 ? svc->arrival_rate : 0,
-			      cell_ms(svc->p99_ms, p99, sizeof(p99)),
+			      cell(svc->p99_ms, false, p99),
 			      svc->fc.rising > 0 ? svc->fc.rising : 0, exhaust, summary,
 			      svc->fc.level ? "  " : "", svc->fc.level ? dw_pool_level_name(svc->fc.level) : "");
 	}
@@ -221,23 +213,23 @@ static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const stru
 	struct dw_top_wire w = {
 		.name = dep->name,
 		.dests = dep->ndests,
-		.calls = dep->calls,
-		.failed = dep->failed,
+		.calls = dep->fig.calls,
+		.failed = dep->fig.failed,
 		.p50_ms = dw_dep_percentile_ms(dep, 0.50),
 		.p99_ms = dw_dep_percentile_ms(dep, 0.99),
 		.slow_rate = dw_rate_or_zero(dep->j.slow_rate),
 		.failure_rate = dw_rate_or_zero(dep->j.failure_rate),
-		.inflight = dep->inflight,
+		.inflight = dep->fig.inflight,
 		.max_inflight = dep->s->max_inflight,
-		.oldest_ms = rv_age_ms(now, dep->oldest_call_ns),
+		.oldest_ms = rv_age_ms(now, dep->fig.oldest_call_ns),
 		.breaker = dw_breaker_state_name(dep->br.state),
 		.reason = dw_breaker_reason_name(dep->br.reason),
-		.rejected = dep->rejected,
-		.conns = dep->conns,
-		.forced = dep->forced >= 0,
+		.rejected = dep->fig.rejected,
+		.conns = dep->fig.conns,
+		.forced = dep->enforce.forced >= 0,
 		.multiplexed_conns = mux,
 		.burst_timings = burst,
-		.aborted = dep->aborted_breaker + dep->aborted_timeout,
+		.aborted = dep->fig.aborted_breaker + dep->fig.aborted_timeout,
 	};
 
 	dw_top_tsv_row(out, &w);

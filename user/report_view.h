@@ -62,19 +62,18 @@ struct dep_callers rv_callers_of(const struct dw_caller_fig *callers, size_t nca
 				 unsigned dep);
 
 /*
- * --max-series for the destinations table: the destinations of configured
- * dependencies and the busiest by calls in the window keep their rows (in
- * their order); the rest are summed into *f. Returns the rows kept.
+ * --max-series for the destinations table (logic/series.h): the kept keep
+ * their rows (in their order); the rest are summed into *f. Returns the rows kept.
  */
 size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *deps, unsigned cap,
 		    struct folded_rows *f);
 
 /*
- * --max-series for the dependencies table: configured dependencies always,
- * then the busiest by call rate; a calloc'ed flag per dependency index
- * (true: folded), NULL when nothing is. *nfolded and *calls, *failed,
- * *inflight: what was folded.
+ * --max-series for the dependencies table (logic/series.h): a calloc'ed
+ * flag per dependency index (true: folded), NULL when nothing is.
+ * *nfolded and *sum: what was folded.
  */
-bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded, uint64_t *sum);
+bool *rv_fold_deps(const struct dw_deps *deps, unsigned cap, size_t *nfolded,
+		   struct dw_dep_figs *sum);
 
 #endif /* DW_REPORT_VIEW_H */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "control.h"
+#include "logic/control_wire.h"
 #include "logic/parse.h"
 #include "logic/topview_layout.h"
 #include "top.h"
@@ -36,7 +37,7 @@ static uint64_t monotonic_ns(void)
 static int fetch(const char *run_dir, struct dw_top_frame *f, char *err, size_t errlen)
 {
 	struct dw_buf ans = {};
-	int ret = dw_control_request(run_dir, "top tsv", &ans);
+	int ret = dw_control_request(run_dir, dw_verbs[DW_VERB_TOP_TSV].words, &ans);
 
 	err[0] = 0;
 	memset(f, 0, sizeof(*f));
@@ -184,7 +185,14 @@ static void refresh_frame(struct live *t)
 	int ret = fetch(t->run_dir, &next, t->err, sizeof(t->err));
 
 	if (ret) {
-		if (!t->err[0])
+		if (t->err[0])
+			return;
+		/* dw_control_read_answer's errors: the answer came, but not whole */
+		if (ret == -EPIPE)
+			snprintf(t->err, sizeof(t->err), "the daemon's answer was cut");
+		else if (ret == -EPROTO || ret == -EMSGSIZE)
+			snprintf(t->err, sizeof(t->err), "the daemon's answer has no valid length line");
+		else
 			snprintf(t->err, sizeof(t->err), "cannot reach the daemon: %s",
 				 strerror(-ret));
 		return;

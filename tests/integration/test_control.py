@@ -4,6 +4,8 @@ with deadlines, while other clients are answered; each is closed at its
 deadline (200 ms for the request, 2 s without progress for the answer), and
 a client beyond the table's 16 is closed at once, logged, and counted in
 status --json (control.refused) and /metrics (depwatch_control_refused_total).
+Every answer opens with its length ("depwatch-answer LEN"), so a client the
+daemon gave up on knows its answer was cut, and the CLI says so and fails.
 
 Before, the daemon read each request for up to 200 ms and wrote each answer
 for up to 1 s per write inside its one loop: 12 silent clients held it about
@@ -13,13 +15,17 @@ closes, counts."""
 
 import json
 import os
+import re
 import select
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
 
-from harness import DaemonTestCase, free_port
+from harness import DEPWATCH, DaemonTestCase, free_port
 from test_metrics import http_get, samples
 
 SILENT = 12            # the old daemon: 12 x 200 ms in its loop
@@ -29,6 +35,8 @@ ASK_BOUND = 1.5        # ... within this many seconds, while the others are held
 TABLE = 16
 HOLD = 3               # silent clients held while status counts the clients
 DESTS = 1000           # ~1.4 KB of status JSON each: an answer no socket buffer holds
+ANSWER_S = 2           # the daemon closes a client that reads nothing of its answer this long
+ANSWER_LINE = re.compile(rb"depwatch-answer (\d+)\n")
 
 
 def connect(d):
@@ -38,12 +46,21 @@ def connect(d):
     return s
 
 
+def unframe(raw):
+    """What the daemon sent: the length its first line says, and the answer after the line."""
+    m = ANSWER_LINE.match(raw)
+    assert m, "no length line: %r" % raw[:80]
+    return int(m.group(1)), raw[m.end():]
+
+
 def ask(d, request):
-    """The daemon's whole answer to one request line."""
+    """The daemon's whole answer to one request line, without its length line."""
     s = connect(d)
     try:
         s.sendall(request.encode() + b"\n")
-        return read_rest(s)
+        want, answer = unframe(read_rest(s))
+        assert len(answer) == want, "%d bytes of an answer of %d" % (len(answer), want)
+        return answer
     finally:
         s.close()
 
@@ -128,7 +145,9 @@ class ControlClientsTest(DaemonTestCase):
             got = read_rest(s)
             self.assertGreater(len(got), 0)
             self.assertLess(len(got), len(full), "client %d: the daemon gave up, part of the answer" % i)
-            self.assertTrue(got.startswith(b"{"))
+            want, answer = unframe(got)
+            self.assertLess(len(answer), want, "client %d: the length line tells it was cut" % i)
+            self.assertTrue(answer.startswith(b"{"))
         self.assertTrue(d.running())
         self.assertGreaterEqual(len(json.loads(ask(d, "status json"))["destinations"]), DESTS)
 
@@ -186,6 +205,35 @@ class ControlClientsTest(DaemonTestCase):
         self.assertEqual(clients, HOLD + 1, "the held clients and the one asking")
         self.assertEqual(json.loads(ask(d, "status json"))["control"], {"clients": 1, "refused": refused})
 
+    def test_control_cut_answer_is_an_error(self):
+        """status --json behind a client that stops reading (a proxy that waits past the daemon's
+        answer deadline before it passes on what came): the daemon cuts the answer, and the CLI
+        says so on stderr and exits 1, with nothing on stdout. Before, it printed the part that
+        came, broken JSON, and exited 0."""
+        d = self.start_daemon()
+        self.many_destinations(d)
+        proxy = StallingProxy(d, 5 * ANSWER_S)
+        self.addCleanup(proxy.close)
+        r = subprocess.run([DEPWATCH, "status", "--json", "--run-dir", proxy.run_dir],
+                           capture_output=True, timeout=30)
+        proxy.join()
+        self.assertTrue(proxy.closed_by_daemon, "the daemon kept the stalled client")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stdout, b"", "no part of a cut answer is printed")
+        lines = r.stderr.decode().splitlines()
+        self.assertEqual(len(lines), 1, lines)
+        m = re.match(r"depwatch: the daemon's answer was cut: (\d+) of (\d+) bytes arrived "
+                     r"\(the daemon closes a client that reads nothing for 2 s\)$", lines[0])
+        self.assertTrue(m, lines[0])
+        self.assertEqual(int(m.group(1)) + len(b"depwatch-answer %s\n" % m.group(2).encode()),
+                         proxy.passed_on, "what arrived is what the proxy passed on")
+        self.assertLess(int(m.group(1)), int(m.group(2)))
+        # the same request, read at once: whole
+        r = subprocess.run([DEPWATCH, "status", "--json", "--run-dir", d.run_dir],
+                           capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreaterEqual(len(json.loads(r.stdout)["destinations"]), DESTS)
+
     def many_destinations(self, d):
         """DESTS destinations: connects to 127.0.x.y, one listener on all of them."""
         ls = socket.socket()
@@ -212,6 +260,48 @@ class ControlClientsTest(DaemonTestCase):
             s.close()
         st = d.wait_for(lambda st: len(st["destinations"]) >= DESTS, timeout=20)
         self.assertGreaterEqual(len(st["destinations"]), DESTS)
+
+
+class StallingProxy:
+    """A run dir whose control socket passes one client's request to d, then reads nothing of
+    the answer until the daemon closes it (its deadline: within timeout seconds), then passes on
+    what the socket held."""
+
+    def __init__(self, d, timeout):
+        self.d, self.timeout = d, timeout
+        self.run_dir = tempfile.mkdtemp(prefix="dwtest-proxy-")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(os.path.join(self.run_dir, "depwatch.sock"))
+        self.sock.listen(1)
+        self.closed_by_daemon = False
+        self.passed_on = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        client, _ = self.sock.accept()
+        with client:
+            client.settimeout(10)
+            req = b""
+            while not req.endswith(b"\n"):
+                chunk = client.recv(256)
+                if not chunk:
+                    return
+                req += chunk
+            daemon = connect(self.d)
+            with daemon:
+                daemon.sendall(req)
+                self.closed_by_daemon = closed_by_daemon(daemon, self.timeout)
+                got = read_rest(daemon)
+            client.sendall(got)
+            self.passed_on = len(got)
+
+    def join(self):
+        self._thread.join(30)
+
+    def close(self):
+        self.sock.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -350,10 +350,12 @@ class TopDaemonTest(TmuxMixin, DaemonTestCase):
 
 class FakeDaemon:
     """Stands in for the daemon on <dir>/depwatch.sock: each client's request
-    line is recorded and answered with answer(request), then closed."""
+    line is recorded and answered with answer(request) after its length line
+    (raw: as it is), then closed."""
 
-    def __init__(self, answer):
+    def __init__(self, answer, raw=False):
         self.answer = answer
+        self.raw = raw
         self.run_dir = tempfile.mkdtemp(prefix="dwtest-fake-")
         self.path = os.path.join(self.run_dir, "depwatch.sock")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -378,7 +380,8 @@ class FakeDaemon:
                     buf += chunk
                 req = buf.decode(errors="replace").strip()
                 self.requests.append(req)
-                conn.sendall(self.answer(req))
+                body = self.answer(req)
+                conn.sendall(body if self.raw else b"depwatch-answer %d\n" % len(body) + body)
 
     def stop(self):
         """Gone, as a crashed daemon: nobody listens on the socket any more."""
@@ -406,8 +409,8 @@ def tsv_row(name, calls=10, breaker="closed", reason="none", slow="0.0000", infl
 
 
 class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
-    def fake(self, answer):
-        f = FakeDaemon(answer)
+    def fake(self, answer, raw=False):
+        f = FakeDaemon(answer, raw)
         self.addCleanup(f.close)
         return f
 
@@ -563,6 +566,35 @@ class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
         self.assertEqual(r.stdout, b"")
         self.assertIn(b"not a top table: error: unknown request\\x1b[2J", r.stderr)
         self.assertNotIn(b"\x1b", r.stderr)
+
+    def test_cut_answer(self):
+        """An answer that ends before its length line says: an error, no frame; and in the live
+        view the header says so and the last table stays."""
+        whole = (TSV_HEADER + tsv_row("a") + tsv_row("b")).encode()
+        cut = b"depwatch-answer %d\n" % len(whole) + whole[:len(whole) // 2]
+        f = self.fake(lambda req: cut, raw=True)
+        r = run_top(f.run_dir)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout, b"")
+        self.assertEqual(r.stderr.decode().splitlines(),
+                         ["depwatch: the daemon's answer was cut: %d of %d bytes arrived (the daemon "
+                          "closes a client that reads nothing for 2 s)" % (len(whole) // 2, len(whole))])
+        answers = [b"depwatch-answer %d\n" % len(whole) + whole, cut]
+        f = self.fake(lambda req: answers[min(len(f.requests), 2) - 1], raw=True)
+        t = self.tmux([harness.DEPWATCH, "top", "--run-dir", f.run_dir, "--interval", "200ms"], 100)
+        text = t.wait_screen(lambda s: "answer was cut" in s, timeout=3)
+        self.assertIn("the daemon's answer was cut", text.splitlines()[0], text)
+        self.assertIn("b", parse_frame(text)[2], "the last table stays:\n" + text)
+        self.assertQuits(t, "q")
+
+    def test_no_length_line(self):
+        """A daemon older than the client (no length line): an error naming that."""
+        f = self.fake(lambda req: (TSV_HEADER + tsv_row("a")).encode(), raw=True)
+        r = run_top(f.run_dir)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout, b"")
+        self.assertIn(b"has no length line: not a depwatch daemon, or one older than this client",
+                      r.stderr)
 
     def test_bad_arguments(self):
         for args in (["--interval", "0s"], ["--interval", "abc"], ["--interval", "61m"], ["extra"],

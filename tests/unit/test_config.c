@@ -14,6 +14,7 @@
 
 #include "logic/config.h"
 #include "logic/dwtypes.h"
+#include "logic/match.h"
 
 #define MS 1000000ULL
 #define SEC 1000000000ULL

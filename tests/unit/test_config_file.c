@@ -13,6 +13,7 @@
 
 #include "config_file.h"
 #include "logic/config.h"
+#include "logic/match.h"
 
 static char err[1024];
 

@@ -204,12 +204,15 @@ static void test_nearest_deadline(void **state)
 	close(pb);
 }
 
+/* An answer goes out after its length line; the client reads it whole, without the line. */
 static void test_short_answer_written_and_closed(void **state)
 {
 	struct fixture *f = *state;
 	struct dw_client *c;
 	int peer = client(f, T0, &c);
-	char buf[16];
+	static const char sent[] = "depwatch-answer 3\nok\n";
+	char buf[64];
+	struct dw_buf ans = {};
 
 	say(peer, "breaker open x\n");
 	assert_int_equal(dw_client_read(c), 1);
@@ -217,29 +220,62 @@ static void test_short_answer_written_and_closed(void **state)
 	dw_client_write(c, T0 + MS);
 	assert_int_equal(c->fd, -1);
 	assert_null(c->answer.data);
-	assert_int_equal(read(peer, buf, sizeof(buf)), 3);
-	assert_memory_equal(buf, "ok\n", 3);
-	assert_int_equal(drain(peer), 0);
+	assert_int_equal(recv(peer, buf, sizeof(buf), MSG_PEEK), sizeof(sent) - 1);
+	assert_memory_equal(buf, sent, sizeof(sent) - 1);
+	assert_int_equal(dw_control_read_answer(peer, &ans), 0);
+	assert_int_equal(ans.len, 3);
+	assert_string_equal(ans.data, "ok\n");
+	dw_buf_free(&ans);
 	close(peer);
+}
+
+/* An empty answer is whole too: its length line says 0. */
+static void test_empty_answer_is_whole(void **state)
+{
+	struct fixture *f = *state;
+	struct dw_client *c;
+	int peer = client(f, T0, &c);
+	struct dw_buf ans = {};
+
+	say(peer, "status text\n");
+	assert_int_equal(dw_client_read(c), 1);
+	dw_client_write(c, T0);
+	assert_int_equal(c->fd, -1);
+	assert_int_equal(dw_control_read_answer(peer, &ans), 0);
+	assert_int_equal(ans.len, 0);
+	dw_buf_free(&ans);
+	close(peer);
+}
+
+/* len bytes of 'j' as the answer to a client that has sent its request. */
+static char *queue_big_answer(struct dw_client *c, int peer, size_t len)
+{
+	char *big = malloc(len);
+
+	assert_non_null(big);
+	memset(big, 'j', len);
+	say(peer, "status json\n");
+	assert_int_equal(dw_client_read(c), 1);
+	dw_buf_write(&c->answer, big, len);
+	return big;
 }
 
 /*
  * An answer larger than the socket takes: written as the client reads, the
  * deadline moved by each write that goes through; a client that stops
- * reading is closed DW_ANSWER_NS after the last one.
+ * reading is closed DW_ANSWER_NS after the last one, and what it got says
+ * so: fewer bytes than the length line.
  */
 static void test_large_answer_to_a_slow_reader(void **state)
 {
 	struct fixture *f = *state;
 	struct dw_client *c;
 	int peer = client(f, T0, &c);
-	size_t len = 8 << 20, got = 0;
-	char *big = malloc(len), buf[65536];
+	size_t len = 8 << 20, body, want;
+	char *big = queue_big_answer(c, peer, len), buf[65536];
+	struct dw_buf got = {};
+	const char *p;
 
-	memset(big, 'j', len);
-	say(peer, "status json\n");
-	assert_int_equal(dw_client_read(c), 1);
-	dw_buf_write(&c->answer, big, len);
 	dw_client_write(c, T0);
 	assert_true(c->writing);
 	assert_true(c->off > 0 && c->off < len);
@@ -249,8 +285,8 @@ static void test_large_answer_to_a_slow_reader(void **state)
 	/* still open just before; a read by the client and a write that goes through move it */
 	assert_int_equal(dw_clients_expire(&f->t, T0 + DW_ANSWER_NS - MS), 1);
 	for (ssize_t n; (n = recv(peer, buf, sizeof(buf), MSG_DONTWAIT)) > 0;)
-		got += n;
-	assert_true(got > 0);
+		dw_buf_write(&got, buf, n);
+	assert_true(got.len > 0);
 	dw_client_write(c, T0 + DW_ANSWER_NS - MS);
 	assert_int_equal(c->deadline_ns, T0 + 2 * DW_ANSWER_NS - MS);
 	assert_int_equal(dw_clients_expire(&f->t, T0 + DW_ANSWER_NS), DW_ANSWER_NS / MS - 1);
@@ -260,10 +296,83 @@ static void test_large_answer_to_a_slow_reader(void **state)
 	assert_int_equal(c->deadline_ns, T0 + 2 * DW_ANSWER_NS - MS);
 	assert_int_equal(dw_clients_expire(&f->t, T0 + 2 * DW_ANSWER_NS - MS), -1);
 	assert_int_equal(c->fd, -1);
-	got += drain(peer);
-	assert_true(got < len);
+	for (ssize_t n; (n = read(peer, buf, sizeof(buf))) > 0;)
+		dw_buf_write(&got, buf, n);
+	assert_int_equal(dw_answer_parse(got.data, got.len, &p, &body, &want), -EPIPE);
+	assert_int_equal(want, len);
+	assert_true(body > 0 && body < len);
+	assert_memory_equal(p, big, body);
+	dw_buf_free(&got);
 	free(big);
 	close(peer);
+}
+
+/* What dw_control_read_answer says on stderr, read back from a file. */
+static int read_answer_quoting(int fd, struct dw_buf *ans, char *said, size_t len)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO), err;
+	size_t n;
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	dup2(fileno(tmp), STDERR_FILENO);
+	err = dw_control_read_answer(fd, ans);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	n = fread(said, 1, len - 1, tmp);
+	said[n] = 0;
+	fclose(tmp);
+	return err;
+}
+
+/* The client of a cut answer: an error that says how much came, and no answer. */
+static void test_cut_answer_is_an_error(void **state)
+{
+	struct fixture *f = *state;
+	struct dw_client *c;
+	int peer = client(f, T0, &c);
+	size_t len = 8 << 20;
+	char *big = queue_big_answer(c, peer, len), said[512], want[128];
+	struct dw_buf ans = {};
+
+	dw_client_write(c, T0);
+	assert_int_equal(dw_clients_expire(&f->t, T0 + DW_ANSWER_NS), -1);
+	assert_int_equal(c->fd, -1);
+	assert_int_equal(read_answer_quoting(peer, &ans, said, sizeof(said)), -EPIPE);
+	snprintf(want, sizeof(want), " of %zu bytes arrived (the daemon closes a client that reads nothing for 2 s)\n",
+		 len);
+	assert_non_null(strstr(said, "depwatch: the daemon's answer was cut: "));
+	assert_non_null(strstr(said, want));
+	dw_buf_free(&ans);
+	free(big);
+	close(peer);
+}
+
+/* Closed unanswered (the table full) and a peer that is no daemon are errors too. */
+static void test_no_answer_and_not_an_answer(void **state)
+{
+	struct fixture *f = *state;
+	struct dw_client *c;
+	int peer = client(f, T0, &c), pair[2];
+	struct dw_buf ans = {};
+	char said[512];
+
+	dw_client_close(c);
+	assert_int_equal(read_answer_quoting(peer, &ans, said, sizeof(said)), -EPIPE);
+	assert_non_null(strstr(said, "closed the connection without an answer"));
+	dw_buf_free(&ans);
+	close(peer);
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+	say(pair[1], "{\"dependencies\":[]}\n");
+	close(pair[1]);
+	assert_int_equal(read_answer_quoting(pair[0], &ans, said, sizeof(said)), -EPROTO);
+	assert_non_null(strstr(said, "has no length line"));
+	dw_buf_free(&ans);
+	close(pair[0]);
 }
 
 /* A client gone while answered is closed, and no SIGPIPE (the test does not ignore it). */
@@ -337,7 +446,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_request_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nearest_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_answer_written_and_closed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_answer_is_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_large_answer_to_a_slow_reader, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_answer_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_answer_and_not_an_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_gone_while_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_table_refuses, setup, teardown),
 	};

@@ -206,10 +206,74 @@ static void test_runs_of_a_caller_row(void **state)
 	assert_int_equal(hist[10], 1);
 }
 
+/*
+ * A reader's copy while folds happen on the rows: the fold plan says, per
+ * copy, which row a fold runs on (done in between, or still in progress
+ * at the second load), -1 none.
+ */
+struct fold_plan {
+	struct dw_cpu_row *rows;
+	const int *fold_at;		/* per copy: the row folded during it, -1: none */
+	bool in_progress;		/* the fold has not ended by the second load */
+	unsigned copies;
+	__u32 seen;			/* row 0's started as the copy found it */
+};
+
+static void copy_during_folds(void *arg)
+{
+	struct fold_plan *p = arg;
+	int k = p->fold_at[p->copies++];
+
+	p->seen = p->rows[0].started;
+	if (k < 0)
+		return;
+	p->rows[k].started += 1;
+	p->rows[k].seq = p->in_progress ? p->rows[k].seq | DW_ROW_FOLDING : p->rows[k].seq + DW_ROW_GEN;
+}
+
+static void test_read_retries_until_one_moment(void **state)
+{
+	struct dw_cpu_row rows[3] = { 0 };
+	__u32 before[3], after[3];
+	static const int folds[] = { 2, 0, -1 };
+	struct fold_plan p = { .rows = rows, .fold_at = folds };
+
+	(void)state;
+	/* a plain update's BUSY at a load moves no count: no retry for it */
+	rows[1].seq = DW_ROW_BUSY;
+	assert_true(dw_cpu_rows_read(&rows[0].seq, sizeof(rows[0]), 3, before, after, 64,
+				     copy_during_folds, &p));
+	assert_int_equal(p.copies, 3);
+	assert_int_equal(p.seen, 1);		/* the last copy, after both folds */
+	assert_int_equal(after[0], DW_ROW_GEN);
+	assert_int_equal(after[2], DW_ROW_GEN);
+}
+
+static void test_read_gives_up(void **state)
+{
+	struct dw_cpu_row rows[2] = { 0 };
+	__u32 before[2], after[2];
+	static const int folds[] = { 1, 1, 1, 1, 1 };
+	struct fold_plan p = { .rows = rows, .fold_at = folds };
+	struct fold_plan stuck = { .rows = rows, .fold_at = folds, .in_progress = true };
+
+	(void)state;
+	assert_false(dw_cpu_rows_read(&rows[0].seq, sizeof(rows[0]), 2, before, after, 5,
+				      copy_during_folds, &p));
+	assert_int_equal(p.copies, 5);
+	/* a fold that does not end: never a moment */
+	rows[1].seq = 0;
+	assert_false(dw_cpu_rows_read(&rows[0].seq, sizeof(rows[0]), 2, before, after, 5,
+				      copy_during_folds, &stuck));
+	assert_int_equal(stuck.copies, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stable),
+	    cmocka_unit_test(test_read_retries_until_one_moment),
+	    cmocka_unit_test(test_read_gives_up),
 	    cmocka_unit_test(test_row_on_current_slice),
 	    cmocka_unit_test(test_starts_in_rows_ends_shared),
 	    cmocka_unit_test(test_stale_row_and_stale_shared),

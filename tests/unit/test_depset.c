@@ -343,7 +343,7 @@ static void test_force_and_auto(void **state)
 	assert_int_equal(op->v.state, DW_BREAKER_CLOSED);
 	assert_int_equal(op->v.forced, 0);
 	assert_int_equal(op->v.reason, DW_REASON_NONE);
-	assert_int_equal(pay->forced, -1);
+	assert_int_equal(pay->enforce.forced, -1);
 	teardown(&f);
 }
 
@@ -473,8 +473,8 @@ static void test_retry_storm(void **state)
 				storms++;
 	}
 	assert_int_equal(storms, 1);
-	assert_true(pay->retry_storm);
-	assert_near(pay->retry_ratio, 2.5, 1e-9);
+	assert_true(pay->rates.retry_storm);
+	assert_near(pay->rates.retry_ratio, 2.5, 1e-9);
 
 	/* the retries stop: over once the last 10 s hold none */
 	for (unsigned i = 4; i <= 20; i++) {
@@ -485,7 +485,7 @@ static void test_retry_storm(void **state)
 				overs += !f.out.ev[k].storm;
 	}
 	assert_int_equal(overs, 1);
-	assert_false(pay->retry_storm);
+	assert_false(pay->rates.retry_storm);
 	teardown(&f);
 }
 

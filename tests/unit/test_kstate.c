@@ -231,6 +231,35 @@ static void test_slot_cfg(void **state)
 	dw_config_free(&cfg);
 }
 
+/* A destination's dep_cfg, as the plan writes it for its slot's dependency (abort.c's abort_after). */
+static void test_dest_dep_cfg(void **state)
+{
+	static const char conf[] = "[defaults]\nabort_after = 5s\n"
+				   "[dependency payments]\nmatch = 10.0.3.0/24:443\nabort_after = 2s\n"
+				   "[dependency orders]\nmatch = 10.0.4.7\nabort_after = 0\n";
+	struct dw_config cfg;
+	struct dw_kplan *p = malloc(sizeof(*p));
+	struct dw_dest_key d;
+	struct dw_dep_cfg v;
+
+	(void)state;
+	dwt_parse(conf, &cfg);
+	assert_int_equal(dw_kplan_build(p, &cfg, ids, NULL), 0);
+	d = dest4("10.0.3.9", 443);
+	v = dw_kplan_dest_dep_cfg(&cfg, &d);
+	assert_int_equal(v.abort_after_ns, 2 * SEC);
+	assert_memory_equal(&v, &p->dep_cfg[1].v, sizeof(v));
+	d = dest4("10.0.4.7", 80);	/* abort_after = 0 overrides the defaults' */
+	assert_int_equal(dw_kplan_dest_dep_cfg(&cfg, &d).abort_after_ns, 0);
+	d = dest4("10.0.3.9", 80);	/* no match: id 0, the defaults */
+	v = dw_kplan_dest_dep_cfg(&cfg, &d);
+	assert_int_equal(v.abort_after_ns, 5 * SEC);
+	assert_memory_equal(&v, &p->dep_cfg[0].v, sizeof(v));
+	dw_kplan_free(p);
+	free(p);
+	dw_config_free(&cfg);
+}
+
 /* Slots are kept in the order given, past any initial room. */
 static void test_slots_added(void **state)
 {
@@ -701,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_trie),
 		cmocka_unit_test(test_service_ports),
 		cmocka_unit_test(test_slot_cfg),
+		cmocka_unit_test(test_dest_dep_cfg),
 		cmocka_unit_test(test_slots_added),
 		cmocka_unit_test(test_too_many_prefixes),
 		cmocka_unit_test(test_too_many_rules),

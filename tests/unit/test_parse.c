@@ -335,9 +335,33 @@ static void test_canonical_text(void **state)
 	}
 }
 
+/* One duration cell for status and top: three significant digits, each form to its rounding edge. */
+static void test_format_ms_cell(void **state)
+{
+	static const struct {
+		double ms;
+		const char *want;
+	} cases[] = {
+		{ -1, "-" }, { -0.001, "-" }, { 0, "0us" }, { 0.85, "850us" }, { 0.9994, "999us" },
+		{ 0.9996, "1.0ms" }, { 12.34, "12.3ms" }, { 99.94, "99.9ms" }, { 99.96, "100ms" },
+		{ 450, "450ms" }, { 999.4, "999ms" }, { 999.6, "1.00s" }, { 1250, "1.25s" },
+		{ 9994, "9.99s" }, { 9996, "10.0s" }, { 98100, "98.1s" }, { 99960, "100s" },
+		{ 4125000, "4125s" }, { 99999400, "99999s" }, { 99999600, "28h" },
+	};
+	char buf[16];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		dw_format_ms_cell(cases[i].ms, buf, sizeof(buf));
+		if (strcmp(buf, cases[i].want))
+			fail_msg("%g ms: \"%s\", want \"%s\"", cases[i].ms, buf, cases[i].want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_format_ms_cell),
 	    cmocka_unit_test(test_duration_valid),   cmocka_unit_test(test_duration_limits),
 	    cmocka_unit_test(test_duration_invalid), cmocka_unit_test(test_percent),
 	    cmocka_unit_test(test_percent_invalid),  cmocka_unit_test(test_uint),

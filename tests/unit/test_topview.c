@@ -480,28 +480,6 @@ static void test_layout_grows_name(void **state)
 
 /* ---- cells ---- */
 
-static void test_cell_ms(void **state)
-{
-	static const struct {
-		double ms;
-		const char *want;
-	} cases[] = {
-		{ -1, "-" }, { -0.001, "-" }, { 0, "0us" }, { 0.85, "850us" }, { 0.9994, "999us" },
-		{ 0.9996, "1.0ms" }, { 12.34, "12.3ms" }, { 99.94, "99.9ms" }, { 99.96, "100ms" },
-		{ 450, "450ms" }, { 999.4, "999ms" }, { 999.6, "1.00s" }, { 1250, "1.25s" },
-		{ 9994, "9.99s" }, { 9996, "10.0s" }, { 98100, "98.1s" }, { 99960, "100s" },
-		{ 4125000, "4125s" }, { 99999400, "99999s" }, { 99999600, "28h" },
-	};
-	char buf[DW_TOP_CELL_LEN];
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		dw_top_cell_ms(cases[i].ms, buf);
-		if (strcmp(buf, cases[i].want))
-			fail_msg("%g ms: \"%s\", want \"%s\"", cases[i].ms, buf, cases[i].want);
-	}
-}
-
 static void test_cells(void **state)
 {
 	char text[4096], buf[DW_TOP_CELL_LEN];
@@ -586,7 +564,6 @@ int main(void)
 	    cmocka_unit_test(test_sort_worst_first),
 	    cmocka_unit_test(test_layout_widths),
 	    cmocka_unit_test(test_layout_grows_name),
-	    cmocka_unit_test(test_cell_ms),
 	    cmocka_unit_test(test_cells),
 	    cmocka_unit_test(test_header_line),
 	};

@@ -41,7 +41,9 @@
 #include <stdint.h>
 
 #include "jsonw.h"
-#include "match.h"
+
+/* Matches (match.h) point into the config, and their lookups take it: match.h includes this. */
+struct dw_match;
 
 /* Larger files are refused unread: a config is a page or two, not a log. */
 #define DW_CONFIG_MAX_BYTES (1024 * 1024)

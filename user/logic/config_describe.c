@@ -6,6 +6,7 @@
 
 #include "config_parser.h"
 #include "parse.h"
+#include "match.h"
 
 static void describe_value(struct dw_buf *out, const struct key_def *k,
 			   const struct dw_dep_settings *s)

@@ -1,13 +1,51 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The config parser's state and its error messages, shared by the config*.c files. */
+/*
+ * What the config*.c files share: the key table, the parser's state and
+ * its error messages.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "config_parser.h"
 #include "parse.h"
+
+#define FIELD(f) offsetof(struct dw_dep_settings, f)
+
+/*
+ * The per-dependency keys, in the order describe prints them. Declared
+ * with NKEYS entries (config_parser.h): a different count does not compile.
+ * KEY_SAMPLE and its kin there are places in this list: keep them in step.
+ */
+const struct key_def cfg_keys[] = {
+	{ "slow_call", KIND_DURATION, FIELD(slow_call_ns), NS_PER_MS, NS_PER_H },
+	{ "slow_rate", KIND_PERCENT, FIELD(slow_rate), 0, 0 },
+	{ "failure_rate", KIND_PERCENT, FIELD(failure_rate), 0, 0 },
+	{ "sample", KIND_UINT, FIELD(sample), 1, 10000 },
+	{ "window", KIND_DURATION, FIELD(window_ns), NS_PER_S, NS_PER_H },
+	/* the upper bound is sample's, checked once both are known */
+	{ "min_calls", KIND_UINT, FIELD(min_calls), 1, 10000 },
+	{ "open_for", KIND_DURATION, FIELD(open_for_ns), NS_PER_S, 24 * NS_PER_H },
+	{ "half_open_calls", KIND_UINT, FIELD(half_open_calls), 1, 1000 },
+	{ "max_inflight", KIND_UINT, FIELD(max_inflight), 0, 1000000 },
+	{ "enforce", KIND_ENFORCE, FIELD(enforce_connect), 0, 0 },
+	/* 0 (off), or 1 ms to 1 h */
+	{ "abort_after", KIND_DURATION, FIELD(abort_after_ns), 0, NS_PER_H },
+	{ "ignore", KIND_BOOL, FIELD(ignore), 0, 0 },
+	{ "multiplexed", KIND_MULTIPLEXED, FIELD(judge_multiplexed), 0, 0 },
+};
+
+/* The syslog facilities; declared with NFACILITIES entries, as cfg_keys. */
+const struct facility_def cfg_facilities[] = {
+	{ "daemon", LOG_DAEMON }, { "user", LOG_USER },
+	{ "local0", LOG_LOCAL0 }, { "local1", LOG_LOCAL1 },
+	{ "local2", LOG_LOCAL2 }, { "local3", LOG_LOCAL3 },
+	{ "local4", LOG_LOCAL4 }, { "local5", LOG_LOCAL5 },
+	{ "local6", LOG_LOCAL6 }, { "local7", LOG_LOCAL7 },
+};
 
 /*
  * Records "SRC:LINE: message" unless an earlier error is already there.

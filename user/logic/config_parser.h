@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The config parser's own header, for the files it is made of: config.c
- * (the key table and the line parser), config_resolve.c ([defaults] onto
- * each dependency, and the checks that need the whole file),
- * config_service.c ([service] sections and their checks),
- * config_describe.c (the config as text) and config_parser.c (the
- * parser's state and its error messages, which the others share).
+ * The config parser's own header, for the files it is made of:
+ * config_lines.c (the text line by line, and dw_config_parse),
+ * config_resolve.c ([defaults] onto each dependency, and the checks that
+ * need the whole file), config_service.c ([service] sections and their
+ * checks), config_describe.c (the config as text) and config_parser.c
+ * (what the others share: the key table, the parser's state and its
+ * error messages).
  * Nothing outside user/logic/config*.c includes it.
  */
 #ifndef DW_CONFIG_PARSER_H
@@ -32,7 +33,7 @@ struct key_def {
 	uint64_t min, max;	/* KIND_DURATION and KIND_UINT */
 };
 
-/* The per-dependency keys (config.c), in the order describe prints them. */
+/* The per-dependency keys (config_parser.c), in the order describe prints them. */
 #define NKEYS 13
 extern const struct key_def cfg_keys[NKEYS];
 /* The places in cfg_keys[] of the keys config_resolve.c checks against each other. */
@@ -46,7 +47,7 @@ struct facility_def {
 	int value;
 };
 
-/* The syslog facilities a config can name (config.c). */
+/* The syslog facilities a config can name (config_parser.c). */
 #define NFACILITIES 10
 extern const struct facility_def cfg_facilities[NFACILITIES];
 

@@ -4,7 +4,7 @@
  * the checks that need more than one line to see (min_calls against
  * sample wherever either was set, a name used twice, matches that
  * overlap, too many dependencies, the services' paths). A seam of its
- * own because none of it reads text: config.c reads lines into the
+ * own because none of it reads text: config_lines.c reads lines into the
  * parser, this turns what they said into one consistent config, or the
  * earliest error in it.
  */
@@ -16,6 +16,7 @@
 #include "config_parser.h"
 #include "dwtypes.h"
 #include "parse.h"
+#include "match.h"
 
 static size_t kind_size(enum key_kind kind)
 {

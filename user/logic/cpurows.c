@@ -15,6 +15,27 @@ bool dw_cpu_rows_stable(const __u32 *before, const __u32 *after, unsigned n)
 	return true;
 }
 
+static void load_seqs(const __u32 *seq, size_t stride, unsigned n, __u32 *out, int order)
+{
+	for (unsigned k = 0; k < n; k++)
+		out[k] = __atomic_load_n((const __u32 *)((const char *)seq + k * stride), order);
+}
+
+bool dw_cpu_rows_read(const __u32 *seq, size_t stride, unsigned n, __u32 *before, __u32 *after,
+		      unsigned tries, void (*copy)(void *arg), void *arg)
+{
+	for (unsigned t = 0; t < tries; t++) {
+		load_seqs(seq, stride, n, before, __ATOMIC_ACQUIRE);
+		copy(arg);
+		/* the copies happen before the second loads */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		load_seqs(seq, stride, n, after, __ATOMIC_RELAXED);
+		if (dw_cpu_rows_stable(before, after, n))
+			return true;
+	}
+	return false;
+}
+
 /* The newest slice seen at each ring position so far. */
 struct ring {
 	__u32 slice[DW_SLICES];

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "depset.h"
 #include "hist.h"
+#include "match.h"
 
 /* Time constants of the call rates (seconds). */
 #define RATE_NOW_TAU 2.0
@@ -93,9 +94,9 @@ static struct dw_dep *dep_add(struct dw_deps *deps)
 	dep = &deps->deps[deps->n++];
 	memset(dep, 0, sizeof(*dep));
 	dep->used = true;
-	dep->forced = -1;
+	dep->enforce.forced = -1;
 	/* no history yet: the first sample seeds the averages */
-	dep->call_rate = dep->call_rate_baseline = dep->retry_ratio = -1;
+	dep->rates.call_rate = dep->rates.call_rate_baseline = dep->rates.retry_ratio = -1;
 	return dep;
 }
 
@@ -130,7 +131,7 @@ static void unpublish(struct dw_dep *dep, struct dw_depset_out *out)
 
 	breaker_key(dep, &op.key);
 	if (put_op(out, &op))
-		dep->published = false;
+		dep->enforce.published = false;
 }
 
 /* The ids the set keeps under cfg: those of its dependencies cfg still has. */
@@ -192,7 +193,7 @@ static void retire_missing(struct dw_deps *deps, const struct dw_config *cfg)
 			continue;
 		deps->index_of_id[dep->id] = -1;
 		dep->used = false;
-		dep->published = false;
+		dep->enforce.published = false;
 	}
 }
 
@@ -324,33 +325,6 @@ static void assign(struct dw_deps *deps, struct dw_dest *d, uint64_t now)
 	d->dep = dep ? deps->index_of_id[dep->id] : -1;
 }
 
-static void dep_zero(struct dw_dep *dep)
-{
-	dep->calls = dep->failed = dep->slow = dep->inflight = dep->oldest_call_ns = 0;
-	dep->rejected = dep->conns = 0;
-	dep->started = dep->abandoned = dep->retried = 0;
-	dep->aborted_breaker = dep->aborted_timeout = dep->calls_aborted = 0;
-}
-
-/* One destination's figures into its dependency's. */
-static void dep_count_dest(struct dw_dep *dep, const struct dw_dest *d)
-{
-	dep->calls += d->sum.calls_completed;
-	dep->failed += d->sum.calls_failed;
-	dep->slow += d->sum.calls_slow;
-	dep->inflight += dw_dest_inflight(d);
-	dep->rejected += d->sum.connects_rejected;
-	dep->started += d->sum.calls_started;
-	dep->abandoned += d->sum.calls_abandoned;
-	dep->retried += d->sum.calls_retried;
-	dep->aborted_breaker += d->sum.conns_aborted_breaker;
-	dep->aborted_timeout += d->sum.conns_aborted_timeout;
-	dep->calls_aborted += d->sum.calls_aborted;
-	dep->conns += dw_dest_conns_open(d);
-	if (d->oldest_call_ns && (!dep->oldest_call_ns || d->oldest_call_ns < dep->oldest_call_ns))
-		dep->oldest_call_ns = d->oldest_call_ns;
-}
-
 /* Every destination onto its dependency's list, with the figures summed. */
 static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint64_t now)
 {
@@ -359,7 +333,7 @@ static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint
 
 		dep->dests = NULL;
 		dep->ndests = 0;
-		dep_zero(dep);
+		memset(&dep->fig, 0, sizeof(dep->fig));
 	}
 	for (size_t i = 0; i < cap; i++) {
 		struct dw_dest *d = &dests[i];
@@ -376,7 +350,7 @@ static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint
 		d->next_in_dep = dep->dests;
 		dep->dests = d;
 		dep->ndests++;
-		dep_count_dest(dep, d);
+		dw_dep_figs_add_dest(&dep->fig, d);
 	}
 }
 
@@ -481,21 +455,21 @@ static void publish(struct dw_deps *deps, struct dw_dep *dep, uint64_t now,
 	struct dw_breaker_op op = {};
 
 	if (!dep->id && dep->br.state == DW_BREAKER_CLOSED) {
-		if (dep->published)
+		if (dep->enforce.published)
 			unpublish(dep, out);
 		return;
 	}
 	breaker_key(dep, &op.key);
 	op.v.state = dep->br.state;
-	op.v.reason = dep->forced >= 0 ? DW_REASON_FORCED : dep->br.reason;
+	op.v.reason = dep->enforce.forced >= 0 ? DW_REASON_FORCED : dep->br.reason;
 	op.v.since_ns = dep->br.since_ns;
 	op.v.lease_expires_ns = now + deps->lease_ns;
-	op.v.forced = dep->forced >= 0;
+	op.v.forced = dep->enforce.forced >= 0;
 	/* a new state (or a new half_open period) gets a fresh budget */
 	op.v.probes_left = dep->br.state == DW_BREAKER_HALF_OPEN ? dep->s->half_open_calls : 0;
 	snprintf(op.v.name, sizeof(op.v.name), "%s", dep->name);
 	if (put_op(out, &op))
-		dep->published = true;
+		dep->enforce.published = true;
 }
 
 static void breaker_event(struct dw_deps *deps, struct dw_dep *dep, uint64_t now,
@@ -524,44 +498,44 @@ static void step(struct dw_deps *deps, struct dw_dep *dep, uint64_t now, struct 
 		.now_ns = now,
 		.j = &dep->j,
 		.probes = dep->br.state == DW_BREAKER_HALF_OPEN ? &dep->probes : NULL,
-		.inflight = dep->inflight,
+		.inflight = dep->fig.inflight,
 	};
 	struct dw_breaker_events ev = {};
 
-	if (dep->forced < 0)
+	if (dep->enforce.forced < 0)
 		dw_breaker_step(&dep->br, dep->s, &in, &ev);
 	for (unsigned i = 0; i < ev.n; i++) {
 		if (ev.ev[i].kind == DW_EV_TRANSITION && ev.ev[i].to == DW_BREAKER_OPEN) {
-			dep->rejected_at_open = dep->rejected;
-			dep->rejection_alerted = false;
+			dep->enforce.rejected_at_open = dep->fig.rejected;
+			dep->enforce.rejection_alerted = false;
 		}
 		breaker_event(deps, dep, now, event_kind(ev.ev[i].kind), ev.ev[i].from,
 			      ev.ev[i].reason, out);
 	}
-	if (dep->br.state != DW_BREAKER_CLOSED && dep->rejected > dep->rejected_at_open &&
-	    !dep->rejection_alerted) {
-		dep->rejection_alerted = true;
+	if (dep->br.state != DW_BREAKER_CLOSED &&
+	    dep->fig.rejected > dep->enforce.rejected_at_open && !dep->enforce.rejection_alerted) {
+		dep->enforce.rejection_alerted = true;
 		breaker_event(deps, dep, now, DW_DEP_REJECTING, dep->br.state, DW_REASON_NONE, out);
 	}
 }
 
 /* Call rates and retries, from the cumulative counts of this poll and the last. */
-static void rates(struct dw_dep *dep, uint64_t now)
+static void rates(struct dw_dep_rates *r, const struct dw_dep_figs *f, uint64_t now)
 {
-	double dt = (now - dep->rate_prev_ns) / 1e9, started;
+	double dt = (now - r->prev_ns) / 1e9, started;
 	uint64_t d_started, d_retried;
 
-	if (dep->rate_prev_ns && dt > 0 && dep->started >= dep->rate_prev_started) {
-		started = (dep->started - dep->rate_prev_started) / dt;
-		dep->call_rate = dw_ewma(dep->call_rate, started, dt, RATE_NOW_TAU);
-		dep->call_rate_baseline = dw_ewma(dep->call_rate_baseline, started, dt, RATE_BASELINE_TAU);
+	if (r->prev_ns && dt > 0 && f->started >= r->prev_started) {
+		started = (f->started - r->prev_started) / dt;
+		r->call_rate = dw_ewma(r->call_rate, started, dt, RATE_NOW_TAU);
+		r->call_rate_baseline = dw_ewma(r->call_rate_baseline, started, dt, RATE_BASELINE_TAU);
 	}
-	dep->rate_prev_started = dep->started;
-	dep->rate_prev_ns = now;
-	if (dw_count_ring_delta(&dep->retry_ring, now, dep->started, dep->retried, RETRY_SPAN_NS,
+	r->prev_started = f->started;
+	r->prev_ns = now;
+	if (dw_count_ring_delta(&r->retry_ring, now, f->started, f->retried, RETRY_SPAN_NS,
 				&d_started, &d_retried))
-		dep->retry_ratio = dw_retry_ratio(d_started, d_retried);
-	dw_count_ring_push(&dep->retry_ring, now, dep->started, dep->retried, RETRY_SAMPLE_NS);
+		r->retry_ratio = dw_retry_ratio(d_started, d_retried);
+	dw_count_ring_push(&r->retry_ring, now, f->started, f->retried, RETRY_SAMPLE_NS);
 }
 
 /* Slow now: its breaker is not closed, or its judged calls are slow or failing. */
@@ -574,16 +548,16 @@ static bool dep_slow(const struct dw_dep *dep)
 static void retry_watch(struct dw_deps *deps, struct dw_dep *dep, uint64_t now,
 			struct dw_depset_out *out)
 {
-	bool storm = dw_retry_storm(dep->retry_ratio, dep_slow(dep));
+	bool storm = dw_retry_storm(dep->rates.retry_ratio, dep_slow(dep));
 	struct dw_dep_event ev = { .kind = DW_DEP_RETRY_STORM, .from = dep->br.state,
 				   .state = dep->br.state, .now_ns = now };
 
 	/* clears only once retries are back near none, not at the threshold */
-	if (dep->retry_storm && !storm && dep->retry_ratio >= 1.1 && dep_slow(dep))
+	if (dep->rates.retry_storm && !storm && dep->rates.retry_ratio >= 1.1 && dep_slow(dep))
 		storm = true;
-	if (storm == dep->retry_storm)
+	if (storm == dep->rates.retry_storm)
 		return;
-	dep->retry_storm = storm;
+	dep->rates.retry_storm = storm;
 	ev.storm = storm;
 	emit(out, deps, dep, ev);
 }
@@ -599,11 +573,11 @@ int dw_depset_force(struct dw_deps *deps, const char *name, int state, uint64_t 
 		if (!dep->used || strcmp(dep->name, name))
 			continue;
 		ev.from = dep->br.state;
-		dep->forced = state;
+		dep->enforce.forced = state;
 		dw_breaker_force(&dep->br, dep->s, state, now);
 		if (state >= 0) {
-			dep->rejected_at_open = dep->rejected;
-			dep->rejection_alerted = false;
+			dep->enforce.rejected_at_open = dep->fig.rejected;
+			dep->enforce.rejection_alerted = false;
 		}
 		ev.state = dep->br.state;
 		emit(out, deps, dep, ev);
@@ -617,7 +591,7 @@ int dw_depset_force(struct dw_deps *deps, const char *name, int state, uint64_t 
 /* A destination's own dependency once a reload moved the destination into a configured one. */
 static void retire_orphan(struct dw_dep *dep, struct dw_depset_out *out)
 {
-	if (dep->published)
+	if (dep->enforce.published)
 		unpublish(dep, out);
 }
 
@@ -639,9 +613,9 @@ static void judge_all(struct dw_deps *deps, uint64_t now, bool hot, struct dw_de
 			/* a dependency's destinations are hot together */
 			if (!dep->dests || !dep->dests->hot)
 				continue;
-			dep_zero(dep);
+			memset(&dep->fig, 0, sizeof(dep->fig));
 			for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
-				dep_count_dest(dep, d);
+				dw_dep_figs_add_dest(&dep->fig, d);
 		} else if (!dep->id && !dep->ndests) {
 			retire_orphan(dep, out);
 			continue;
@@ -649,7 +623,7 @@ static void judge_all(struct dw_deps *deps, uint64_t now, bool hot, struct dw_de
 		judge(dep, js, now);
 		/* call rates and retry storms keep the polling cadence */
 		if (!hot)
-			rates(dep, now);
+			rates(&dep->rates, &dep->fig, now);
 		step(deps, dep, now, out);
 		if (!hot)
 			retry_watch(deps, dep, now, out);

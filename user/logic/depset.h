@@ -19,38 +19,47 @@
 #include "breaker.h"
 #include "cascade.h"
 #include "config.h"
+#include "depfigs.h"
 #include "dest.h"
 #include "judge.h"
 
-struct dw_dep {
-	bool used;
-	char name[DW_DEP_NAME_LEN];	/* configured name, or the destination's dest string */
-	unsigned id;			/* 1.. for a configured dependency, 0 for a destination */
-	struct dw_dest_key dest;	/* id 0: the destination */
-	const struct dw_dep_settings *s;
-	struct dw_breaker br;
-	struct dw_judgement j;
-	struct dw_probe_result probes;
-	/* figures of the last poll, over its destinations */
-	struct dw_dest *dests;		/* list through next_in_dep */
-	unsigned ndests;
-	uint64_t calls, failed, slow, inflight, oldest_call_ns;
-	uint64_t rejected;		/* connects refused by enforcement, since start */
-	uint64_t conns;			/* connections open now */
-	uint64_t rejected_at_open;	/* rejected when this open period began */
-	bool rejection_alerted;		/* the first rejection of this open period was raised */
-	int forced;			/* -1, or the state an operator forced */
-	bool published;			/* the last breaker plan gave it an entry */
-	/* connections the kernel aborted since start (dest_stats): enforce = abort, abort_after */
-	uint64_t aborted_breaker, aborted_timeout, calls_aborted;
-	/* retries: cumulative counts, and rates smoothed over the polls */
-	uint64_t started, abandoned, retried;
-	uint64_t rate_prev_started, rate_prev_ns;
+/* Call rates and retries, followed over the polls from the figures' cumulative counts. */
+struct dw_dep_rates {
+	uint64_t prev_started, prev_ns;	/* fig.started at the last poll, and when */
 	double call_rate;		/* calls started per second, over about 2 s */
 	double call_rate_baseline;	/* the same over about 5 min: its normal */
 	struct dw_count_ring retry_ring;	/* (started, retried), a sample a second */
 	double retry_ratio;		/* attempts per original call over the last 10 s; -1: none yet */
 	bool retry_storm;		/* raised: retries amplify load on a slow dependency */
+};
+
+/* What the kernel is told to do: an operator's force, the breakers map entry, rejections. */
+struct dw_dep_enforcement {
+	int forced;			/* -1, or the state an operator forced */
+	bool published;			/* the last breaker plan gave it an entry */
+	uint64_t rejected_at_open;	/* fig.rejected when this open period began */
+	bool rejection_alerted;		/* the first rejection of this open period was raised */
+};
+
+struct dw_dep {
+	/* identity: read everywhere, so its fields are the dependency's own names */
+	struct {
+		bool used;
+		char name[DW_DEP_NAME_LEN];	/* configured name, or the destination's */
+		unsigned id;			/* 1.. configured, 0 a destination's own */
+		struct dw_dest_key dest;	/* id 0: the destination */
+		const struct dw_dep_settings *s;	/* its settings, in the set's config */
+	};
+	/* the judgement of the last poll and the breaker it steps */
+	struct dw_breaker br;
+	struct dw_judgement j;
+	struct dw_probe_result probes;
+	/* per-poll figures: its destinations (a list through next_in_dep), summed */
+	struct dw_dest *dests;
+	unsigned ndests;
+	struct dw_dep_figs fig;
+	struct dw_dep_rates rates;
+	struct dw_dep_enforcement enforce;
 };
 
 struct dw_deps {

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "judge.h"
+#include "lowerbound.h"
 
 /*
  * The inputs come unsorted and judging may not allocate, so slices are
@@ -53,25 +54,13 @@ static void walk_init(struct walk *w, const struct dw_judge_input *in, bool newe
 	w->n = 0;
 }
 
-/* Index of the first chunk entry whose key is >= key. */
-static unsigned chunk_find(const struct walk *w, uint64_t key)
-{
-	unsigned lo = 0, hi = w->n, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (w->sum[mid].key < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+/* chunk_find(w->sum, w->n, key): the index of the first chunk entry whose key is >= key. */
+DW_LOWER_BOUND(chunk_find, struct slice_sum, key, uint64_t)
 
 /* The chunk entry of key, or NULL when key is not in this chunk. */
 static struct slice_sum *chunk_get(struct walk *w, uint64_t key)
 {
-	unsigned pos = chunk_find(w, key);
+	unsigned pos = chunk_find(w->sum, w->n, key);
 
 	if (pos == w->n || w->sum[pos].key != key)
 		return NULL;
@@ -85,7 +74,7 @@ static void chunk_offer(struct walk *w, uint64_t key)
 
 	if (key < w->next || key > w->last)
 		return;
-	pos = chunk_find(w, key);
+	pos = chunk_find(w->sum, w->n, key);
 	if (pos == DW_JUDGE_CHUNK || (pos < w->n && w->sum[pos].key == key))
 		return;
 	if (w->n == DW_JUDGE_CHUNK)

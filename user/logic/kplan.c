@@ -67,6 +67,13 @@ struct dw_dep_cfg dw_kplan_dep_cfg_of(const struct dw_dep_settings *s)
 				    .abort_after_ns = s->abort_after_ns };
 }
 
+struct dw_dep_cfg dw_kplan_dest_dep_cfg(const struct dw_config *cfg, const struct dw_dest_key *dest)
+{
+	int i = dw_config_lookup(cfg, dest->family, dest->addr, dest->port);
+
+	return dw_kplan_dep_cfg_of(i >= 0 ? &cfg->deps[i].s : &cfg->defaults);
+}
+
 /* Id 0 is every destination no match covers: the defaults. */
 static int plan_dep_cfg(struct dw_kplan *p, const struct dw_config *cfg, const unsigned *ids)
 {

@@ -67,6 +67,14 @@ unsigned dw_kplan_match_prefixes(const struct dw_config *cfg);
 struct dw_dep_cfg dw_kplan_dep_cfg_of(const struct dw_dep_settings *s);
 
 /*
+ * The dep_cfg the programs find for an outbound destination under cfg: its
+ * slot's dependency's (dw_kplan_slot_cfg), or id 0's, the defaults, when
+ * no match covers it; as the plan writes them.
+ */
+struct dw_dep_cfg dw_kplan_dest_dep_cfg(const struct dw_config *cfg,
+					 const struct dw_dest_key *dest);
+
+/*
  * cfg's kernel state (ids[i], never NULL, is cfg->deps[i]'s dependency id) into *p,
  * which it zeroes first. 0; -E2BIG when the trie cannot hold cfg: more
  * than DW_MATCH_TRIE_ENTRIES prefixes (*over NULL), or more than

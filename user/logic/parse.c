@@ -266,6 +266,30 @@ void dw_format_duration(uint64_t ns, char *buf, size_t len)
 	snprintf(buf, len, "%s", best);
 }
 
+/* Each form is used up to where it would round to the next one's first value. */
+const char *dw_format_ms_cell(double ms, char *buf, size_t len)
+{
+	double s = ms / 1000;
+
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else if (ms * 1000 < 999.5)
+		snprintf(buf, len, "%.0fus", ms * 1000);
+	else if (ms < 99.95)
+		snprintf(buf, len, "%.1fms", ms);
+	else if (ms < 999.5)
+		snprintf(buf, len, "%.0fms", ms);
+	else if (s < 9.995)
+		snprintf(buf, len, "%.2fs", s);
+	else if (s < 99.95)
+		snprintf(buf, len, "%.1fs", s);
+	else if (s < 99999.5)
+		snprintf(buf, len, "%.0fs", s);
+	else
+		snprintf(buf, len, "%.0fh", s / 3600);
+	return buf;
+}
+
 const char *dw_clip(const char *s, char *buf)
 {
 	size_t n = strlen(s);

@@ -38,6 +38,13 @@ int dw_parse_bool(const char *s, bool *out);
 void dw_format_duration(uint64_t ns, char *buf, size_t len);
 
 /*
+ * A duration for a table cell (status, top), three significant digits in
+ * at most 6 characters: "850us", "12.3ms", "450ms", "1.25s", "98.1s",
+ * "4125s", "28h"; "-" when ms is negative (none). Returns buf.
+ */
+const char *dw_format_ms_cell(double ms, char *buf, size_t len);
+
+/*
  * Echoed user text is cut to DW_CLIP_MAX bytes: a 4 KiB value would
  * otherwise push the useful part of an error message out of its buffer.
  * Returns s, or buf (DW_CLIP_BUF bytes) holding its start and "...".

@@ -165,7 +165,8 @@ static void sort_waits(struct dw_svc *svc)
 /* What a caller of dep waits now: its median, or while it hangs past slow_call, its timeout. */
 static double dep_wait_s(const struct dw_deps *deps, const struct dw_dep *dep, uint64_t now)
 {
-	bool hanging = dep->oldest_call_ns && now - dep->oldest_call_ns > dep->s->slow_call_ns;
+	uint64_t oldest = dep->fig.oldest_call_ns;
+	bool hanging = oldest && now - oldest > dep->s->slow_call_ns;
 	double p50 = dw_dep_percentile_ms(dep, 0.50);
 
 	return dw_dep_wait_s(p50 < 0 ? -1 : p50 / 1e3, hanging, dw_depset_timeout_ns(deps, dep) / 1e9);

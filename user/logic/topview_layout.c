@@ -8,33 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "logic/parse.h"
 #include "logic/topview_layout.h"
 
 /* ---- cells ---- */
-
-/* A duration in at most 6 characters: "850us", "12.3ms", "450ms", "1.25s", "98.1s", "4125s". */
-const char *dw_top_cell_ms(double ms, char *buf)
-{
-	double s = ms / 1000;
-
-	if (ms < 0)
-		snprintf(buf, DW_TOP_CELL_LEN, "-");
-	else if (ms * 1000 < 999.5)
-		snprintf(buf, DW_TOP_CELL_LEN, "%.0fus", ms * 1000);
-	else if (ms < 99.95)
-		snprintf(buf, DW_TOP_CELL_LEN, "%.1fms", ms);
-	else if (ms < 999.5)
-		snprintf(buf, DW_TOP_CELL_LEN, "%.0fms", ms);
-	else if (s < 9.995)
-		snprintf(buf, DW_TOP_CELL_LEN, "%.2fs", s);
-	else if (s < 99.95)
-		snprintf(buf, DW_TOP_CELL_LEN, "%.1fs", s);
-	else if (s < 99999.5)
-		snprintf(buf, DW_TOP_CELL_LEN, "%.0fs", s);
-	else
-		snprintf(buf, DW_TOP_CELL_LEN, "%.0fh", s / 3600);
-	return buf;
-}
 
 /* A count, shortened with k, M, G once it has more than 7 digits. */
 static const char *cell_count(unsigned long long v, char *buf)
@@ -91,7 +68,7 @@ static const char *cell_rate(const struct dw_top_row *r, char *buf)
 /* "12.3ms*" when the row's percentiles are burst timings (see DW_TOP_BURST_LEGEND). */
 static const char *cell_p50(const struct dw_top_row *r, char *buf)
 {
-	dw_top_cell_ms(r->p50_ms, buf);
+	dw_format_ms_cell(r->p50_ms, buf, DW_TOP_CELL_LEN);
 	if (r->burst && r->p50_ms >= 0)
 		strcat(buf, "*");
 	return buf;
@@ -109,7 +86,7 @@ static const char *cell_p50_brief(const struct dw_top_row *r, char *buf)
 
 static const char *cell_p99(const struct dw_top_row *r, char *buf)
 {
-	return dw_top_cell_ms(r->p99_ms, buf);
+	return dw_format_ms_cell(r->p99_ms, buf, DW_TOP_CELL_LEN);
 }
 
 static const char *cell_slow(const struct dw_top_row *r, char *buf)
@@ -134,7 +111,7 @@ static const char *cell_inflight(const struct dw_top_row *r, char *buf)
 /* The daemon says 0 when nothing is in flight; "-" tells that from a fresh call. */
 static const char *cell_oldest(const struct dw_top_row *r, char *buf)
 {
-	return dw_top_cell_ms(r->inflight ? r->oldest_ms : -1, buf);
+	return dw_format_ms_cell(r->inflight ? r->oldest_ms : -1, buf, DW_TOP_CELL_LEN);
 }
 
 /* What a narrow breaker column says instead of a long reason. */
@@ -363,7 +340,7 @@ void dw_top_caller_text(const struct dw_top_caller *c, struct dw_buf *out)
 	char p99[DW_TOP_CELL_LEN];
 
 	dw_buf_printf(out, "    <- %-40s calls %llu  inflight %llu  p99 %s", c->name, c->calls, c->inflight,
-		      dw_top_cell_ms(c->p99_ms, p99));
+		      dw_format_ms_cell(c->p99_ms, p99, sizeof(p99)));
 }
 
 void dw_top_header(const struct dw_top_frame *f, const struct tm *when, struct dw_buf *out)

@@ -45,13 +45,8 @@ struct dw_top_layout {
 	int width[DW_TOP_NCOLS];
 };
 
-/* A cell's text, in a buffer of DW_TOP_CELL_LEN (or a string of r's). */
+/* A cell's text, in a buffer of DW_TOP_CELL_LEN (or a string of r's); durations: dw_format_ms_cell. */
 #define DW_TOP_CELL_LEN 64
-/*
- * A duration in at most 6 characters: "850us", "12.3ms", "450ms", "1.25s",
- * "98.1s", "4125s"; "-" when negative.
- */
-const char *dw_top_cell_ms(double ms, char *buf);
 /* brief: the shorter text drawn when the cell is wider than its column (if the column has one). */
 const char *dw_top_cell(const struct dw_top_row *r, enum dw_top_col col, bool brief, char *buf);
 

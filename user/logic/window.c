@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowerbound.h"
 #include "window.h"
 
 /* first allocation of a slot; a busy destination rarely spans more buckets */
@@ -53,22 +54,17 @@ void dw_window_advance(struct dw_window *w)
 	slot_clear(&w->slots[w->cur]);
 }
 
+DW_LOWER_BOUND(pair_lower_bound, struct dw_window_pair, bucket, unsigned)
+
 /* Index of the first pair whose bucket is >= bucket. */
 static unsigned slot_find(const struct dw_window_slot *s, unsigned bucket)
 {
-	unsigned lo = 0, hi = s->npairs, mid;
+	unsigned n = s->npairs;
 
 	/* the daemon adds buckets in ascending order: try the end first */
-	if (hi == 0 || s->pairs[hi - 1].bucket < bucket)
-		return hi;
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (s->pairs[mid].bucket < bucket)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	if (n == 0 || s->pairs[n - 1].bucket < bucket)
+		return n;
+	return pair_lower_bound(s->pairs, n, bucket);
 }
 
 static int slot_grow(struct dw_window_slot *s)

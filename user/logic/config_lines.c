@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <syslog.h>
 
 #include "config.h"
 #include "config_parser.h"
 #include "parse.h"
+#include "match.h"
 
 /*
  * The built-in config. dw_config_defaults() parses it, so these lines are
@@ -32,31 +32,6 @@ const char dw_default_config[] =
 	"multiplexed = ignore    # ignore | judge: burst timings (HTTP/2, pipelining) in slow_rate\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
-#define FIELD(f) offsetof(struct dw_dep_settings, f)
-
-/*
- * The per-dependency keys, in the order describe prints them. Declared
- * with NKEYS entries (config_parser.h): a different count does not compile.
- * KEY_SAMPLE and its kin there are places in this list: keep them in step.
- */
-const struct key_def cfg_keys[] = {
-	{ "slow_call", KIND_DURATION, FIELD(slow_call_ns), NS_PER_MS, NS_PER_H },
-	{ "slow_rate", KIND_PERCENT, FIELD(slow_rate), 0, 0 },
-	{ "failure_rate", KIND_PERCENT, FIELD(failure_rate), 0, 0 },
-	{ "sample", KIND_UINT, FIELD(sample), 1, 10000 },
-	{ "window", KIND_DURATION, FIELD(window_ns), NS_PER_S, NS_PER_H },
-	/* the upper bound is sample's, checked once both are known */
-	{ "min_calls", KIND_UINT, FIELD(min_calls), 1, 10000 },
-	{ "open_for", KIND_DURATION, FIELD(open_for_ns), NS_PER_S, 24 * NS_PER_H },
-	{ "half_open_calls", KIND_UINT, FIELD(half_open_calls), 1, 1000 },
-	{ "max_inflight", KIND_UINT, FIELD(max_inflight), 0, 1000000 },
-	{ "enforce", KIND_ENFORCE, FIELD(enforce_connect), 0, 0 },
-	/* 0 (off), or 1 ms to 1 h */
-	{ "abort_after", KIND_DURATION, FIELD(abort_after_ns), 0, NS_PER_H },
-	{ "ignore", KIND_BOOL, FIELD(ignore), 0, 0 },
-	{ "multiplexed", KIND_MULTIPLEXED, FIELD(judge_multiplexed), 0, 0 },
-};
-
 /*
  * A key outside struct dw_dep_settings (off unused): its value is read
  * by hand, this gives cfg_fail_value() the name and range ([service]
@@ -69,15 +44,6 @@ static const char *const other_keys[] = { "match", "syslog_facility", "enforce_c
 static const char *const service_keys[] = { "listen", "pool", "deadline", "path" };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Declared with NFACILITIES entries, as cfg_keys. */
-const struct facility_def cfg_facilities[] = {
-	{ "daemon", LOG_DAEMON }, { "user", LOG_USER },
-	{ "local0", LOG_LOCAL0 }, { "local1", LOG_LOCAL1 },
-	{ "local2", LOG_LOCAL2 }, { "local3", LOG_LOCAL3 },
-	{ "local4", LOG_LOCAL4 }, { "local5", LOG_LOCAL5 },
-	{ "local6", LOG_LOCAL6 }, { "local7", LOG_LOCAL7 },
-};
 
 /* ---- bytes and lines ---- */
 

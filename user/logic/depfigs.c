@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
+#include "depfigs.h"
+
+static void older(uint64_t *oldest, uint64_t start_ns)
+{
+	if (start_ns && (!*oldest || start_ns < *oldest))
+		*oldest = start_ns;
+}
+
+void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
+{
+	f->calls += d->sum.calls_completed;
+	f->failed += d->sum.calls_failed;
+	f->slow += d->sum.calls_slow;
+	f->inflight += dw_dest_inflight(d);
+	f->rejected += d->sum.connects_rejected;
+	f->conns += dw_dest_conns_open(d);
+	f->connects += d->sum.connect_attempts;
+	f->connect_failures += dw_dest_connect_failures(d);
+	f->aborted_breaker += d->sum.conns_aborted_breaker;
+	f->aborted_timeout += d->sum.conns_aborted_timeout;
+	f->calls_aborted += d->sum.calls_aborted;
+	f->started += d->sum.calls_started;
+	f->abandoned += d->sum.calls_abandoned;
+	f->retried += d->sum.calls_retried;
+	f->call_ns_sum += d->sum.call_ns_sum;
+	f->connect_ns_sum += d->sum.connect_ns_sum;
+	for (unsigned i = 0; i < DW_HIST_COARSE; i++) {
+		f->cum_call[i] += d->cum_call[i];
+		f->cum_connect[i] += d->cum_connect[i];
+	}
+	older(&f->oldest_call_ns, d->oldest_call_ns);
+}
+
+/* The counts: every field of struct dw_dep_figs after oldest_call_ns. */
+#define FIRST_COUNT offsetof(struct dw_dep_figs, calls)
+#define NCOUNTS ((sizeof(struct dw_dep_figs) - FIRST_COUNT) / sizeof(uint64_t))
+
+void dw_dep_figs_add(struct dw_dep_figs *a, const struct dw_dep_figs *b)
+{
+	uint64_t *sum = (uint64_t *)((char *)a + FIRST_COUNT);
+	const uint64_t *add = (const uint64_t *)((const char *)b + FIRST_COUNT);
+
+	for (size_t i = 0; i < NCOUNTS; i++)
+		sum[i] += add[i];
+	older(&a->oldest_call_ns, b->oldest_call_ns);
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A dependency's figures of one poll: its destinations' counters summed,
+ * once, for every output (status, top, /metrics, alerts) and for the
+ * judgement. The one home of these sums; a "~other" line sums the
+ * figures of the dependencies it folds with dw_dep_figs_add. Pure.
+ */
+#ifndef DW_DEPFIGS_H
+#define DW_DEPFIGS_H
+
+#include <stdint.h>
+#include "dest.h"
+#include "hist.h"
+
+struct dw_dep_figs {
+	uint64_t oldest_call_ns;	/* start of the oldest outstanding call, 0: none */
+	/* every field from here on is a uint64_t count: dw_dep_figs_add sums them as an array */
+	uint64_t calls, failed, slow;	/* completed, failed, of the completed slow: since start */
+	uint64_t inflight;		/* outstanding now */
+	uint64_t rejected;		/* connects refused by enforcement, since start */
+	uint64_t conns;			/* connections open now */
+	uint64_t connects, connect_failures;	/* connect attempts, and those that failed */
+	/* connections the kernel aborted since start: enforce = abort, abort_after */
+	uint64_t aborted_breaker, aborted_timeout, calls_aborted;
+	uint64_t started, abandoned, retried;	/* calls started; of the failed, abandoned; retries */
+	/* completed calls' and successful connects' durations: summed, and by coarse bucket */
+	uint64_t call_ns_sum, connect_ns_sum;
+	uint64_t cum_call[DW_HIST_COARSE], cum_connect[DW_HIST_COARSE];
+};
+
+/* One destination's counters into f. */
+void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d);
+
+/* b's figures into a: counters summed, the oldest outstanding call the older of the two. */
+void dw_dep_figs_add(struct dw_dep_figs *a, const struct dw_dep_figs *b);
+
+#endif /* DW_DEPFIGS_H */
