@@ -420,7 +420,7 @@ struct dw_abandon_key {
 	  "Connections enforce = abort or abort_after meant to abort that bpf_sock_destroy() refused; not retried.") \
 	X(caller_map_full, caller_map_full,					\
 	  "Connections whose caller found no row left: their calls count for the destination only.") \
-	X(h2_conn_full, h2_state_full,						\
+	X(h2_state_full, h2_state_full,						\
 	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */

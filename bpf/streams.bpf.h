@@ -608,7 +608,7 @@ static __always_inline struct dw_h2_conn *h2_start(const struct sock *sk, struct
 	__u32 other_seq;
 
 	if (!h2) {
-		global_count(G_h2_conn_full);
+		global_count(G_h2_state_full);
 		conn->h2 = DW_H2_NEVER;
 		conn_mark_multiplexed(conn);
 		return 0;

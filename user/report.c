@@ -297,6 +297,11 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      "\"burst_timings\":%s", dep->rates.retry_storm ? "true" : "false",
 		      dep->s->judge_multiplexed ? "judge" : "ignore", (unsigned long long)mux,
 		      burst ? "true" : "false");
+	dw_buf_printf(out, ",\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu,"
+		      "\"cancelled\":%llu",
+		      (unsigned long long)dep->fig.streams, (unsigned long long)dep->fig.h2_conns,
+		      (unsigned long long)dep->fig.h2_desync, (unsigned long long)dep->fig.streams_untracked,
+		      (unsigned long long)dep->fig.cancelled);
 	json_callers(out, c, cl, now);
 	dw_buf_putc(out, '}');
 }

@@ -105,6 +105,22 @@ static void text_callers(struct dw_buf *out, const struct dw_collector *c, const
 		dw_buf_printf(out, "  <- (%zu more callers)\n", cl->n - DW_TEXT_CALLERS);
 }
 
+/*
+ * What the HTTP/2 stream layer could not do for a dependency (doc/callmodel.md): connections whose
+ * frames it lost step in (their calls since are bursts), streams it had no room to time.
+ */
+static void text_h2_note(struct dw_buf *out, const struct dw_dep *dep)
+{
+	if (!dw_dep_shown(dep) || (!dep->fig.h2_desync && !dep->fig.streams_untracked))
+		return;
+	dw_buf_printf(out, "warning: ");
+	dw_escape_text(out, dep->name, strlen(dep->name));
+	dw_buf_printf(out, ": HTTP/2: %llu of %llu connections lost step (h2_desync: bursts since), "
+		      "%llu streams not timed (streams_untracked)\n",
+		      (unsigned long long)dep->fig.h2_desync, (unsigned long long)dep->fig.h2_conns,
+		      (unsigned long long)dep->fig.streams_untracked);
+}
+
 /* Returns whether a row is marked as burst timings. */
 static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		      uint64_t now, unsigned cap)
@@ -130,6 +146,8 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum.calls,
 			      (unsigned long long)sum.failed, (unsigned long long)sum.inflight, "-", "-", "-",
 			      nfolded);
+	for (unsigned i = 0; i < deps->n; i++)
+		text_h2_note(out, &deps->deps[i]);
 	free(fold);
 	free(callers);
 	dw_buf_putc(out, '\n');
@@ -230,6 +248,8 @@ static void tsv_dep(struct dw_buf *out, const struct dw_collector *c, const stru
 		.multiplexed_conns = mux,
 		.burst_timings = burst,
 		.aborted = dep->fig.aborted_breaker + dep->fig.aborted_timeout,
+		.streams = dep->fig.streams,
+		.h2_desync = dep->fig.h2_desync,
 	};
 
 	dw_top_tsv_row(out, &w);

@@ -98,6 +98,10 @@ static void plain_frame(const struct dw_top_frame *f, const struct tm *when, str
 		dw_buf_printf(&line, "%s", DW_TOP_BURST_LEGEND);
 		put_line(out, &line);
 	}
+	if (f->desync) {
+		dw_buf_printf(&line, "%s", DW_TOP_DESYNC_LEGEND);
+		put_line(out, &line);
+	}
 	dw_buf_free(&line);
 }
 
@@ -292,7 +296,9 @@ static void draw(const struct live *t)
 		y += draw_callers(t, &t->cur.rows[i], y + 1, h, w);
 	}
 	if (t->cur.burst && i == t->cur.n && y < h)
-		mvaddnstr(y, 0, DW_TOP_BURST_LEGEND, w);
+		mvaddnstr(y++, 0, DW_TOP_BURST_LEGEND, w);
+	if (t->cur.desync && i == t->cur.n && y < h)
+		mvaddnstr(y, 0, DW_TOP_DESYNC_LEGEND, w);
 	refresh();
 }
 

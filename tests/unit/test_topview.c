@@ -59,9 +59,10 @@ static void test_field_names(void **state)
 	(void)state;
 	assert_int_equal(DW_TOP_NFIELDS, 16);
 	assert_int_equal(DW_TOP_NFIELDS_MUX, 18);
-	assert_int_equal(DW_TOP_NFIELDS_ALL, 19);
+	assert_int_equal(DW_TOP_NFIELDS_ABORT, 19);
+	assert_int_equal(DW_TOP_NFIELDS_ALL, 21);
 	dw_top_tsv_header(&b);
-	assert_string_equal(b.data, HEADER "\taborted\n");
+	assert_string_equal(b.data, HEADER "\taborted\tstreams\th2_desync\n");
 	dw_buf_free(&b);
 }
 
@@ -73,14 +74,15 @@ static void test_tsv_row_format(void **state)
 		.p99_ms = -1, .slow_rate = 0.25, .failure_rate = 0.125, .inflight = 2,
 		.max_inflight = 40, .oldest_ms = 12.34, .breaker = "half_open",
 		.reason = "slow_rate", .rejected = 7, .conns = 9, .forced = true,
-		.multiplexed_conns = 4, .burst_timings = true, .aborted = 31,
+		.multiplexed_conns = 4, .burst_timings = true, .aborted = 31, .streams = 800,
+		.h2_desync = 1,
 	};
 	struct dw_buf b = {};
 
 	(void)state;
 	dw_top_tsv_row(&b, &w);
 	assert_string_equal(b.data, "pay\\x20ments\\\\\t3\t1234\t5\t1.500\t-1.000\t0.2500\t0.1250\t2\t40\t"
-				    "12.3\thalf_open\tslow_rate\t7\t9\t1\t4\t1\t31\n");
+				    "12.3\thalf_open\tslow_rate\t7\t9\t1\t4\t1\t31\t800\t1\n");
 	dw_buf_free(&b);
 }
 
@@ -92,7 +94,7 @@ static void test_tsv_round_trip(void **state)
 		.slow_rate = 0.5, .failure_rate = 0.01, .inflight = 3, .max_inflight = 8,
 		.oldest_ms = 250, .breaker = "open", .reason = "concurrency", .rejected = 4,
 		.conns = 6, .forced = false, .multiplexed_conns = 2, .burst_timings = true,
-		.aborted = 12,
+		.aborted = 12, .streams = 90, .h2_desync = 1,
 	};
 	struct dw_buf b = {};
 	struct dw_top_frame f;
@@ -106,6 +108,7 @@ static void test_tsv_round_trip(void **state)
 	w.breaker = "closed";
 	w.reason = "none";
 	w.burst_timings = false;
+	w.h2_desync = 0;
 	dw_top_tsv_row(&b, &w);
 	assert_int_equal(dw_top_parse(b.data, b.len, &f), 0);
 	assert_int_equal(f.n, 2);
@@ -130,7 +133,10 @@ static void test_tsv_round_trip(void **state)
 	assert_int_equal(r->mux_conns, 2);
 	assert_true(r->burst);
 	assert_int_equal(r->aborted, 12);
+	assert_int_equal(r->streams, 90);
+	assert_int_equal(r->h2_desync, 1);
 	assert_double_eq(r->calls_per_s, -1);
+	assert_int_equal(f.desync, 1);
 	r = find(&f, "idle");
 	assert_double_eq(r->p50_ms, -1);
 	assert_int_equal(r->state, DW_TOP_CLOSED);

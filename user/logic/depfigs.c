@@ -24,6 +24,11 @@ void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 	f->started += d->sum.calls_started;
 	f->abandoned += d->sum.calls_abandoned;
 	f->retried += d->sum.calls_retried;
+	f->streams += d->sum.calls_streams;
+	f->h2_conns += d->sum.conns_h2;
+	f->h2_desync += d->sum.h2_desync;
+	f->streams_untracked += d->sum.streams_untracked;
+	f->cancelled += d->sum.calls_cancelled;
 	f->call_ns_sum += d->sum.call_ns_sum;
 	f->connect_ns_sum += d->sum.connect_ns_sum;
 	for (unsigned i = 0; i < DW_HIST_COARSE; i++) {

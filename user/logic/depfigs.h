@@ -23,6 +23,9 @@ struct dw_dep_figs {
 	/* connections the kernel aborted since start: enforce = abort, abort_after */
 	uint64_t aborted_breaker, aborted_timeout, calls_aborted;
 	uint64_t started, abandoned, retried;	/* calls started; of the failed, abandoned; retries */
+	/* HTTP/2 (doc/callmodel.md): calls on streams, h2c connections, those that lost step,
+	 * streams not timed (a connection's table full), of the failed those the client cancelled */
+	uint64_t streams, h2_conns, h2_desync, streams_untracked, cancelled;
 	/* completed calls' and successful connects' durations: summed, and by coarse bucket */
 	uint64_t call_ns_sum, connect_ns_sum;
 	uint64_t cum_call[DW_HIST_COARSE], cum_connect[DW_HIST_COARSE];

@@ -201,7 +201,8 @@ static int parse_reals(char **f, struct dw_top_row *r)
 int dw_top_parse_row(char *line, size_t nfields, int mux, struct dw_top_row *row)
 {
 	char *f[DW_TOP_NFIELDS_ALL];
-	size_t want = !mux ? DW_TOP_NFIELDS : mux == 1 ? DW_TOP_NFIELDS_MUX : DW_TOP_NFIELDS_ALL;
+	static const size_t wants[] = { DW_TOP_NFIELDS, DW_TOP_NFIELDS_MUX, DW_TOP_NFIELDS_ABORT, DW_TOP_NFIELDS_ALL };
+	size_t want = wants[mux < 0 ? 0 : mux > 3 ? 3 : mux];
 
 	if (nfields < want || split_tabs(line, f, want) != nfields)
 		return -EINVAL;
@@ -214,8 +215,11 @@ int dw_top_parse_row(char *line, size_t nfields, int mux, struct dw_top_row *row
 		    (strcmp(F(burst_timings), "0") && strcmp(F(burst_timings), "1"))))
 		return -EINVAL;
 	row->burst = mux && F(burst_timings)[0] == '1';
-	row->aborted = 0;
-	if (want == DW_TOP_NFIELDS_ALL && parse_count(F(aborted), &row->aborted))
+	row->aborted = row->streams = row->h2_desync = 0;
+	if (want >= DW_TOP_NFIELDS_ABORT && parse_count(F(aborted), &row->aborted))
+		return -EINVAL;
+	if (want == DW_TOP_NFIELDS_ALL &&
+	    (parse_count(F(streams), &row->streams) || parse_count(F(h2_desync), &row->h2_desync)))
 		return -EINVAL;
 	if (!*F(name) || parse_counts(f, row) || parse_reals(f, row) ||
 	    parse_word(F(breaker), row->breaker) || parse_word(F(reason), row->reason))
@@ -249,9 +253,12 @@ static size_t parse_header(char *line, int *mux)
 	*mux = n >= DW_TOP_NFIELDS_MUX;
 	for (size_t i = DW_TOP_NFIELDS; *mux && i < DW_TOP_NFIELDS_MUX; i++)
 		*mux = !strcmp(f[i], dw_top_field_names[i]);
-	/* 2: the aborted count follows too */
-	if (*mux && n >= DW_TOP_NFIELDS_ALL && !strcmp(f[DW_TOP_F_aborted], "aborted"))
+	/* 2: the aborted count follows too; 3: and the HTTP/2 stream counts */
+	if (*mux && n >= DW_TOP_NFIELDS_ABORT && !strcmp(f[DW_TOP_F_aborted], "aborted"))
 		*mux = 2;
+	if (*mux == 2 && n >= DW_TOP_NFIELDS_ALL && !strcmp(f[DW_TOP_F_streams], "streams") &&
+	    !strcmp(f[DW_TOP_F_h2_desync], "h2_desync"))
+		*mux = 3;
 	return n;
 }
 
@@ -283,6 +290,7 @@ static int add_line(struct dw_top_frame *f, char *line, size_t nfields, int mux)
 	row->ncallers = 0;
 	f->n++;
 	f->burst += row->burst;
+	f->desync += row->h2_desync > 0;
 	f->open += row->state == DW_TOP_OPEN;
 	f->half_open += row->state == DW_TOP_HALF_OPEN;
 	return 0;

@@ -41,7 +41,9 @@
 	X(forced, FLAG)                                                                            \
 	X(multiplexed_conns, COUNT)                                                                \
 	X(burst_timings, FLAG)                                                                     \
-	X(aborted, COUNT)
+	X(aborted, COUNT)                                                                          \
+	X(streams, COUNT)                                                                          \
+	X(h2_desync, COUNT)
 
 /* DW_TOP_F_name, DW_TOP_F_dests, ...: a field's place in a row. */
 enum dw_top_field {
@@ -50,8 +52,12 @@ enum dw_top_field {
 #undef DW_TOP_F_ENUM_
 	DW_TOP_NFIELDS_ALL
 };
-/* A daemon with multiplexed-connection counters sends these; one with aborts (issue 15) all. */
+/*
+ * A daemon with multiplexed-connection counters sends up to these; one with
+ * aborts (issue 15) the aborted count too; one with HTTP/2 streams all.
+ */
 #define DW_TOP_NFIELDS_MUX DW_TOP_F_aborted
+#define DW_TOP_NFIELDS_ABORT DW_TOP_F_streams
 /* The fields every daemon sends; the rest are read when the header names them. */
 #define DW_TOP_NFIELDS DW_TOP_F_multiplexed_conns
 
@@ -99,6 +105,8 @@ struct dw_top_row {
 	unsigned long long mux_conns;	/* connections seen multiplexed (0 from an older daemon) */
 	bool burst;			/* its percentiles are burst timings: P50 gets a '*' */
 	unsigned long long aborted;	/* by enforce = abort or abort_after (0 from an older daemon) */
+	/* calls on HTTP/2 streams, connections that lost step (0 from an older daemon) */
+	unsigned long long streams, h2_desync;
 	size_t caller_first, ncallers;	/* its callers in the frame's callers[] */
 };
 
@@ -126,6 +134,7 @@ struct dw_top_frame {
 	size_t skipped;			/* malformed lines left out */
 	size_t open, half_open;
 	size_t burst;			/* rows whose percentiles are burst timings */
+	size_t desync;			/* rows with an HTTP/2 connection that lost step */
 	struct dw_top_caller *callers;	/* by row (caller_first, ncallers) */
 	size_t ncallers, callers_cap;
 };

@@ -178,6 +178,13 @@ static const char *cell_aborted(const struct dw_top_row *r, char *buf)
 	return cell_count(r->aborted, buf);
 }
 
+/* Calls on HTTP/2 streams; "!" when a connection's frames were lost (DW_TOP_DESYNC_LEGEND). */
+static const char *cell_streams(const struct dw_top_row *r, char *buf)
+{
+	snprintf(buf, DW_TOP_CELL_LEN, "%llu%s", r->streams, r->h2_desync ? "!" : "");
+	return buf;
+}
+
 /* ---- columns and lines ---- */
 
 struct column {
@@ -208,6 +215,7 @@ static const struct column columns[DW_TOP_NCOLS] = {
 	[DW_TOP_COL_FAILED] = { "FAILED", 8, 13, false, cell_failed, NULL },
 	[DW_TOP_COL_MUX] = { "MUX", 5, 14, false, cell_mux, NULL },
 	[DW_TOP_COL_ABORTED] = { "ABORTED", 7, 15, false, cell_aborted, NULL },
+	[DW_TOP_COL_STREAMS] = { "STREAMS", 7, 16, false, cell_streams, NULL },
 };
 
 const char *dw_top_cell(const struct dw_top_row *r, enum dw_top_col col, bool brief, char *buf)

@@ -16,6 +16,8 @@
 
 /* Below the table when a row's P50 is marked. */
 #define DW_TOP_BURST_LEGEND "* P50/P99 of multiplexed or pipelined connections: burst timings, not one request's"
+/* Below it when a row's STREAMS is marked. */
+#define DW_TOP_DESYNC_LEGEND "! STREAMS: an HTTP/2 connection's frames were lost (h2_desync): its calls since are bursts"
 
 /* The columns, in the order they are drawn. */
 enum dw_top_col {
@@ -35,6 +37,7 @@ enum dw_top_col {
 	DW_TOP_COL_FAILED,
 	DW_TOP_COL_MUX,
 	DW_TOP_COL_ABORTED,
+	DW_TOP_COL_STREAMS,
 	DW_TOP_NCOLS
 };
 
