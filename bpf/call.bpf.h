@@ -259,18 +259,16 @@ static __always_inline int call_drop_goodbye(struct dw_conn *conn, __u64 now)
 }
 
 /*
- * Data came that the peer sent before it had the outstanding request:
- * another request's answer still streaming (pipelining, HTTP/2), or a
- * frame of the peer's own. Once is no pattern (two goodbyes that cross,
- * TLS close_notify both ways); the second time the connection is counted
- * multiplexed, once.
+ * The connection carries overlapping requests: its calls are burst timings
+ * from now on, and its outstanding one's age no longer makes the
+ * dependency slow (DW_PEND_MULTIPLEXED). Counted once.
  */
-static __always_inline void conn_overlap(struct dw_conn *conn)
+static __always_inline void conn_mark_multiplexed(struct dw_conn *conn)
 {
 	struct dw_pending_entry *e;
 	struct dw_dest_stats *st;
 
-	if (conn->multiplexed || ++conn->overlaps < 2)
+	if (conn->multiplexed)
 		return;
 	conn->multiplexed = 1;
 	e = pend_of(conn);
@@ -279,6 +277,19 @@ static __always_inline void conn_overlap(struct dw_conn *conn)
 	st = stats_of(conn);
 	if (st)
 		st->conns_multiplexed++;
+}
+
+/*
+ * Data came that the peer sent before it had the outstanding request:
+ * another request's answer still streaming (pipelining, HTTP/2), or a
+ * frame of the peer's own. Once is no pattern (two goodbyes that cross,
+ * TLS close_notify both ways); the second time the connection is counted
+ * multiplexed, once.
+ */
+static __always_inline void conn_overlap(struct dw_conn *conn)
+{
+	if (!conn->multiplexed && ++conn->overlaps >= 2)
+		conn_mark_multiplexed(conn);
 }
 
 /*

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Recognising a connection: a direction's first bytes are looked at once.
+ * The client's connection preface or a server's first SETTINGS makes the
+ * connection's HTTP/2 state; a TLS hello (tls.h) leaves the connection to
+ * the transport model, multiplexed where its ALPN says HTTP/2 for sure;
+ * anything else is NEVER.
+ */
+#ifndef DEPWATCH_H2DETECT_BPF_H
+#define DEPWATCH_H2DETECT_BPF_H
+
+#include "h2conn.bpf.h"
+
+/* TLS hellos (bpf/tls.h) are read from an event's first piece: user memory, or the skb. */
+struct tls_src {
+	__u64 at;		/* user address of the first byte */
+	__u32 len;		/* bytes there */
+	__u32 off;		/* the skb: offset of the first byte */
+	struct bpf_dynptr *skb;
+};
+
+static __always_inline int tls_read(const struct tls_src *t, __u32 off, __u8 *dst, __u32 n, bool from_skb)
+{
+	if (off > t->len || n > t->len - off)
+		return -1;
+	if (from_skb)
+		return bpf_dynptr_read(dst, n, t->skb, t->off + off, 0) ? -1 : 0;
+	return bpf_probe_read_user(dst, n, (const void *)(t->at + off)) ? -1 : 0;
+}
+
+/* the walk of a hello from the skb and from user memory: two programs, one constant each */
+#define DW_TLS_READ(src, off, dst, n) \
+	tls_read((const struct tls_src *)(src), (off), (dst), (n), ((const struct tls_src *)(src))->skb != 0)
+#include "tls.h"
+
+/* The first (up to 9) bytes of an event, into buf (16 bytes); how many. */
+static __always_inline __u32 first_bytes(const struct h2_bytes *b, struct bpf_dynptr *skb, __u8 *buf,
+					 bool from_skb)
+{
+	__u64 at = b->addr + b->off;
+	__u32 n = b->len < 9 ? b->len : 9;
+	struct iovec v;
+
+	if (!from_skb && b->kind != H2_SRC_USER) {
+		if (!b->nseg)
+			return 0;
+		if (b->kind == H2_SRC_IOV_KERNEL ? bpf_probe_read_kernel(&v, sizeof(v), (void *)b->addr) :
+						   bpf_probe_read_user(&v, sizeof(v), (void *)b->addr))
+			return 0;
+		at = (__u64)(unsigned long)v.iov_base + b->off;
+		if (v.iov_len - b->off < n)
+			n = v.iov_len - b->off;
+	}
+	/* n <= 9: the mask says so to the verifier, which the compiler would otherwise drop */
+	barrier_var(n);
+	n &= 15;
+	if (from_skb)
+		return bpf_dynptr_read(buf, n, skb, b->off, 0) ? 0 : n;
+	return bpf_probe_read_user(buf, n, (void *)at) ? 0 : n;
+}
+
+/*
+ * Whether a direction's first bytes can be HTTP/2's: the client's the
+ * preface, the server's a SETTINGS frame (not an ACK, on stream 0, a
+ * multiple of 6 long). Only as many bytes as the event has are compared.
+ */
+static __always_inline bool first_bytes_h2(const __u8 *buf, __u32 n, __u8 side)
+{
+	if (!n)
+		return false;
+	if (side == DW_H2_CLIENT) {
+		for (__u32 i = 0; i < 9; i++)
+			if (i < n && buf[i] != dw_h2_preface_byte(i))
+				return false;
+		return true;
+	}
+	if (n >= 3 && ((__u32)buf[0] << 16 | (__u32)buf[1] << 8 | buf[2]) % 6)
+		return false;
+	if (n >= 4 && buf[3] != DW_H2_SETTINGS)
+		return false;
+	if (n >= 5 && buf[4] != 0)
+		return false;
+	for (__u32 i = 5; i < 9; i++)
+		if (i < n && buf[i])
+			return false;
+	return true;
+}
+
+/*
+ * The connection's state, made at its first HTTP/2 bytes: this direction's
+ * walker at seq, the other's where its next byte will be.
+ */
+static __always_inline struct dw_h2_conn *h2_start(const struct sock *sk, struct dw_conn *conn,
+						   enum h2_way way, __u32 seq, __u8 side)
+{
+	struct dw_h2_conn *h2 = h2_create(sk);
+	__u32 other_seq;
+
+	if (!h2) {
+		global_count(G_h2_state_full);
+		conn->h2 = DW_H2_NEVER;
+		conn_mark_multiplexed(conn);
+		return 0;
+	}
+	__sync_fetch_and_add(&dw_h2_live, 1);
+	conn->h2 = DW_H2_MAYBE;
+	if (way == H2_TX) {
+		other_seq = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
+		dw_h2_dir_init(&h2->tx, seq, side);
+		dw_h2_dir_init(&h2->rx, other_seq, !side);
+	} else {
+		other_seq = BPF_CORE_READ((const struct tcp_sock *)sk, write_seq);
+		dw_h2_dir_init(&h2->rx, seq, side);
+		dw_h2_dir_init(&h2->tx, other_seq, !side);
+	}
+	h2->newest = 0;
+	return h2;
+}
+
+/* The whole preface came: the connection is h2c. */
+static __always_inline void h2_on(struct dw_conn *conn, __u64 now)
+{
+	struct dw_dest_stats *st = stats_of(conn);
+
+	conn->h2 = DW_H2_ON;
+	if (st)
+		st->conns_h2++;
+	/* inbound, the sock backend: the transport model started a request at the preface's arrival */
+	if (conn->call_start_ns)
+		call_end(conn, OUTCOME_DROPPED, now);
+}
+
+/* Where an event's first piece is, for the TLS hello reader. */
+static __always_inline void tls_src_of(const struct h2_bytes *b, struct bpf_dynptr *skb, struct tls_src *t,
+				       bool from_skb)
+{
+	struct iovec v;
+
+	t->skb = from_skb ? skb : 0;
+	t->off = b->off;
+	t->len = b->len;
+	t->at = b->addr + b->off;
+	if (from_skb || b->kind == H2_SRC_USER)
+		return;
+	t->len = 0;
+	if (!b->nseg || (b->kind == H2_SRC_IOV_KERNEL ? bpf_probe_read_kernel(&v, sizeof(v), (void *)b->addr) :
+							bpf_probe_read_user(&v, sizeof(v), (void *)b->addr)))
+		return;
+	t->at = (__u64)(unsigned long)v.iov_base + b->off;
+	t->len = v.iov_len > b->off ? v.iov_len - b->off : 0;
+	if (t->len > b->len)
+		t->len = b->len;
+}
+
+/*
+ * A TLS hello: the connection stays the transport model's, multiplexed if
+ * the hello says it speaks HTTP/2 (bpf/tls.h); the server's hello is still
+ * to be read if the client's left it open (TLS 1.2 names the choice).
+ */
+static __always_inline void tls_first(struct dw_conn *conn, const struct h2_bytes *b, struct bpf_dynptr *skb,
+				      __u8 side, bool from_skb)
+{
+	struct tls_src t;
+	__u32 alpn;
+
+	tls_src_of(b, skb, &t, from_skb);
+	alpn = dw_tls_alpn(&t, t.len);
+	conn->h2 = DW_H2_NEVER;
+	if (!alpn)
+		return;
+	conn->tls = 1;
+	if (dw_tls_h2_only(alpn, side == DW_H2_SERVER))
+		conn_mark_multiplexed(conn);
+	else if (side == DW_H2_CLIENT && (alpn & DW_ALPN_H2))
+		conn->h2 = DW_H2_TLS;
+}
+
+/*
+ * A direction's first bytes: HTTP/2's (its state made if need be), a TLS
+ * hello (tls_first), or neither (NEVER).
+ */
+static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn, enum h2_way way,
+				     const struct h2_bytes *b, struct bpf_dynptr *skb, __u8 side,
+				     bool from_skb)
+{
+	__u8 buf[16] = {};
+	__u32 n;
+
+	conn->h2_seen |= way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
+	if (way == H2_RX && (conn->h2_seen & DW_H2_RX_PENDING)) {
+		conn->h2_seen &= ~DW_H2_RX_PENDING;
+		__sync_fetch_and_add(&dw_h2_pending, -1);
+	}
+	n = first_bytes(b, skb, buf, from_skb);
+	if (n >= 2 && buf[0] == 0x16 && buf[1] == 3 && conn->h2 != DW_H2_MAYBE) {
+		tls_first(conn, b, skb, side, from_skb);
+		return false;
+	}
+	if (conn->h2 == DW_H2_TLS || !first_bytes_h2(buf, n, side)) {
+		h2_free(sk, conn, DW_H2_NEVER);
+		return false;
+	}
+	if (conn->h2 == DW_H2_UNKNOWN)
+		return h2_start(sk, conn, way, b->seq, side) != 0;
+	return true;
+}
+
+#endif /* DEPWATCH_H2DETECT_BPF_H */
