@@ -2,14 +2,15 @@
 (generic handlers: no generated code). Run by the tests as a separate process
 under Debian's own interpreter (/usr/bin/python3), which has the module.
 
-  grpcpeer.py serve PORT DELAY_MS [HANG_FILE [SLOW_EVERY SLOW_MS]]
+  grpcpeer.py serve PORT DELAY_MS [HANG_FILE [SLOW_EVERY SLOW_MS [CERT KEY]]]
       answers /t.T/Echo after DELAY_MS; while HANG_FILE exists, holds every
       call it receives (answers none of them); every SLOW_EVERY-th call takes
-      SLOW_MS. Prints "ready" once serving.
-  grpcpeer.py client PORT THREADS SECONDS TIMEOUT_S
+      SLOW_MS; with CERT and KEY, over TLS. Prints "ready" once serving.
+  grpcpeer.py client PORT THREADS SECONDS TIMEOUT_S [CERT]
       THREADS threads on one channel (one HTTP/2 connection), each calling
       in a loop for SECONDS, each call with deadline TIMEOUT_S. Prints one
       JSON line: {"ok": n, "failed": n, "codes": {...}, "p50_ms": x, "calls_ms": [...]}.
+      With CERT, over TLS, trusting CERT for "localhost" (gRPC offers ALPN h2 alone).
 """
 
 import json
@@ -22,7 +23,7 @@ from concurrent import futures
 import grpc
 
 
-def serve(port, delay_ms, hang_file=None, slow_every=0, slow_ms=0):
+def serve(port, delay_ms, hang_file=None, slow_every=0, slow_ms=0, cert=None, key=None):
     count = [0]
     lock = threading.Lock()
 
@@ -38,14 +39,25 @@ def serve(port, delay_ms, hang_file=None, slow_every=0, slow_ms=0):
     methods = {"Echo": grpc.unary_unary_rpc_method_handler(handler)}
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=256))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.T", methods),))
-    server.add_insecure_port("127.0.0.1:%d" % port)
+    if cert:
+        with open(cert, "rb") as c, open(key, "rb") as k:
+            creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+        server.add_secure_port("127.0.0.1:%d" % port, creds)
+    else:
+        server.add_insecure_port("127.0.0.1:%d" % port)
     server.start()
     print("ready", flush=True)
     server.wait_for_termination()
 
 
-def client(port, threads, seconds, timeout):
-    channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+def client(port, threads, seconds, timeout, cert=None):
+    if cert:
+        with open(cert, "rb") as c:
+            creds = grpc.ssl_channel_credentials(root_certificates=c.read())
+        channel = grpc.secure_channel("127.0.0.1:%d" % port, creds,
+                                      options=(("grpc.ssl_target_name_override", "localhost"),))
+    else:
+        channel = grpc.insecure_channel("127.0.0.1:%d" % port)
     grpc.channel_ready_future(channel).result(timeout=10)
     call = channel.unary_unary("/t.T/Echo")
     lock = threading.Lock()
@@ -81,6 +93,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "serve":
         a = sys.argv[2:]
         serve(int(a[0]), float(a[1]), a[2] if len(a) > 2 and a[2] != "-" else None,
-              int(a[3]) if len(a) > 3 else 0, float(a[4]) if len(a) > 4 else 0)
+              int(a[3]) if len(a) > 3 else 0, float(a[4]) if len(a) > 4 else 0,
+              a[5] if len(a) > 6 else None, a[6] if len(a) > 6 else None)
     else:
-        client(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
+        client(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]),
+               sys.argv[6] if len(sys.argv) > 6 else None)

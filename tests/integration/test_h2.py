@@ -49,13 +49,14 @@ def have_grpc():
 class GrpcServer:
     """grpcpeer.py serve, in its own process; hang() holds every call it gets until release()."""
 
-    def __init__(self, delay_ms, slow_every=0, slow_ms=0):
+    def __init__(self, delay_ms, slow_every=0, slow_ms=0, tls=None):
         self.port = free_port()
         fd, self.hang_file = tempfile.mkstemp(prefix="dwtest-grpc-hang-")
         os.close(fd)
         os.unlink(self.hang_file)
         self.proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(HERE, "grpcpeer.py"), "serve", str(self.port),
-                                      str(delay_ms), self.hang_file, str(slow_every), str(slow_ms)],
+                                      str(delay_ms), self.hang_file, str(slow_every), str(slow_ms)]
+                                     + (list(tls) if tls else []),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if line.strip() != "ready":
@@ -77,9 +78,9 @@ class GrpcServer:
 class GrpcClient:
     """grpcpeer.py client in its own process: threads on one channel for seconds; result() its JSON."""
 
-    def __init__(self, port, threads, seconds, timeout=30.0):
+    def __init__(self, port, threads, seconds, timeout=30.0, cert=None):
         self.proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(HERE, "grpcpeer.py"), "client", str(port),
-                                      str(threads), str(seconds), str(timeout)],
+                                      str(threads), str(seconds), str(timeout)] + ([cert] if cert else []),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def result(self, timeout=120):
@@ -251,6 +252,39 @@ class GrpcTest(H2Case):
         st = self.settled(d, srv.port, calls=1, inbound=False)
         r = find_dest(st, dest_text(srv.port))
         self.assertEqual((r["calls"], r["failed"], r["cancelled"], r["inflight"]), (0, 1, 1, 0), r)
+
+
+class GrpcTLSTest(H2Case):
+    def test_tls_hang_stays_visible(self):
+        """gRPC over TLS: frames opaque, but its ClientHello offers h2 alone, so the connection is
+        multiplexed from its first byte (bursts). 8 threads, then the server stops answering: the
+        requests' burst stays outstanding though the server keeps sending small frames (PINGs,
+        their ACKs: records of at most 64 bytes end no burst), and its age grows past slow_call."""
+        cert, key = make_cert(tempdir(self))
+        srv = self.grpc_server(20, tls=(cert, key))
+        d = self.daemon([("grpctls", srv.port)])
+        cli = self.grpc_client(srv.port, 8, 8, cert=cert)
+        d.wait_for(lambda s: (find_dest(s, dest_text(srv.port)) or {}).get("calls", 0) > 20, timeout=15,
+                   what="calls over TLS")
+        srv.hang()
+        time.sleep(SLOW_CALL + 1.0)
+        r = find_dest(d.status(), dest_text(srv.port))
+        first = r["oldest_inflight_ms"]
+        time.sleep(1.0)
+        r2 = find_dest(d.status(), dest_text(srv.port))
+        srv.release()
+        res = cli.result()
+        st = self.settled(d, srv.port)
+        end = find_dest(st, dest_text(srv.port))
+        print("\n  [%s] grpc TLS hang: oldest %.0f ms then %.0f ms, inflight %d; bursts %d of %d calls"
+              % (BACKEND or "auto", first, r2["oldest_inflight_ms"], r2["inflight"], end["burst_calls"],
+                 end["calls"]), end="")
+        self.assertEqual((r["multiplexed_conns"], r["streams"], r["h2_conns"]), (1, 0, 0), r)
+        self.assertGreaterEqual(r["inflight"], 1, r)
+        self.assertGreater(first, SLOW_CALL * 1000, r)
+        self.assertGreater(r2["oldest_inflight_ms"], first + 500, (r, r2))
+        self.assertEqual(end["burst_calls"], end["calls"], end)
+        self.assertLessEqual(end["calls"], res["ok"], (end, res))
 
 
 class H2WireTest(H2Case):
