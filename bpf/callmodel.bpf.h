@@ -215,6 +215,30 @@ static __always_inline void syn_data_call(const struct sock *sk)
 }
 
 /*
+ * A multiplexed TLS connection's bursts (DW_TLS_SMALL): a request sent while
+ * a burst is outstanding is noted, and when the burst ends at an answer
+ * (which may be to an earlier request), the next burst starts at that
+ * send. Requests sent during a burst are never left unwatched, so a hang
+ * after them stays visible.
+ */
+static __always_inline void tls_note_send(struct dw_conn *conn, __u64 now, __u32 len)
+{
+	if (conn->tls && conn->multiplexed && conn->call_start_ns && len > DW_TLS_SMALL && !conn->tls_next_ns)
+		conn->tls_next_ns = now;
+}
+
+static __always_inline void tls_next_burst(struct dw_conn *conn)
+{
+	__u64 start = conn->tls_next_ns;
+
+	if (!start)
+		return;
+	conn->tls_next_ns = 0;
+	if (!*(volatile __u32 *)&conn->closed)
+		call_begin(conn, start, 0, 0);
+}
+
+/*
  * A send begins on sk (tcp_sendmsg_locked): the socket is locked and none
  * of its bytes are queued yet, so no answer can be processed before this.
  * Its bytes (msg) go to the stream layer first, where the connection is or
@@ -230,8 +254,14 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 		inbound_answer(sk, conn, 0);
 		return;
 	}
-	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns ||
-	    !can_be_answered(sk, DW_SK_BTF))
+	if (conn->role != DW_ROLE_OUTBOUND)
+		return;
+	if (conn->call_start_ns) {
+		if (conn->tls)
+			tls_note_send(conn, bpf_ktime_get_ns(), msg ? msg->msg_iter.count : 0);
+		return;
+	}
+	if (!can_be_answered(sk, DW_SK_BTF))
 		return;
 	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
 	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0,
@@ -262,8 +292,13 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 		inbound_answer(sk, conn, began_ns);
 		return;
 	}
-	if (conn->role != DW_ROLE_OUTBOUND || conn->call_start_ns)
+	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
+	if (conn->call_start_ns) {
+		if (conn->tls)
+			tls_note_send(conn, began_ns ? began_ns : bpf_ktime_get_ns(), ret);
+		return;
+	}
 	if (via == DW_SK_PROBED ? !began_ns : !can_be_answered(sk, via))
 		return;
 	if (!began_ns) {
@@ -290,6 +325,7 @@ static __always_inline __u32 rx_new(const struct sock *sk, struct dw_conn *conn)
 static __always_inline void dw_on_data(const struct sock *sk)
 {
 	struct dw_conn *conn = conn_of(sk);
+	__u32 rx_len;
 
 	if (!conn || h2_took(conn))
 		return;
@@ -300,8 +336,12 @@ static __always_inline void dw_on_data(const struct sock *sk)
 			request_begin(sk, conn, rx_time(sk, conn->last_ns), DW_SK_BTF);
 		return;
 	}
-	if (conn->call_start_ns && call_answered(sk, conn, DW_SK_BTF, rx_new(sk, conn)))
+	/* measured at every arrival, outstanding call or not: the bytes of this one alone */
+	rx_len = rx_new(sk, conn);
+	if (conn->call_start_ns && call_answered(sk, conn, DW_SK_BTF, rx_len)) {
 		call_complete(conn, rx_time(sk, conn->call_start_ns));
+		tls_next_burst(conn);
+	}
 }
 
 /* Errors that say the dependency or the path failed, not the caller's own use of the socket. */
@@ -369,8 +409,10 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 		return;
 	if (ret > 0) {
 		/* with sk_data_ready traced, data that did not end the call there does not here */
-		if (!*(volatile __u32 *)&dw_data_ready_on && call_answered(sk, conn, via, ret))
+		if (!*(volatile __u32 *)&dw_data_ready_on && call_answered(sk, conn, via, ret)) {
 			call_complete(conn, bpf_ktime_get_ns());
+			tls_next_burst(conn);
+		}
 		return;
 	}
 	/* 0 is end of file only once the peer shut down; recv(fd, buf, 0) also returns 0 */

@@ -339,6 +339,7 @@ struct dw_conn {
 	__u8 tls;			/* its first bytes were a TLS hello (bpf/tls.h) */
 	__u8 pad[2];
 	__u32 rx_mark;			/* multiplexed TLS, sock backend: rcv_nxt at the last data_ready */
+	__u64 tls_next_ns;		/* multiplexed TLS: a request sent during the burst, the next burst's start */
 };
 
 /*

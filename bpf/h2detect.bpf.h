@@ -10,6 +10,7 @@
 #define DEPWATCH_H2DETECT_BPF_H
 
 #include "h2conn.bpf.h"
+#include "tls.h"
 
 /* TLS hellos (bpf/tls.h) are read from an event's first piece: user memory, or the skb. */
 struct tls_src {
@@ -28,10 +29,46 @@ static __always_inline int tls_read(const struct tls_src *t, __u32 off, __u8 *ds
 	return bpf_probe_read_user(dst, n, (const void *)(t->at + off)) ? -1 : 0;
 }
 
-/* the walk of a hello from the skb and from user memory: two programs, one constant each */
-#define DW_TLS_READ(src, off, dst, n) \
-	tls_read((const struct tls_src *)(src), (off), (dst), (n), ((const struct tls_src *)(src))->skb != 0)
-#include "tls.h"
+/* A hello's scan, one read a step (bpf_loop's context). */
+struct tls_walk {
+	const struct tls_src *t;
+	struct dw_tls_scan s;
+};
+
+static __always_inline long tls_step(struct tls_walk *w, bool from_skb)
+{
+	__u32 off, n;
+	__u8 b[16];
+
+	if (!dw_tls_need(&w->s, &off, &n))
+		return 1;
+	/* at most 8: the mask tells the verifier */
+	n &= 15;
+	if (tls_read(w->t, off, b, n, from_skb))
+		return 1;
+	dw_tls_took(&w->s, b);
+	return 0;
+}
+
+static long tls_step_user(__u32 i, void *ctx)
+{
+	return tls_step(ctx, false);
+}
+
+static long tls_step_skb(__u32 i, void *ctx)
+{
+	return tls_step(ctx, true);
+}
+
+/* What a hello offers or chose (tls.h), read step by step from where it is. */
+static __always_inline __u32 tls_alpn(const struct tls_src *t, bool from_skb)
+{
+	struct tls_walk w = { .t = t };
+
+	dw_tls_start(&w.s, t->len);
+	bpf_loop(DW_TLS_MAX_STEPS, from_skb ? tls_step_skb : tls_step_user, &w, 0);
+	return w.s.found;
+}
 
 /* The first (up to 9) bytes of an event, into buf (16 bytes); how many. */
 static __always_inline __u32 first_bytes(const struct h2_bytes *b, struct bpf_dynptr *skb, __u8 *buf,
@@ -164,7 +201,7 @@ static __always_inline void tls_first(struct dw_conn *conn, const struct h2_byte
 	__u32 alpn;
 
 	tls_src_of(b, skb, &t, from_skb);
-	alpn = dw_tls_alpn(&t, t.len);
+	alpn = tls_alpn(&t, from_skb);
 	conn->h2 = DW_H2_NEVER;
 	if (!alpn)
 		return;

@@ -11,21 +11,18 @@
  * 1.3 may end up on either; the transport model's overlap test decides
  * (bpf/call.bpf.h).
  *
- * Pure (dwcompat.h): the bytes are read through DW_TLS_READ(src, off, dst,
- * n), which the includer defines (0: read, else: not there) before it
- * includes this header: a probe read of user memory or an skb in the BPF
- * object, a bounded copy in tests/unit/test_tls.c.
+ * Pure (dwcompat.h), and like the frame walker (h2.h) it reads nothing
+ * itself: a scan says which bytes of the hello it needs next (offset and
+ * length, dw_tls_need), the caller reads them wherever they are (user
+ * memory, an skb) and hands them over (dw_tls_took). Built into the BPF
+ * object and, on the host, into tests/unit/test_tls.c.
  */
 #ifndef DEPWATCH_TLS_H
 #define DEPWATCH_TLS_H
 
 #include "depwatch.h"
 
-#ifndef DW_TLS_READ
-#error "define DW_TLS_READ(src, off, dst, n) before including tls.h"
-#endif
-
-/* What a hello offers, or a ServerHello chose (dw_tls_alpn). */
+/* What a hello offers, or a ServerHello chose (struct dw_tls_scan.found). */
 #define DW_ALPN_HELLO 1		/* it is a ClientHello or a ServerHello */
 #define DW_ALPN_H2 2		/* h2 */
 #define DW_ALPN_HTTP1 4		/* http/1.1 */
@@ -33,93 +30,178 @@
 /* DW_TLS_SMALL, what a multiplexed TLS connection's control frames are: bpf/depwatch.h */
 #define DW_TLS_MAX_EXTS 32
 #define DW_TLS_MAX_PROTOS 8
+/* reads a scan takes at the most: the hello's 5 fields, every extension, every protocol twice */
+#define DW_TLS_MAX_STEPS (5 + DW_TLS_MAX_EXTS + 1 + 2 * DW_TLS_MAX_PROTOS)
+
+enum dw_tls_stage {
+	DW_TLS_HEADER,		/* record and handshake header: 6 bytes at 0 */
+	DW_TLS_SESSION,		/* the session id's length */
+	DW_TLS_SUITES,		/* the cipher suites' length (a ClientHello) */
+	DW_TLS_COMPRESSION,	/* the compression methods' length (a ClientHello) */
+	DW_TLS_EXTS_LEN,	/* the extensions' length */
+	DW_TLS_EXT,		/* an extension's type and length */
+	DW_TLS_ALPN_LEN,	/* the ALPN list's length */
+	DW_TLS_PROTO_LEN,	/* a protocol name's length */
+	DW_TLS_PROTO,		/* a protocol name */
+	DW_TLS_DONE,
+};
+
+/* A scan of one hello: where it stands, and what it found (DW_ALPN_*). */
+struct dw_tls_scan {
+	__u32 len;	/* bytes of the hello there are (the event's) */
+	__u32 off;	/* the next field's offset */
+	__u32 end;	/* where what is being read ends: the record, the extensions, the list */
+	__u32 plen;	/* DW_TLS_PROTO: the name's length */
+	__u8 stage;	/* enum dw_tls_stage */
+	__u8 server;	/* a ServerHello */
+	__u8 count;	/* extensions, then protocols, read so far */
+	__u8 found;	/* DW_ALPN_* */
+};
+
+static __always_inline void dw_tls_start(struct dw_tls_scan *s, __u32 len)
+{
+	__builtin_memset(s, 0, sizeof(*s));
+	s->len = len;
+}
 
 static __always_inline __u32 dw_tls_u16(const __u8 *b)
 {
 	return (__u32)b[0] << 8 | b[1];
 }
 
-/* The ALPN extension's body at off (elen bytes): which protocols it lists. */
-static __always_inline __u32 dw_tls_protos(const void *src, __u32 off, __u32 end)
+static __always_inline __u32 dw_tls_min(__u32 a, __u32 b)
 {
-	__u32 found = 0;
-	__u8 b[8];
-
-	if (off + 2 > end || DW_TLS_READ(src, off, b, 2))
-		return 0;
-	off += 2;
-	for (int i = 0; i < DW_TLS_MAX_PROTOS && off < end; i++) {
-		__u32 plen;
-
-		if (DW_TLS_READ(src, off, b, 1))
-			break;
-		plen = b[0];
-		off++;
-		if (off + plen > end)
-			break;
-		if (plen == 2 && !DW_TLS_READ(src, off, b, 2) && b[0] == 'h' && b[1] == '2')
-			found |= DW_ALPN_H2;
-		if (plen == 8 && !DW_TLS_READ(src, off, b, 8) && b[0] == 'h' && b[1] == 't' &&
-		    b[2] == 't' && b[3] == 'p' && b[4] == '/' && b[5] == '1' && b[6] == '.' && b[7] == '1')
-			found |= DW_ALPN_HTTP1;
-		off += plen;
-	}
-	return found;
+	return a < b ? a : b;
 }
 
 /*
- * What the first len bytes of a connection offer, if they are a TLS
- * ClientHello (or chose, if they are a ServerHello): DW_ALPN_* bits, 0 if
- * they are neither. Only the first record is read, and only as much of it
- * as the event holds.
+ * The next bytes the scan needs: *n (1 to 8) at *off; 0 when it is done
+ * (s->found says what it found). Nothing past the event's bytes is asked.
  */
-static __always_inline __u32 dw_tls_alpn(const void *src, __u32 len)
+static __always_inline int dw_tls_need(struct dw_tls_scan *s, __u32 *off, __u32 *n)
 {
-	__u32 off, end;
-	bool server;
-	__u8 b[6];
-
-	/* a handshake record (0x16, version 3.x), a ClientHello (1) or ServerHello (2) */
-	if (len < 48 || DW_TLS_READ(src, 0, b, 6) || b[0] != 0x16 || b[1] != 3 ||
-	    (b[5] != 1 && b[5] != 2))
+	switch (s->stage) {
+	case DW_TLS_HEADER:
+		*n = 6;
+		break;
+	case DW_TLS_SESSION:
+	case DW_TLS_COMPRESSION:
+	case DW_TLS_PROTO_LEN:
+		*n = 1;
+		break;
+	case DW_TLS_SUITES:
+	case DW_TLS_EXTS_LEN:
+	case DW_TLS_ALPN_LEN:
+		*n = 2;
+		break;
+	case DW_TLS_EXT:
+		*n = 4;
+		break;
+	case DW_TLS_PROTO:
+		*n = s->plen;
+		break;
+	default:
 		return 0;
-	server = b[5] == 2;
-	end = 5 + dw_tls_u16(b + 3);
-	if (end > len)
-		end = len;
-	/* record header 5, handshake header 4, version 2, random 32: the session id's length */
-	off = 43;
-	if (DW_TLS_READ(src, off, b, 1))
-		return DW_ALPN_HELLO;
-	off += 1 + b[0];
-	if (server) {
-		off += 3;	/* the cipher suite and compression method chosen */
-	} else {
-		if (DW_TLS_READ(src, off, b, 2))
-			return DW_ALPN_HELLO;
-		off += 2 + dw_tls_u16(b);	/* cipher suites */
-		if (DW_TLS_READ(src, off, b, 1))
-			return DW_ALPN_HELLO;
-		off += 1 + b[0];		/* compression methods */
 	}
-	if (DW_TLS_READ(src, off, b, 2))
-		return DW_ALPN_HELLO;
-	if (off + 2 + dw_tls_u16(b) < end)
-		end = off + 2 + dw_tls_u16(b);
-	off += 2;
-	for (int i = 0; i < DW_TLS_MAX_EXTS && off + 4 <= end; i++) {
-		__u32 type, elen;
+	*off = s->off;
+	if (s->off > s->len || *n > s->len - s->off || *n > 8) {
+		s->stage = DW_TLS_DONE;
+		return 0;
+	}
+	return 1;
+}
 
-		if (DW_TLS_READ(src, off, b, 4))
-			break;
-		type = dw_tls_u16(b);
-		elen = dw_tls_u16(b + 2);
-		if (type == 16)
-			return DW_ALPN_HELLO |
-			       dw_tls_protos(src, off + 4, off + 4 + elen < end ? off + 4 + elen : end);
-		off += 4 + elen;
+/* The protocol name the scan asked for, in b. */
+static __always_inline void dw_tls_proto(struct dw_tls_scan *s, const __u8 *b)
+{
+	if (s->plen == 2 && b[0] == 'h' && b[1] == '2')
+		s->found |= DW_ALPN_H2;
+	if (s->plen == 8 && b[0] == 'h' && b[1] == 't' && b[2] == 't' && b[3] == 'p' && b[4] == '/' &&
+	    b[5] == '1' && b[6] == '.' && b[7] == '1')
+		s->found |= DW_ALPN_HTTP1;
+	s->off += s->plen;
+	s->stage = DW_TLS_PROTO_LEN;
+}
+
+/* An extension's type and length in b: ALPN's body is read, any other passed over. */
+static __always_inline void dw_tls_ext(struct dw_tls_scan *s, const __u8 *b)
+{
+	__u32 elen = dw_tls_u16(b + 2);
+
+	s->off += 4;
+	if (dw_tls_u16(b) != 16) {
+		s->off += elen;
+		s->stage = ++s->count < DW_TLS_MAX_EXTS && s->off + 4 <= s->end ? DW_TLS_EXT : DW_TLS_DONE;
+		return;
 	}
-	return DW_ALPN_HELLO;
+	s->end = dw_tls_min(s->off + elen, s->end);
+	s->count = 0;
+	s->stage = DW_TLS_ALPN_LEN;
+}
+
+/* The bytes the scan asked for (dw_tls_need), in b. */
+static __always_inline void dw_tls_took(struct dw_tls_scan *s, const __u8 *b)
+{
+	switch (s->stage) {
+	case DW_TLS_HEADER:
+		/* a handshake record (0x16, version 3.x), a ClientHello (1) or ServerHello (2) */
+		if (b[0] != 0x16 || b[1] != 3 || (b[5] != 1 && b[5] != 2) || s->len < 48) {
+			s->stage = DW_TLS_DONE;
+			return;
+		}
+		s->found = DW_ALPN_HELLO;
+		s->server = b[5] == 2;
+		s->end = dw_tls_min(5 + dw_tls_u16(b + 3), s->len);
+		/* record header 5, handshake header 4, version 2, random 32 */
+		s->off = 43;
+		s->stage = DW_TLS_SESSION;
+		return;
+	case DW_TLS_SESSION:
+		/* a ServerHello then has the chosen cipher suite and compression method */
+		s->off += 1 + b[0] + (s->server ? 3 : 0);
+		s->stage = s->server ? DW_TLS_EXTS_LEN : DW_TLS_SUITES;
+		return;
+	case DW_TLS_SUITES:
+		s->off += 2 + dw_tls_u16(b);
+		s->stage = DW_TLS_COMPRESSION;
+		return;
+	case DW_TLS_COMPRESSION:
+		s->off += 1 + b[0];
+		s->stage = DW_TLS_EXTS_LEN;
+		return;
+	case DW_TLS_EXTS_LEN:
+		s->end = dw_tls_min(s->off + 2 + dw_tls_u16(b), s->end);
+		s->off += 2;
+		s->stage = s->off + 4 <= s->end ? DW_TLS_EXT : DW_TLS_DONE;
+		return;
+	case DW_TLS_EXT:
+		dw_tls_ext(s, b);
+		return;
+	case DW_TLS_ALPN_LEN:
+		s->off += 2;
+		s->stage = s->off < s->end ? DW_TLS_PROTO_LEN : DW_TLS_DONE;
+		return;
+	case DW_TLS_PROTO_LEN:
+		s->plen = b[0];
+		s->off++;
+		if (s->off + s->plen > s->end || ++s->count > DW_TLS_MAX_PROTOS) {
+			s->stage = DW_TLS_DONE;
+			return;
+		}
+		/* only h2 and http/1.1 matter: other names are passed over unread */
+		if (s->plen == 2 || s->plen == 8) {
+			s->stage = DW_TLS_PROTO;
+			return;
+		}
+		s->off += s->plen;
+		s->stage = s->off < s->end ? DW_TLS_PROTO_LEN : DW_TLS_DONE;
+		return;
+	case DW_TLS_PROTO:
+		dw_tls_proto(s, b);
+		if (s->off >= s->end)
+			s->stage = DW_TLS_DONE;
+		return;
+	}
 }
 
 /*
