@@ -12,6 +12,60 @@
 
 #include "maps.bpf.h"
 
+enum dw_role {
+	DW_ROLE_NONE = 0,
+	DW_ROLE_OUTBOUND = 1,	/* this host called connect() */
+	DW_ROLE_INBOUND = 2,	/* accepted from a listener: calls are requests this host answers */
+};
+
+/*
+ * Whether a connection's calls are HTTP/2 streams (bpf/streams.bpf.h).
+ * Connections open before the start are never looked at (their first
+ * bytes went by); a new one is, once per direction.
+ */
+enum dw_h2_state {
+	DW_H2_UNKNOWN = 0,	/* no first bytes looked at yet: today's model so far */
+	DW_H2_NEVER = 1,	/* not cleartext HTTP/2: today's model */
+	DW_H2_MAYBE = 2,	/* one direction's first bytes are HTTP/2's, the client's preface not whole yet */
+	DW_H2_ON = 3,		/* h2c: a call per stream */
+	DW_H2_LOST = 4,		/* h2c whose frames the parser lost step in: today's model, multiplexed */
+	DW_H2_TLS = 5,		/* TLS: today's model; the server's hello still to be read (TLS 1.2's ALPN) */
+};
+
+/* dw_conn.h2_seen: a direction's first bytes looked at; a first read still to look at (sock backend) */
+#define DW_H2_SEEN_TX 1
+#define DW_H2_SEEN_RX 2
+#define DW_H2_RX_PENDING 4
+
+/* Socket-local state (SK_STORAGE): lives and dies with the socket. */
+struct dw_conn {
+	struct dw_dest_key dest;	/* its peer (the overflow key if no slot was left for it) */
+	__u32 slot;			/* its row in dest_stats, dest_details and slot_cfg (DW_SLOT_OVERFLOW: none left) */
+	__u32 pend;			/* its entry in the pending table + 1; 0: none (table full) */
+	__u64 call_start_ns;		/* 0: no call outstanding */
+	__u64 connect_start_ns;		/* 0: not connecting */
+	__u64 last_ns;			/* its newest event: adoption or a call's end (CLOCK_MONOTONIC) */
+	__u32 req_seq;			/* outbound: TCP sequence number of the outstanding call's first byte */
+	__u32 rcv_seq;			/* outbound, syscalls backend: rcv_nxt when the outstanding call's send began */
+	__u32 closed;			/* 1 once nothing can answer: TCP_CLOSE, or outbound the peer's FIN */
+	__u32 sender_tid;		/* outbound: the thread that sent the outstanding call (0: unknown) */
+	__u32 sender_nvcsw;		/* its voluntary context switches then (low 32 bits): did it wait since */
+	__u8 role;			/* enum dw_role */
+	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
+	__u8 process_noted;		/* inbound: its first request's process went to the row */
+	__u8 multiplexed;		/* seen carrying overlapping requests: its calls are burst timings */
+	__u8 goodbye;			/* inbound: the client closed right behind the outstanding request */
+	__u8 overlaps;			/* outbound: data seen that the peer sent before it had the request */
+	__u8 abort_failed;		/* bpf_sock_destroy() refused it once: the abort iterator leaves it alone */
+	__u8 h2;			/* enum dw_h2_state: whether its calls are HTTP/2 streams */
+	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
+	__u8 h2_seen;			/* DW_H2_SEEN_* bits: which directions' first bytes were looked at */
+	__u8 tls;			/* its first bytes were a TLS hello (bpf/tls.h) */
+	__u8 pad[2];
+	__u32 rx_mark;			/* multiplexed TLS, sock backend: rcv_nxt at the last data_ready */
+	__u64 tls_next_ns;		/* multiplexed TLS: a request sent during the burst, the next burst's start */
+};
+
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */
 #define AF_INET 2
 #define AF_INET6 10
