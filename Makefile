@@ -242,6 +242,12 @@ $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@
 
+# A unix socket pair's 1-byte write and read in a loop (issue 23): what the receive-copy hook
+# costs reads depwatch does not watch. Not in make bench: bench/RESULTS.md says how it was run.
+$(OUT)/copyloop: bench/copyloop.c | $(OUT)
+	$(call msg,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS) -O2 $< -o $@
+
 # The floor (issue 17): trivial programs on depwatch's hooks and their loader.
 $(OUT)/floor.bpf.o: bench/floor.bpf.c $(OUT)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)
@@ -267,7 +273,7 @@ bench-before: | $(OUT)
 	$(Q)bash bench/build-before.sh $(BEFORE_REV) $(OUT)/depwatch-before
 
 # An experiment variant for the same arm (BEFORE=$(OUT)/depwatch-$(VARIANT)): this commit with
-# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend, nostack, nocount, nocallers, noclock, nosender, noretry, bare; issue 23: noh2; bench/README.md), built likewise.
+# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend, nostack, nocount, nocallers, noclock, nosender, noretry, bare; issue 23: noh2, sysone, syssmall; bench/README.md), built likewise.
 VARIANT ?= percpu
 .PHONY: bench-variant
 bench-variant: | $(OUT)
