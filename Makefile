@@ -234,13 +234,19 @@ uninstall:
 # --- Benchmark (bench/): overhead A/F/B/H/S/C (baseline, the floor of issue 17, depwatch, depwatch
 # with its daemon stopped, the syscalls backend, bpftrace peer), decision
 # speed, the daemon's cost at 1 000 x 10 000 and 10 000 x 50 000, connection churn (issue 13),
-# and with BEFORE=old-binary an arm for the old build (bench-before below). Not part of
+# HTTP/2 (issue 23: h2load -m 10 against nghttpd, H2=0 to skip), and with BEFORE=old-binary an arm for the old build (bench-before below). Not part of
 # `make test`. `make bench` needs root and takes about 20 minutes (up to 30 on a busy machine); it
 # prints Markdown tables and writes bench/RESULTS.md. `BENCH_QUICK=1 make bench`: a
 # smoke run of a few minutes, written to $(OUT)/bench-quick.md. Knobs: bench/run.sh.
 $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@
+
+# A unix socket pair's 1-byte write and read in a loop (issue 23): what the receive-copy hook
+# costs reads depwatch does not watch. Not in make bench: bench/RESULTS.md says how it was run.
+$(OUT)/copyloop: bench/copyloop.c | $(OUT)
+	$(call msg,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS) -O2 $< -o $@
 
 # The floor (issue 17): trivial programs on depwatch's hooks and their loader.
 $(OUT)/floor.bpf.o: bench/floor.bpf.c $(OUT)/vmlinux.h | $(OUT)
@@ -267,7 +273,7 @@ bench-before: | $(OUT)
 	$(Q)bash bench/build-before.sh $(BEFORE_REV) $(OUT)/depwatch-before
 
 # An experiment variant for the same arm (BEFORE=$(OUT)/depwatch-$(VARIANT)): this commit with
-# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend, nostack, nocount, nocallers, noclock, nosender, noretry, bare; bench/README.md), built likewise.
+# bench/variants/$(VARIANT).patch applied (issue 17: percpu, nopend, nostack, nocount, nocallers, noclock, nosender, noretry, bare; issue 23: noh2, sysone, syssmall; bench/README.md), built likewise.
 VARIANT ?= percpu
 .PHONY: bench-variant
 bench-variant: | $(OUT)

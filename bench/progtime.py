@@ -4,9 +4,10 @@ BPF run time per call of several builds, interleaved: the quick way to see
 what one change to the programs costs, without make bench's throughput arms.
 
     sudo python3 bench/progtime.py [--rounds 6] [--threads 1] [--split]
-        LABEL=BINARY ...
+        [--backend sock|syscalls] LABEL=BINARY ...
 
-Each round starts each arm in turn (`BINARY run --backend sock`, or, for a
+Each round starts each arm in turn (`BINARY run --backend sock`, --backend
+syscalls with that option, or, for a
 binary named `floor`, the floor loader), turns kernel.bpf_stats_enabled on,
 runs one `pingpong --pin` of --seconds (--churn: a connection per call), and takes the deltas of its programs'
 run_time_ns and run_cnt. A program's figure is its run time over pingpong's
@@ -39,13 +40,13 @@ def snapshot(ids):
             for p in bpfprogs.loaded() if p["id"] in ids}
 
 
-def start(label, binary):
+def start(label, binary, backend):
     path = f"/tmp/progtime-{label}.log"
     # the child's own open file: a shared one would share the offset our reads move
     log = open(path, "a")
     log.truncate(0)
     floor = os.path.basename(binary) == "floor"
-    argv = [binary] if floor else [binary, "run", "--backend", "sock",
+    argv = [binary] if floor else [binary, "run", "--backend", backend,
                                    "--pin-dir", f"/sys/fs/bpf/progtime-{label}",
                                    "--run-dir", f"/run/progtime-{label}"]
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
@@ -70,7 +71,7 @@ def stop(proc):
 
 
 def one_run(args, label, binary):
-    proc = start(label, binary)
+    proc = start(label, binary, args.backend)
     try:
         ids = bpfprogs.prog_ids(proc.pid)
         subprocess.run(["sysctl", "-q", "-w", "kernel.bpf_stats_enabled=1"], check=True)
@@ -103,6 +104,7 @@ def report(args, arms, runs):
     first = arms[0][0]
     base = statistics.median(sum(v[0] for v in per.values()) for per, _ in runs[first])
     print(f"\n{args.size} B x {args.threads} thread(s){', split' if args.split else ''}{', churn' if args.churn else ''}, "
+          f"{args.backend} backend, "
           f"{args.rounds} rounds of {args.seconds} s; ns of BPF run time per call, "
           f"median (min–max of rounds); per program: ns per invocation x invocations per call\n")
     print(f"| arm | per call | vs {first} | programs | other dw_ programs |")
@@ -117,6 +119,25 @@ def report(args, arms, runs):
             cells.append(f"{n} {statistics.median(inv):.0f}×{cnt:.2f}")
         print(f"| {label} | {spread(totals)} | {statistics.median(totals) - base:+.0f} | "
               f"{', '.join(cells)} | {max(o for _, o in runs[label])} |")
+    # every program that ran, rare ones too (dw_set_state: connects and closes), per arm
+    names = []
+    for label, _ in arms:
+        names += sorted({n for per, _ in runs[label] for n in per} - set(names))
+    print("\nPer program: ns per invocation, median (min–max of rounds); invocations per call "
+          "(median), or in all over the rounds when under 0.05 per call\n")
+    print("| program | " + " | ".join(label for label, _ in arms) + " |")
+    print("|---|" + "---:|" * len(arms))
+    for n in names:
+        cells = []
+        for label, _ in arms:
+            inv = [per[n][1] for per, _ in runs[label] if n in per]
+            if not inv:
+                cells.append("—")
+                continue
+            cnt = statistics.median(per[n][2] for per, _ in runs[label] if n in per)
+            times = f"{cnt:.2f}/call" if cnt >= 0.05 else "rare"
+            cells.append(f"{spread(inv)} ({times})")
+        print(f"| {n} | " + " | ".join(cells) + " |")
 
 
 def main():
@@ -128,6 +149,8 @@ def main():
     ap.add_argument("--split", action="store_true", help="a destination per thread")
     ap.add_argument("--churn", action="store_true",
                     help="a connection per call (figures per connection)")
+    ap.add_argument("--backend", default="sock", choices=("sock", "syscalls"),
+                    help="the daemons' backend (the floor has only the sock backend's hooks)")
     ap.add_argument("--pingpong", default=os.path.join(ROOT, "build-bench", "pingpong"))
     ap.add_argument("arms", nargs="+", metavar="LABEL=BINARY")
     args = ap.parse_args()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's raw files into the Markdown report (stdout).
 
-usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST [DD]]
+usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST [DD [H2 H2STATS]]]
   RUNS    lines "workload size threads pair mode foreign calls seconds calls_per_s p50_us p99_us
           cpu_us": workload pingpong, split (pingpong --split: a destination per thread) or
           churn (a connection per call); mode A (baseline), F (the floor: bench/floor.bpf.c),
@@ -14,6 +14,10 @@ usage: report.py RUNS STATS DECIDE SCALE [DECIDE_FAST [DD]]
   SCALE   bench/scale.py --out's JSON (empty file: not run)
   DECIDE_FAST  the same as DECIDE, from trials with --interval 50ms (optional)
   DD      lines "pair mode foreign seconds": dd bs=64 /dev/zero -> /dev/null (optional)
+  H2      lines "pair mode foreign req_per_s done succeeded failed mean_us cpu_us_per_req": h2load
+          against nghttpd (issue 23; optional)
+  H2STATS lines "mode prog run_time_ns run_cnt streams foreign run counted" (deltas over one
+          h2load run with kernel.bpf_stats_enabled=1; counted: depwatch's streams, "out/in")
 Metadata comes from the environment (see run.sh).
 """
 import json
@@ -646,10 +650,113 @@ def dd_table(dd):
     return out
 
 
-def cleanliness(runs, stats, dec, scale, fast):
+def load_h2(path):
+    """{mode: {pair: (req_per_s, done, succeeded, failed, mean_us, cpu_us_per_req, foreign)}}"""
+    res = {m: {} for m in MODES}
+    if not path:
+        return res
+    for pair, mode, foreign, rps, done, ok, failed, mean, cpu in read_rows(path):
+        res[mode][int(pair)] = (float(rps), int(done), int(ok), int(failed), float(mean), float(cpu),
+                                int(foreign))
+    return res
+
+
+def load_h2_stats(path):
+    """{mode: {"progs": [names], "cell": {name: [ns, cnt]}, "runs": {run: [ns, streams]},
+    "counted": [(run, h2load's, depwatch's)], "foreign": n}}"""
+    res = OrderedDict()
+    if not path:
+        return res
+    for mode, name, ns, cnt, streams, foreign, run, counted in read_rows(path):
+        m = res.setdefault(mode, {"progs": [], "cell": {}, "runs": {}, "counted": {}, "foreign": 0})
+        if name not in m["progs"]:
+            m["progs"].append(name)
+        c = m["cell"].setdefault(name, [0, 0])
+        c[0] += int(ns)
+        c[1] += int(cnt)
+        r = m["runs"].setdefault(int(run), [0, int(streams)])
+        r[0] += int(ns)
+        m["counted"][int(run)] = (int(streams), counted)
+        m["foreign"] = max(m["foreign"], int(foreign))
+    return res
+
+
+def h2_table(h2):
+    """Throughput of the HTTP/2 arm: per arm, requests/s and the ratio to the same rounds' baseline."""
+    modes = [m for m in MODES if h2[m]]
+    if "A" not in modes:
+        return ["(not run)"]
+    out = ["| arm | rounds | requests/s, median (min–max) | / baseline, median (min–max of rounds) "
+           "| mean request time µs | CPU µs per request (h2load + nghttpd) | / baseline | failed requests "
+           "| runs with other dw_ programs |",
+           "|---|---:|---|---|---:|---:|---|---:|---:|"]
+    for m in modes:
+        runs = h2[m]
+        rps = [r[0] for r in runs.values()]
+        pairs = sorted(set(h2["A"]) & set(runs))
+        ratio = cpu = "—"
+        if m != "A" and pairs:
+            rr = [runs[p][0] / h2["A"][p][0] for p in pairs if h2["A"][p][0] > 0]
+            r = median(runs[p][0] for p in pairs) / median(h2["A"][p][0] for p in pairs)
+            ratio = f"{r:.3f} ({min(rr):.3f}–{max(rr):.3f})"
+            cr = [runs[p][5] / h2["A"][p][5] for p in pairs if h2["A"][p][5] > 0]
+            c = median(runs[p][5] for p in pairs) / median(h2["A"][p][5] for p in pairs)
+            cpu = f"{c:.3f} ({min(cr):.3f}–{max(cr):.3f})"
+        out.append(f"| {MODES[m]} | {len(runs)} | {fmt_rate(median(rps))} ({fmt_rate(min(rps))}–"
+                   f"{fmt_rate(max(rps))}) | {ratio} | {median(r[4] for r in runs.values()):.0f} "
+                   f"| {median(r[5] for r in runs.values()):.2f} | {cpu} "
+                   f"| {sum(r[3] for r in runs.values())} | {sum(1 for r in runs.values() if r[6])} |")
+    return out
+
+
+def h2_stats_table(h2s):
+    """Per program and arm: ns per invocation and invocations per stream; all programs per stream."""
+    modes = [m for m in ("B", "P", "S") if m in h2s]
+    if not modes:
+        return ["(not run)"]
+    names = []
+    for m in modes:
+        names += [n for n in h2s[m]["progs"] if n not in names]
+    out = ["| program | " + " | ".join(f"{MODES[m]}: ns / invocation (per stream) | ns per stream"
+                                      for m in modes) + " |",
+           "|---|" + "---:|---:|" * len(modes)]
+    streams = {m: sum(r[1] for r in h2s[m]["runs"].values()) for m in modes}
+    for name in names:
+        if not any(h2s[m]["cell"].get(name, (0, 0))[1] for m in modes):
+            continue  # attached, never ran (dw_abort, dw_enforce6, ...)
+        cells = []
+        for m in modes:
+            t, c = h2s[m]["cell"].get(name, (0, 0))
+            if not c:
+                cells += ["—", "—"]
+                continue
+            per = c / streams[m] if streams[m] else 0
+            cells += [f"{t / c:.0f} ({per:.2f})" if per >= 0.005 else f"{t / c:.0f} ({c} runs)",
+                      f"{t / streams[m]:.0f}" if streams[m] else "—"]
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    total, each, counted, fgn = [], [], [], []
+    for m in modes:
+        t = sum(c[0] for c in h2s[m]["cell"].values())
+        total += ["", f"**{t / streams[m]:.0f}**" if streams[m] else "—"]
+        per = [ns / n for ns, n in h2s[m]["runs"].values() if n]
+        each += ["", spread(per, "{:.0f}") + f" ({len(per)})" if per else "—"]
+        counted += ["", "; ".join(f"{n} / {c}" for n, c in h2s[m]["counted"].values())]
+        fgn += ["", str(h2s[m]["foreign"])]
+    out.append("| **all programs, ns per stream** | " + " | ".join(total) + " |")
+    out.append("| all programs per stream: each statistics run, median (min–max) (runs) | "
+               + " | ".join(each) + " |")
+    out.append("| streams: h2load's completed / depwatch's counted (outbound / inbound) | "
+               + " | ".join(counted) + " |")
+    out.append("| other dw_ programs attached | " + " | ".join(fgn) + " |")
+    return out
+
+
+def cleanliness(runs, stats, dec, scale, fast, h2=None, h2s=None):
     """(clean?, sentence)"""
     n_runs = sum(1 for cfg in runs.values() for m in MODES for r in cfg[m].values() if r[3])
+    n_runs += sum(1 for m in (h2 or {}).values() for r in m.values() if r[6])
     n_stats = sum(1 for m in stats.values() for f in m[4].values() if f)
+    n_stats += sum(1 for m in (h2s or {}).values() if m["foreign"])
     n_dec = (decide_summary(dec)[3] if dec else 0) + (decide_summary(fast)[3] if fast else 0)
     n_scale = sum(1 for r in scale_rows(scale) if r.get("foreign_before") or r.get("foreign_after"))
     if not (n_runs or n_stats or n_dec or n_scale):
@@ -657,7 +764,7 @@ def cleanliness(runs, stats, dec, scale, fast):
                       "integration tests) were attached before or after any run, trial or case.")
     return False, (
         f"**Not a clean run**: another loader's dw_ programs (another depwatch, e.g. someone's "
-        f"integration tests) were attached during {n_runs} ping-pong run(s), {n_stats} BPF-statistics "
+        f"integration tests) were attached during {n_runs} ping-pong or h2load run(s), {n_stats} BPF-statistics "
         f"run(s), {n_dec} decision trial(s) and {n_scale} scale case(s); those include its cost and "
         "compete for the 2 CPUs. See the 'other dw_ programs' columns.")
 
@@ -710,7 +817,9 @@ def main():
     scale = read_json(scale_path)
     fast = read_json(sys.argv[5]) if len(sys.argv) > 5 else None
     dd = load_dd(sys.argv[6] if len(sys.argv) > 6 else None)
-    _clean, clean_text = cleanliness(runs, stats, dec, scale, fast)
+    h2 = load_h2(sys.argv[7] if len(sys.argv) > 7 else None)
+    h2s = load_h2_stats(sys.argv[8] if len(sys.argv) > 8 else None)
+    _clean, clean_text = cleanliness(runs, stats, dec, scale, fast, h2, h2s)
     quick = env("BENCH_QUICK", "0") == "1"
     lines = [
         "# depwatch benchmark: overhead, decision speed, scale",
@@ -846,6 +955,40 @@ def main():
         "",
         *dd_table(dd),
         "",
+        "## HTTP/2: h2load against nghttpd, a call per stream (issue 23)",
+        "",
+    ]
+    if any(h2[m] for m in MODES):
+        lines += [
+            f"`{env('H2_VERSION', 'h2load')}`: `h2load -n {env('H2_REQUESTS', '?')} -c "
+            f"{env('H2_CLIENTS', '?')} -m {env('H2_STREAMS', '?')} http://127.0.0.1:PORT/index.html` "
+            "against one `nghttpd --no-tls` (cleartext HTTP/2 with prior knowledge, a 16-byte "
+            "file), both on loopback, one thread each, unpinned, the server started once for the "
+            f"phase (an unmeasured warm-up run first). {env('PAIRS', '?')} rounds, the arms "
+            f"alternating ({', '.join(MODES[m] for m in MODES if h2[m])}), a fresh daemon per run; "
+            "h2load's connections are new each run, so depwatch walks them as h2c and counts a "
+            "call per stream, at both ends (h2load's outbound streams, nghttpd's inbound "
+            "requests). Requests/s is h2load's; a ratio is median / median over the rounds, with "
+            "the min–max of the per-round ratios; CPU per request is h2load's and nghttpd's user "
+            "+ system time (the daemon's not included) over h2load's completed requests.",
+            "",
+            *h2_table(h2),
+            "",
+            f"BPF run time per stream: {env('STATS_RUNS', '1')} more run(s) per arm with "
+            "`kernel.bpf_stats_enabled=1` (not in the table above: the statistics add two clock "
+            "reads per invocation), the arms alternating; every program's run time over the whole "
+            "h2load run (connects and closes included) divided by the streams h2load completed. "
+            "Each stream is traced at both ends, so this is the client's and the server's work "
+            "for one request together. 'Counted' is what the daemon's `status --json` showed "
+            "after the run: the destination's streams and the inbound row's requests (— for a "
+            "build without the stream layer, whose h2c connections are multiplexed bursts).",
+            "",
+            *h2_stats_table(h2s),
+            "",
+        ]
+    else:
+        lines += ["(not run)", ""]
+    lines += [
         "## Decision speed",
         "",
     ]

@@ -44,6 +44,16 @@
 #    Then DD: interleaved A/B/S rounds (and P with BEFORE) of `dd bs=64 count=4M` from /dev/zero to
 #    /dev/null (no socket at all: what each backend costs every other read
 #    and write on the host), wall seconds.
+#    Then H2 (issue 23): interleaved A/B/S rounds (and P with BEFORE) of
+#    `h2load -n H2_REQUESTS -c H2_CLIENTS -m H2_STREAMS` against one `nghttpd
+#    --no-tls` (cleartext HTTP/2 with prior knowledge, a 16-byte
+#    index.html, both on 127.0.0.1, unpinned, one thread each), started
+#    once for the phase; each run's requests/s, mean request time and CPU
+#    (h2load's and nghttpd's user + system) per request. Then STATS_RUNS
+#    runs per B/S/P with kernel.bpf_stats_enabled=1: every program's run
+#    time over the run (h2load's connects included) per stream h2load
+#    completed, and the streams depwatch counted (status --json) next to
+#    them. Needs nghttpd and h2load (Debian nghttp2-server, nghttp2-client).
 # 2. Decision speed: bench/decide.py (DECIDE_TRIALS trials, time to breaker
 #    open against a completion-only breaker on the same calls; then
 #    DECIDE_FAST_TRIALS with --interval 50ms for comparison).
@@ -76,14 +86,18 @@
 # 20; 0: skip), DECIDE_FAST_TRIALS (default 10: trials with --interval 50ms;
 # 0: skip), SCALE (default 1; 0: skip), SCALE_CASES (see scale.py), FLOOR
 # (default 1; 0: no floor arm), HALTED (default 1; 0: no daemon-stopped
-# arm), SPLIT (default 1; 0: no "split" configuration), STATS_RUNS (default
+# arm), SPLIT (default 1; 0: no "split" configuration), H2 (default 1; 0: no
+# HTTP/2 arm), H2_REQUESTS (default 400000, BENCH_QUICK=1: 40000: requests per
+# h2load run, ~2.5 s at this VM's ~170 000 req/s baseline, longer with depwatch),
+# H2_CLIENTS (default 2: h2load -c), H2_STREAMS (default 10: h2load -m),
+# H2_PORT (default 18480: nghttpd's port), STATS_RUNS (default
 # 1: BPF-statistics runs per configuration and arm, the arms alternating;
 # the cost of a line two CPUs write moves with where the hypervisor puts the
 # vCPUs, so one run can be a lucky one), POOL (default 1: bench/pool.py, the
 # worker pool with depwatch off / connect / abort; 0: skip),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
-# scale.py --quick).
+# H2_REQUESTS=40000, scale.py --quick).
 #
 # Issue 13's run (1-byte ping-pong at 1 and 2 threads, and churn; baseline,
 # depwatch sock, the old binary, depwatch syscalls, bpftrace; 3 configurations
@@ -118,10 +132,10 @@ OUT=${OUT:-build}
 BENCH_QUICK=${BENCH_QUICK:-0}
 # defaults: full run, then BENCH_QUICK=1's
 declare -A DEFAULTS=([PAIRS]=7 [RUN_SECONDS]=3 [WARMUP_MS]=300 [DECIDE_TRIALS]=20 [DECIDE_FAST_TRIALS]=10
-	[QUIET_WAIT]=5 [QUIET_BUDGET]=90)
+	[QUIET_WAIT]=5 [QUIET_BUDGET]=90 [H2_REQUESTS]=400000)
 [ "$BENCH_QUICK" != 1 ] ||
 	DEFAULTS=([PAIRS]=1 [RUN_SECONDS]=1 [WARMUP_MS]=100 [DECIDE_TRIALS]=2 [DECIDE_FAST_TRIALS]=0
-		[QUIET_WAIT]=1 [QUIET_BUDGET]=10)
+		[QUIET_WAIT]=1 [QUIET_BUDGET]=10 [H2_REQUESTS]=40000)
 PAIRS=${PAIRS:-${DEFAULTS[PAIRS]}}
 RUN_SECONDS=${RUN_SECONDS:-${DEFAULTS[RUN_SECONDS]}}
 WARMUP_MS=${WARMUP_MS:-${DEFAULTS[WARMUP_MS]}}
@@ -129,6 +143,7 @@ DECIDE_TRIALS=${DECIDE_TRIALS:-${DEFAULTS[DECIDE_TRIALS]}}
 DECIDE_FAST_TRIALS=${DECIDE_FAST_TRIALS:-${DEFAULTS[DECIDE_FAST_TRIALS]}}
 QUIET_WAIT=${QUIET_WAIT:-${DEFAULTS[QUIET_WAIT]}}
 QUIET_BUDGET=${QUIET_BUDGET:-${DEFAULTS[QUIET_BUDGET]}}
+H2_REQUESTS=${H2_REQUESTS:-${DEFAULTS[H2_REQUESTS]}}
 PIN=${PIN:-1}
 PEER=${PEER:-1}
 SYSCALLS=${SYSCALLS:-1}
@@ -138,6 +153,10 @@ SPLIT=${SPLIT:-1}
 STATS_RUNS=${STATS_RUNS:-1}
 DD=${DD:-1}
 DD_COUNT=4194304
+H2=${H2:-1}
+H2_CLIENTS=${H2_CLIENTS:-2}
+H2_STREAMS=${H2_STREAMS:-10}
+H2_PORT=${H2_PORT:-18480}
 ATTACHED_sock="not run"
 ATTACHED_syscalls="not run"
 ATTACHED_before="not run"
@@ -166,6 +185,8 @@ DEPWATCH=$OUT/depwatch
 FLOOR_BIN=$OUT/floor
 BPFTOOL=${BPFTOOL:-$(command -v bpftool || echo /usr/sbin/bpftool)}
 BPFTRACE=${BPFTRACE:-$(command -v bpftrace || echo /usr/bin/bpftrace)}
+NGHTTPD=${NGHTTPD:-$(command -v nghttpd || echo /usr/sbin/nghttpd)}
+H2LOAD=${H2LOAD:-$(command -v h2load || echo /usr/bin/h2load)}
 PEER_BT=bench/peer.bt
 RESULTS_DEFAULT=bench/RESULTS.md
 [ "$BENCH_QUICK" != 1 ] || RESULTS_DEFAULT=$OUT/bench-quick.md
@@ -175,6 +196,7 @@ work=$(mktemp -d /tmp/dwbench-run.XXXXXX)
 daemon_pid=""
 peer_pid=""
 floor_pid=""
+nghttpd_pid=""
 stats_orig=""
 quiet_left=$((QUIET_BUDGET * 4))	# quarter seconds of waiting left
 
@@ -238,11 +260,22 @@ floor_stop() {
 	return 0
 }
 
+# Stops nghttpd (the HTTP/2 phase's server): SIGTERM, up to 5 s, then SIGKILL.
+nghttpd_stop() {
+	local pid=$nghttpd_pid
+
+	[ -n "$pid" ] || return 0
+	nghttpd_pid=""
+	stop_child "$pid" TERM 50 nghttpd || true
+	return 0
+}
+
 # shellcheck disable=SC2317  # the EXIT trap's (shellcheck 0.9 misses it after main's exit)
 cleanup() {
 	daemon_stop
 	peer_stop
 	floor_stop
+	nghttpd_stop
 	stats_restore
 	rm -rf "$work"
 }
@@ -504,6 +537,10 @@ preflight() {
 		echo "bench: bpftrace not found (make deps installs it): no bpftrace arm" >&2
 		PEER=0
 	fi
+	if [ "$H2" = 1 ] && ! { [ -x "$NGHTTPD" ] && [ -x "$H2LOAD" ]; }; then
+		echo "bench: nghttpd or h2load not found (Debian nghttp2-server, nghttp2-client): no HTTP/2 arm" >&2
+		H2=0
+	fi
 	mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 	stats_orig=$(cat /proc/sys/kernel/bpf_stats_enabled)
@@ -525,6 +562,8 @@ preflight() {
 	: >"$work/runs.tsv"
 	: >"$work/stats.tsv"
 	: >"$work/dd.tsv"
+	: >"$work/h2.tsv"
+	: >"$work/h2stats.tsv"
 	: >"$work/decide.json"
 	: >"$work/decide-fast.json"
 	: >"$work/scale.json"
@@ -535,7 +574,7 @@ command_line() {
 	local env="" k
 
 	[ "$BENCH_QUICK" = 0 ] || env+="BENCH_QUICK=$BENCH_QUICK "
-	for k in PAIRS RUN_SECONDS WARMUP_MS DECIDE_TRIALS DECIDE_FAST_TRIALS QUIET_WAIT QUIET_BUDGET; do
+	for k in PAIRS RUN_SECONDS WARMUP_MS DECIDE_TRIALS DECIDE_FAST_TRIALS QUIET_WAIT QUIET_BUDGET H2_REQUESTS; do
 		[ "${!k}" = "${DEFAULTS[$k]}" ] || env+="$k=${!k} "
 	done
 	[ "$PIN" = 1 ] || env+="PIN=$PIN "
@@ -552,6 +591,10 @@ command_line() {
 	[ "$BEFORE_LABEL" = "depwatch before" ] || env+="BEFORE_LABEL=\"$BEFORE_LABEL\" "
 	[ "$RESULTS" = "$RESULTS_DEFAULT" ] || env+="RESULTS=$RESULTS "
 	[ "$DD" = 1 ] || env+="DD=$DD "
+	[ "$H2" = 1 ] || env+="H2=$H2 "
+	[ "$H2_CLIENTS" = 2 ] || env+="H2_CLIENTS=$H2_CLIENTS "
+	[ "$H2_STREAMS" = 10 ] || env+="H2_STREAMS=$H2_STREAMS "
+	[ "$H2_PORT" = 18480 ] || env+="H2_PORT=$H2_PORT "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
 	[ -z "${SCALE_CASES:-}" ] || env+="SCALE_CASES=$SCALE_CASES "
 	if [ -n "${MAKELEVEL:-}" ]; then
@@ -655,6 +698,162 @@ dd_phase() {
 	done
 }
 
+# Starts nghttpd (cleartext HTTP/2 with prior knowledge, 127.0.0.1:H2_PORT, a
+# 16-byte index.html) for the HTTP/2 phase and waits (up to 10 s) for it to
+# answer one request.
+nghttpd_start() {
+	local doc=$work/h2doc i
+
+	mkdir -p "$doc"
+	printf 'hello, depwatch\n' >"$doc/index.html"
+	! ss -Hltn "sport = :$H2_PORT" 2>/dev/null | grep -q . ||
+		die "port $H2_PORT is in use: H2_PORT=another make bench"
+	"$NGHTTPD" --no-tls --address=127.0.0.1 -d "$doc" "$H2_PORT" >"$work/nghttpd.log" 2>&1 &
+	nghttpd_pid=$!
+	for ((i = 0; i < 100; i++)); do
+		! "$H2LOAD" -n 1 -c 1 "http://127.0.0.1:$H2_PORT/index.html" 2>/dev/null |
+			grep -q ' 1 succeeded' || return 0
+		kill -0 "$nghttpd_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$work/nghttpd.log" >&2
+	nghttpd_stop
+	die "nghttpd did not answer on port $H2_PORT (log above)"
+}
+
+# A process's user + system CPU time so far, in clock ticks.
+cpu_ticks() {
+	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' /proc/"$1"/stat
+}
+
+# One h2load run against nghttpd; sets $h2line to "req_per_s done succeeded
+# failed mean_request_us cpu_us_per_request", the CPU being h2load's and
+# nghttpd's user + system time over the run (not in a subshell, then).
+h2load_run() {
+	local out n0 n1 hz
+
+	hz=$(getconf CLK_TCK)
+	n0=$(cpu_ticks "$nghttpd_pid")
+	# the subshell's children's times (`times`' second line) are h2load's
+	out=$({ "$H2LOAD" -n "$H2_REQUESTS" -c "$H2_CLIENTS" -m "$H2_STREAMS" \
+		"http://127.0.0.1:$H2_PORT/index.html" && times; } 2>&1) ||
+		die "h2load failed: $out"
+	n1=$(cpu_ticks "$nghttpd_pid")
+	h2line=$(awk -v ncpu="$(((n1 - n0) * 1000000 / hz))" '
+		function us(v) {	# h2load durations: 41us, 5.67ms, 1.2s
+			if (v ~ /us$/) return v + 0
+			if (v ~ /ms$/) return v * 1000
+			return v * 1000000
+		}
+		function sec(v) {	# times: 0m1.234s
+			split(v, a, "m")
+			return a[1] * 60 + a[2]
+		}
+		/^finished in / { rps = $4 }
+		/^requests: / { done = $6; ok = $8; failed = $10 + $12 + $14 }
+		/^time for request:/ { mean = us($6) }
+		/^[0-9]+m[0-9.]+s [0-9]+m[0-9.]+s$/ { cpu = (sec($1) + sec($2)) * 1000000 }
+		END {
+			if (done + 0 <= 0 || rps == "") exit 1
+			printf "%s %d %d %d %.1f %.2f\n", rps, done, ok, failed, mean, (cpu + ncpu) / done
+		}' <<<"$out") || die "unexpected h2load output: $out"
+}
+
+# The streams the arm's daemon counted to nghttpd's port, as "outbound/inbound"
+# (status --json: the destination's streams, the inbound row's requests); "-"
+# for a build without the stream layer. The daemon polls every 250 ms: its
+# figures are read after two polls.
+h2_counted() {
+	local bin=$DEPWATCH run=$RUN_DIR
+
+	[ "$1" != P ] || bin=$DEPWATCH_BEFORE run=$RUN_DIR-before
+	sleep 0.6
+	"$bin" status --json --run-dir "$run" 2>/dev/null | python3 -c '
+import json, sys
+port = int(sys.argv[1])
+try:
+	d = json.load(sys.stdin)
+except ValueError:
+	print("?")
+	sys.exit()
+out = [x.get("streams") for x in d.get("destinations", []) if x.get("dest") == "127.0.0.1:%d" % port]
+inb = [x.get("requests") for x in d.get("inbound", []) if x.get("port") == port]
+if not out or out[0] is None:
+	print("-")
+else:
+	print("%d/%d" % (out[0], inb[0] if inb else 0))' "$H2_PORT" || echo "?"
+}
+
+# One measured HTTP/2 run: appends "pair mode foreign req_per_s done succeeded failed
+# mean_us cpu_us_per_req" to h2.tsv.
+h2_one_run() {
+	local pair=$1 mode=$2 ids="" f0 f1
+
+	wait_quiet
+	f0=$quiet
+	arm_start "$mode"
+	h2load_run
+	# shellcheck disable=SC2086
+	f1=$(foreign_dw_progs $ids)
+	arm_stop
+	printf '  h2 pair=%s %-18s %s%s\n' "$pair" "$(mode_name "$mode")" "$h2line" \
+		"$([ $((f0 + f1)) -eq 0 ] || echo "  (other dw_ programs: $f0 before, $f1 after)")" >&2
+	echo "$pair $mode $((f0 > f1 ? f0 : f1)) $h2line" >>"$work/h2.tsv"
+}
+
+# With an arm running and BPF stats on: per-program deltas over one h2load run,
+# appended to h2stats.tsv as "mode prog run_time_ns run_cnt streams foreign run counted",
+# streams being h2load's completed requests and counted h2_counted's.
+h2_stats_run() {
+	local mode=$1 run=$2 ids f0 f1 counted nreq
+
+	wait_quiet
+	f0=$quiet
+	arm_start "$mode"
+	[ -n "$ids" ] || die "cannot find the BPF programs of the $(mode_name "$mode") run"
+	sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null
+	# shellcheck disable=SC2086
+	bpf_snapshot "$work/before" $ids
+	h2load_run
+	# shellcheck disable=SC2086
+	bpf_snapshot "$work/after" $ids
+	stats_restore
+	counted=$(h2_counted "$mode")
+	# shellcheck disable=SC2086
+	f1=$(foreign_dw_progs $ids)
+	arm_stop
+	echo "  h2 $(mode_name "$mode") stats run $run: $h2line; depwatch counted $counted" >&2
+	read -r _ nreq _ <<<"$h2line"
+	LC_ALL=C join "$work/before" "$work/after" | while read -r _ name t0 c0 _ t1 c1; do
+		echo "$mode $name $((t1 - t0)) $((c1 - c0)) $nreq $((f0 > f1 ? f0 : f1)) $run $counted"
+	done >>"$work/h2stats.tsv"
+}
+
+# Issue 23: HTTP/2 streams, h2load -m against nghttpd on loopback, the arms interleaved.
+h2_phase() {
+	local pair mode k modes=(A B)
+
+	[ "$H2" = 1 ] || return 0
+	[ -n "$BEFORE" ] && modes+=(P)
+	[ "$SYSCALLS" = 1 ] && modes+=(S)
+	echo "bench: HTTP/2, h2load -n $H2_REQUESTS -c $H2_CLIENTS -m $H2_STREAMS against nghttpd" \
+		"--no-tls, $PAIRS interleaved rounds (${modes[*]}), then $STATS_RUNS BPF-statistics run(s) per arm" >&2
+	nghttpd_start
+	h2load_run
+	echo "  h2 warm-up (not counted): $h2line" >&2
+	for ((pair = 1; pair <= PAIRS; pair++)); do
+		for mode in "${modes[@]}"; do
+			h2_one_run "$pair" "$mode"
+		done
+	done
+	for ((k = 1; k <= STATS_RUNS; k++)); do
+		for mode in "${modes[@]:1}"; do
+			h2_stats_run "$mode" "$k"
+		done
+	done
+	nghttpd_stop
+}
+
 # The issue's trials (default 250 ms interval), then DECIDE_FAST_TRIALS more
 # with --interval 50ms, to show how much of the time to open is the interval.
 decide_phase() {
@@ -714,13 +913,16 @@ main() {
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	pingpong_phase
 	dd_phase
+	h2_phase
 	decide_phase
 	pool_phase
 	scale_phase
 	pages_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
 		BUILD_ID ATTACHED_sock ATTACHED_syscalls PEER BPFTRACE_VERSION QUIET_WAITED BENCH_QUICK \
-		ATTACHED_before ATTACHED_floor BEFORE_ID BEFORE_LABEL TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE TW_OVERFLOW TW_BUCKETS
+		ATTACHED_before ATTACHED_floor BEFORE_ID BEFORE_LABEL TW_MAX CHURN_THREADS TW_REUSE PORT_RANGE TW_OVERFLOW TW_BUCKETS \
+		H2 H2_REQUESTS H2_CLIENTS H2_STREAMS H2_VERSION STATS_RUNS
+	H2_VERSION=$([ "$H2" = 1 ] && "$H2LOAD" --version 2>/dev/null | head -n1 || echo "not run")
 	LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 	TW_REUSE=$(cat /proc/sys/net/ipv4/tcp_tw_reuse)
 	TW_BUCKETS=$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)
@@ -733,7 +935,8 @@ main() {
 	BPFTRACE_VERSION=$([ "$PEER" = 1 ] && "$BPFTRACE" --version 2>/dev/null || echo "not run")
 	QUIET_WAITED=$(((QUIET_BUDGET * 4 - quiet_left) / 4))
 	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
-		"$work/scale.json" "$work/decide-fast.json" "$work/dd.tsv" >"$work/report.md"
+		"$work/scale.json" "$work/decide-fast.json" "$work/dd.tsv" "$work/h2.tsv" "$work/h2stats.tsv" \
+		>"$work/report.md"
 	if [ -f "$work/pool.md" ]; then
 		printf '\n' >>"$work/report.md"
 		cat "$work/pool.md" >>"$work/report.md"
