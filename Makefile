@@ -130,6 +130,10 @@ $(OUT)/tests/test_kstate: $(OUT)/obj-san/user/kstate.o
 $(OUT)/tests/test_control: $(OUT)/obj-san/user/control.o
 -include $(wildcard $(OUT)/obj-san/user/control.d)
 
+# sock_diag's requests and answers (user/sockdiag.c): the pure half, no socket opened.
+$(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/sockdiag.o
+-include $(wildcard $(OUT)/obj-san/user/sockdiag.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 

@@ -4,7 +4,12 @@ with an error once its breaker opens (enforce = connect leaves it blocked),
 a call older than abort_after has its connection aborted, and nothing else
 is touched: idle connections by abort_after, other dependencies, inbound
 connections. Real sockets; the ground truth is what the workers and the
-stand-in server saw themselves."""
+stand-in server saw themselves.
+
+Two abort paths: the bpf_sock_destroy kfunc (Linux 6.5+), and sock_diag's
+SOCK_DESTROY for older kernels. AbortTest runs whichever the kernel has, the
+kfunc where both are; SockDiagAbortTest runs its tests again with the kfunc
+withheld (--without bpf_sock_destroy), so a host with the kfunc tests both."""
 
 import errno
 import itertools
@@ -20,11 +25,35 @@ import time
 import unittest
 import urllib.request
 
-from harness import DEPWATCH, Daemon, dependency, free_port, start_configured, write_config
+from harness import (DEPWATCH, Daemon, dependency, free_port, kernel_has_sock_destroy_kfunc, start_configured,
+                     write_config)
 from realtraffic import nginx_server, start_nginx, tempdir
 from workpool import StandIn, pool
 
 SLOW_CALL = 0.5
+
+
+KFUNC = kernel_has_sock_destroy_kfunc()
+# CapEff of a daemon that aborts in other namespaces: CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_SYS_ADMIN
+NETNS_CAPS = (1 << 39) | (1 << 38) | (1 << 21) | (1 << 19)
+CAP_NET_ADMIN = 1 << 12
+
+
+class AbortPath:
+    """Which abort path a test class's daemons use: the kernel's best, unless WITHOUT withholds it."""
+    WITHOUT = []
+
+    def path(self):
+        return "kfunc" if KFUNC and "bpf_sock_destroy" not in self.WITHOUT else "sock_diag"
+
+    def without(self):
+        return ["--without", ",".join(self.WITHOUT)] if self.WITHOUT else []
+
+    def assert_path(self, d):
+        start = [l for l in d.stderr_text().splitlines() if l.startswith("depwatch: started (")][0]
+        self.assertNotIn("sock_destroy", start.split("not attached")[1],
+                         "the abort iterator is not attached: " + start)
+        self.assertIn("sock_destroy(%s)" % self.path(), start.split("not attached")[0])
 
 
 def unnice(d):
@@ -44,7 +73,7 @@ def request(sock, line=b"req\n"):
         return time.monotonic() - t0, e.errno
 
 
-class AbortTest(unittest.TestCase):
+class AbortTest(AbortPath, unittest.TestCase):
     def setUp(self):
         self.cleanups = []
         # 34 Python threads on 2 cores: a thread waiting for the GIL would add its 5 ms
@@ -57,11 +86,9 @@ class AbortTest(unittest.TestCase):
             fn()
 
     def daemon(self, conf_text):
-        d = start_configured(self.cleanups.append, conf_text)
+        d = start_configured(self.cleanups.append, conf_text, self.without())
         unnice(d)
-        start = [l for l in d.stderr_text().splitlines() if l.startswith("depwatch: started (")][0]
-        self.assertNotIn("sock_destroy", start.split("not attached")[1],
-                         "the abort iterator is not attached: " + start)
+        self.assert_path(d)
         return d
 
     def server(self, **kw):
@@ -230,10 +257,11 @@ class AbortTest(unittest.TestCase):
         srv = self.server(delay=0.05, slow=2.0)
         conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\n" % srv.port)
         self.cleanups.append(lambda: os.unlink(conf))
-        d = Daemon(extra_args=["-c", conf])
+        d = Daemon(extra_args=["-c", conf] + self.without())
         self.cleanups.append(d.cleanup)
         d.start()
         unnice(d)
+        self.assert_path(d)
         s = socket.create_connection(("127.0.0.1", srv.port))
         self.cleanups.append(s.close)
         self.assertEqual(request(s)[1], 0)
@@ -285,9 +313,11 @@ class AbortTest(unittest.TestCase):
         self.cleanups.append(lambda: os.unlink(conf))
         events = conf + ".events"
         self.cleanups.append(lambda: os.path.exists(events) and os.unlink(events))
-        d = Daemon(extra_args=["-c", conf, "--events", events, "--metrics", "127.0.0.1:%d" % port])
+        d = Daemon(extra_args=["-c", conf, "--events", events, "--metrics", "127.0.0.1:%d" % port]
+                   + self.without())
         self.cleanups.append(d.cleanup)
         d.start()
+        self.assert_path(d)
         conns = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(2)]
         for s in conns:
             self.cleanups.append(s.close)
@@ -313,15 +343,23 @@ class AbortTest(unittest.TestCase):
                          ("pay", "breaker", 2, 0))
 
     def test_without_sock_destroy_falls_back(self):
+        """Without any abort path (--without sock_destroy, or both of its ways withheld) enforce =
+        abort falls back to connect: one warning, open connections untouched, new ones refused."""
+        for withheld in ("sock_destroy", "bpf_sock_destroy,sock_diag_destroy"):
+            with self.subTest(without=withheld):
+                self.falls_back(withheld)
+
+    def falls_back(self, withheld):
         srv = self.server()
         conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % srv.port)
         self.cleanups.append(lambda: os.unlink(conf))
-        d = Daemon(extra_args=["-c", conf, "--without", "sock_destroy"])
+        d = Daemon(extra_args=["-c", conf, "--without", withheld])
         self.cleanups.append(d.cleanup)
         d.start()
         text = d.stderr_text()
         start = [l for l in text.splitlines() if l.startswith("depwatch: started (")][0]
-        self.assertIn("sock_destroy (absent (--without)", start)
+        self.assertRegex(start.split("not attached:")[1], r"^ sock_destroy \((absent|kfunc bpf_sock_destroy absent|this kernel has no kfunc)")
+        self.assertIn("absent (--without)", start.split("not attached:")[1])
         self.assertEqual(text.count("warning: cannot abort connections"), 1, text)
         self.assertEqual(dependency(d.status(), "pay")["enforce_mode"], "connect")
         s = socket.create_connection(("127.0.0.1", srv.port))
@@ -332,6 +370,15 @@ class AbortTest(unittest.TestCase):
         self.assertEqual(request(s)[1], 0, "aborted without sock_destroy")
         with self.assertRaises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", srv.port))
+
+
+@unittest.skipUnless(KFUNC, "this kernel has no bpf_sock_destroy: AbortTest runs the sock_diag path already")
+class SockDiagAbortTest(AbortTest):
+    """AbortTest's aborts again through sock_diag, the kfunc withheld. Its tests that do not abort
+    (enforce = connect, the fallback) are AbortTest's alone: None is no test to unittest."""
+    WITHOUT = ["bpf_sock_destroy"]
+    test_connect_leaves_pool_blocked = None
+    test_without_sock_destroy_falls_back = None
 
 
 NETNS_CHILD = r"""
@@ -365,9 +412,10 @@ except OSError as e:
 """
 
 
-class NetnsAbortTest(unittest.TestCase):
+class NetnsAbortTest(AbortPath, unittest.TestCase):
     """A connection in another network namespace (a container's) is aborted too:
-    the daemon enters the namespace the kernel's rows name to run the iterator there."""
+    the daemon enters the namespace the kernel's rows name to run the iterator there
+    (and on the sock_diag path, to open its netlink socket there)."""
 
     def setUp(self):
         self.cleanups = []
@@ -382,7 +430,9 @@ class NetnsAbortTest(unittest.TestCase):
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.cleanups.append(lambda: child.kill() or child.wait())
         port = int(child.stdout.readline())
-        d = start_configured(self.cleanups.append, "[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % port)
+        d = start_configured(self.cleanups.append, "[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % port,
+                             self.without())
+        self.assert_path(d)
         child.stdin.write("connect\n")
         child.stdin.flush()
         self.assertEqual(child.stdout.readline().strip(), "connected")
@@ -398,10 +448,17 @@ class NetnsAbortTest(unittest.TestCase):
         self.assertEqual(said[0], "errno", "the connection in the other namespace was not aborted: %s" % said)
         st = d.wait_for(lambda s: dependency(s, "pay")["aborted_breaker"] >= 1)
         self.assertEqual(dependency(st, "pay")["aborted_breaker"], 1, d.stderr_text())
-        # the privilege that keeps: CAP_SYS_ADMIN (setns) and CAP_SYS_PTRACE (/proc/PID/ns/net of any process)
+        # the privilege that keeps: CAP_SYS_ADMIN (setns) and CAP_SYS_PTRACE (/proc/PID/ns/net of any
+        # process); on the sock_diag path CAP_NET_ADMIN too, which SOCK_DESTROY checks
         with open("/proc/%d/status" % d.proc.pid) as f:
             eff = int(re.search(r"CapEff:\s*([0-9a-f]+)", f.read()).group(1), 16)
-        self.assertEqual(eff, (1 << 39) | (1 << 38) | (1 << 21) | (1 << 19), "%x" % eff)
+        want = NETNS_CAPS | (CAP_NET_ADMIN if self.path() == "sock_diag" else 0)
+        self.assertEqual(eff, want, "%x" % eff)
+
+
+@unittest.skipUnless(KFUNC, "this kernel has no bpf_sock_destroy: NetnsAbortTest runs the sock_diag path already")
+class SockDiagNetnsAbortTest(NetnsAbortTest):
+    WITHOUT = ["bpf_sock_destroy"]
 
 
 class HttpStandIn(StandIn):
