@@ -87,6 +87,13 @@ class Test11LastCaller(KeepAliveMixin, DaemonTestCase):
 
 
 class Test02P50Accuracy(DaemonTestCase):
+    """depwatch's p50 lies between what the server held each call and what the client measured
+    of it: the kernel times a call from its send to its answer, which starts before the server
+    reads the request and ends before the client's recv() returns. Per call, so for the medians
+    too. TOLERANCE is the histogram's: a bucket is at most 6.25% wide, and a percentile is read
+    as its bucket (+ rounding to the 0.001 ms shown). On an idle host the client's median is
+    the delay + ~0.1 ms; under emulation (the 6.1 stage) + 2-4 ms at 20 ms, which is real
+    time the call took, not depwatch's error."""
     DELAYS_MS = (20, 100, 300)
     CALLS = 20
     TOLERANCE = 0.07
@@ -119,17 +126,18 @@ class Test02P50Accuracy(DaemonTestCase):
                            servers[ms].dest)
             client_p50 = median(clients[0].latencies) * 1000
             p50 = row["p50_ms"]
+            low, high = ms * (1 - self.TOLERANCE), client_p50 * (1 + self.TOLERANCE)
             err = (p50 - ms) / ms if p50 is not None else float("inf")
-            print("\n    delay %3d ms: depwatch p50 %s ms (error %+.2f%%), p90 %s, p99 %s; "
+            print("\n    delay %3d ms: depwatch p50 %s ms (%+.2f%% of the delay), p90 %s, p99 %s; "
                   "client-measured median %.3f ms" % (ms, p50, err * 100, row["p90_ms"], row["p99_ms"],
                                                        client_p50), end="", flush=True)
-            if p50 is None or abs(err) > self.TOLERANCE:
-                failures.append("delay %d ms: p50_ms %s is %+.2f%% off (client-measured median %.3f ms)"
-                                % (ms, p50, err * 100, client_p50))
+            if p50 is None or not low <= p50 <= high:
+                failures.append("delay %d ms: p50_ms %s outside [%.3f, %.3f] (the delay and the client-measured "
+                                "median %.3f ms, each by the bucket width)" % (ms, p50, low, high, client_p50))
             elif not (row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"]):
                 failures.append("delay %d ms: percentiles not ordered: %r" % (ms, row))
         print(flush=True)
-        self.assertEqual(failures, [], "p50 not within %d%% of the server's delay" % (self.TOLERANCE * 100))
+        self.assertEqual(failures, [], "p50 not between the server's delay and the client's median")
 
 
 class Test03InflightAndOldestAge(DaemonTestCase):
