@@ -43,6 +43,17 @@ BPFFS = "/sys/fs/bpf"
 BACKEND = os.environ.get("DW_BACKEND") or None
 
 
+def kernel_has_sock_tracepoints():
+    """What the daemon probes for its backend: the BTF typedef of the sock_send_length tracepoint."""
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        return b"btf_trace_sock_send_length\0" in f.read()
+
+
+# The backend the daemons of this run use: DW_BACKEND's, else the one the probe picks on this kernel
+# (the kernel stage, tests/vm/kernels.sh, leaves the choice to the daemon).
+BACKEND_IN_USE = BACKEND or ("sock" if kernel_has_sock_tracepoints() else "syscalls")
+
+
 def kernel_has_sock_destroy_kfunc():
     """What the daemon probes for its abort path: the kfunc bpf_sock_destroy in the kernel's BTF
     (Linux 6.5+). Without it, aborts go through sock_diag (and the daemon keeps CAP_NET_ADMIN)."""
