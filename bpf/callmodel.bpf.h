@@ -109,7 +109,12 @@ static __always_inline struct dw_conn *conn_create(const struct sock *sk)
 		return bpf_sk_storage_get(&conns, (struct sock *)sk, 0,
 					  BPF_SK_STORAGE_GET_F_CREATE);
 	err = bpf_map_update_elem(&conns_sk, &key, &fresh, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: a reconnect, or a reused address; conn_adopt resets it */)
+	/*
+	 * EEXIST: a reconnect, or a reused address; conn_adopt resets it. Its low
+	 * 32 bits: before Linux 6.4 the map ops return int, and the verifier calls
+	 * them directly, so r0 holds -17 zero-extended (4294967279, seen on 6.1).
+	 */
+	if (err && (int)err != -17)
 		return 0;
 	return bpf_map_lookup_elem(&conns_sk, &key);
 }
