@@ -113,6 +113,9 @@ class AbortTest(AbortPath, unittest.TestCase):
         return d, pay, workers, others, t_change
 
     def test_abort_releases_hanging_pool(self):
+        # what a connect the kernel refuses without depwatch costs these threads (a closed port:
+        # the kernel answers the SYN with a reset), measured beside the pool at the same time
+        control = pool(self.cleanups, free_port(), 4)
         d, pay, workers, others, t_change = self.hanging_pool("abort")
         # every worker's hanging call ends with an error within slow_call + 1 s
         deadline = t_change + SLOW_CALL + 1.0
@@ -136,15 +139,21 @@ class AbortTest(AbortPath, unittest.TestCase):
         self.assertEqual(row["breaker"], "open", json.dumps(row))
         self.assertTrue(later)
         self.assertFalse([c for c in later if c[2]], "a call succeeded against a hanging dependency")
+        # refused at the connect, by the connect program: never sent, so never answered
+        self.assertEqual(set(c[3] for c in later), {errno.ECONNREFUSED})
         durations = sorted(c[1] - c[0] for c in later)
-        slowest = durations[-1]
-        print("\n  abort: released %.0f..%.0f ms after the hang; %d later calls, median %.2f ms, p99 %.2f ms, max %.2f ms"
-              % (min(released) * 1e3, max(released) * 1e3, len(later), durations[len(durations) // 2] * 1e3,
-                 durations[int(len(durations) * 0.99)] * 1e3, slowest * 1e3))
-        # refused in the kernel at once: under 10 ms each. The tolerance: 1% of them, for a
-        # worker thread the scheduler left waiting on a loaded, shared 2-core machine (nice'd)
-        p99 = durations[int(len(durations) * 0.99)]
-        self.assertLess(p99, 0.010, "later calls: p99 %.1f ms" % (p99 * 1e3))
+        refused = sorted(c[1] - c[0] for w in control for c in list(w.calls) if c[0] >= t_later)
+        median, base = durations[len(durations) // 2], refused[len(refused) // 2]
+        print("\n  abort: released %.0f..%.0f ms after the hang; %d later calls, median %.2f ms, p99 %.2f ms, "
+              "max %.2f ms; a connect to a closed port meanwhile: median %.2f ms"
+              % (min(released) * 1e3, max(released) * 1e3, len(later), median * 1e3,
+                 durations[int(len(durations) * 0.99)] * 1e3, durations[-1] * 1e3, base * 1e3))
+        # at once: a refused call costs what a connect the kernel refuses without depwatch costs
+        # the same threads at the same time. That cost is the machine's: 0.05 ms on the host, 16 ms
+        # under emulation (the 6.1 stage: 38 threads on 2 emulated CPUs). The tolerance, 2x + 1 ms:
+        # two samples of one scheduler's waits (the control's 4 threads against the pool's 30)
+        self.assertLessEqual(median, 2 * base + 0.001, "later calls: median %.2f ms, a closed port's %.2f ms"
+                             % (median * 1e3, base * 1e3))
         self.assertEqual(row["enforce_mode"], "abort")
         self.assertGreaterEqual(row["aborted_breaker"], 30, json.dumps(row))
         self.assertGreaterEqual(row["calls_aborted"], 30)
