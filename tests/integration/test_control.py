@@ -7,9 +7,11 @@ status --json (control.refused) and /metrics (depwatch_control_refused_total).
 
 Before, the daemon read each request for up to 200 ms and wrote each answer
 for up to 1 s per write inside its one loop: 12 silent clients held it about
-2.4 s, 4 clients that never read about 4 s. The bounds below are generous
-against that (a loaded machine), and the rest is ground truth: answers,
-closes, counts."""
+2.4 s, 4 clients that never read about 4 s. The bound below is what the
+held clients may add to the same status requests asked alone just before,
+on the same machine (its speed is not the test's: under emulation, the 6.1
+stage, 5 answers of ~1.4 MB take over a second by themselves); the rest is
+ground truth: answers, closes, counts."""
 
 import json
 import os
@@ -25,7 +27,8 @@ from test_metrics import http_get, samples
 SILENT = 12            # the old daemon: 12 x 200 ms in its loop
 STUCK = 4              # the old daemon: 4 x 1 s
 ASKS = 5               # status requests that must all be answered ...
-ASK_BOUND = 1.5        # ... within this many seconds, while the others are held
+ASK_EXTRA = 1.0        # ... with the others held, within this many seconds more than alone: under one
+                       # client's 1 s hold, the old daemon's 2.4 s and 4 s
 TABLE = 16
 HOLD = 3               # silent clients held while status counts the clients
 DESTS = 1000           # ~1.4 KB of status JSON each: an answer no socket buffer holds
@@ -99,10 +102,12 @@ class ControlClientsTest(DaemonTestCase):
 
     def test_control_silent_clients_hold_nothing(self):
         d = self.start_daemon()
+        alone = ask_several(d, ASKS)
         # half send nothing, half half a request line
         silent = self.open_silent(d, SILENT, b"status js")
         took = ask_several(d, ASKS)
-        self.assertLess(took, ASK_BOUND, "%d status requests behind %d silent clients" % (ASKS, SILENT))
+        self.assertLess(took - alone, ASK_EXTRA, "%d status requests behind %d silent clients: %.2f s, alone %.2f s"
+                        % (ASKS, SILENT, took, alone))
         for i, s in enumerate(silent):
             self.assertTrue(closed_by_daemon(s, 10), "silent client %d not closed" % i)
             self.assertEqual(read_rest(s), b"", "an unfinished request is closed unanswered")
@@ -115,6 +120,7 @@ class ControlClientsTest(DaemonTestCase):
         full = ask(d, "status json")
         self.assertGreater(len(full), 4 * int(open("/proc/sys/net/core/wmem_default").read()),
                            "the answer must not fit the socket buffers for this test")
+        alone = ask_several(d, ASKS)
         stuck = []
         self.addCleanup(lambda: [s.close() for s in stuck])
         for _ in range(STUCK):
@@ -122,7 +128,8 @@ class ControlClientsTest(DaemonTestCase):
             s.sendall(b"status json\n")
             stuck.append(s)
         took = ask_several(d, ASKS)
-        self.assertLess(took, ASK_BOUND, "%d status requests beside %d clients that do not read" % (ASKS, STUCK))
+        self.assertLess(took - alone, ASK_EXTRA, "%d status requests beside %d clients that do not read: %.2f s, "
+                        "alone %.2f s" % (ASKS, STUCK, took, alone))
         for i, s in enumerate(stuck):
             self.assertTrue(closed_by_daemon(s, 20), "client %d that never reads not closed" % i)
             got = read_rest(s)
