@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test suite: the cmocka unit tests (given as arguments, built with
-# ASan/UBSan) and the integration tests against the real kernel, once per
-# tracing backend (sock, syscalls). Prints one closing line, "N passed, M
-# failed", counting both integration runs, and exits non-zero if anything failed.
+# ASan/UBSan), the integration tests against the real kernel, once per
+# tracing backend (sock, syscalls), and the kernel stage: the kernel-facing
+# integration tests on Debian's own kernel in a VM (tests/vm/kernels.sh,
+# KERNELS). Prints one closing line, "N passed, M failed", counting all of
+# them, and exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -45,7 +47,17 @@ for backend in sock syscalls; do
 	summary="$summary
    integration, backend $backend: ${line:-no result line (exit status $rc)}"
 done
-echo "== integration per backend:$summary"
+echo "== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
+bash tests/vm/kernels.sh 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+line=$(grep -E '^kernels: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
+p=$(echo "$line" | sed -n 's/^kernels: \([0-9]*\) passed.*/\1/p')
+f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+passed=$((passed + ${p:-0}))
+failed=$((failed + ${f:-0}))
+if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+echo "== integration per backend:$summary
+   kernels: ${line:-no result line (exit status $rc)}"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
