@@ -139,15 +139,19 @@ class AbortTest(AbortPath, unittest.TestCase):
         self.assertEqual(row["breaker"], "open", json.dumps(row))
         self.assertTrue(later)
         self.assertFalse([c for c in later if c[2]], "a call succeeded against a hanging dependency")
-        # refused at the connect, by the connect program: never sent, so never answered
-        self.assertEqual(set(c[3] for c in later), {errno.ECONNREFUSED})
+        # refused at the connect, by the connect program (never sent, so never answered); or let
+        # through, fail-open, while the daemon renewed its lease late (1 s: seen under emulation)
+        # and aborted by the next pass
+        errnos = [c[3] for c in later]
+        self.assertEqual(set(errnos) - {errno.ECONNREFUSED, errno.ECONNABORTED}, set())
         durations = sorted(c[1] - c[0] for c in later)
         refused = sorted(c[1] - c[0] for w in control for c in list(w.calls) if c[0] >= t_later)
         median, base = durations[len(durations) // 2], refused[len(refused) // 2]
-        print("\n  abort: released %.0f..%.0f ms after the hang; %d later calls, median %.2f ms, p99 %.2f ms, "
-              "max %.2f ms; a connect to a closed port meanwhile: median %.2f ms"
-              % (min(released) * 1e3, max(released) * 1e3, len(later), median * 1e3,
-                 durations[int(len(durations) * 0.99)] * 1e3, durations[-1] * 1e3, base * 1e3))
+        print("\n  abort: released %.0f..%.0f ms after the hang; %d later calls (%d refused, %d aborted), median "
+              "%.2f ms, p99 %.2f ms, max %.2f ms; a connect to a closed port meanwhile: median %.2f ms"
+              % (min(released) * 1e3, max(released) * 1e3, len(later), errnos.count(errno.ECONNREFUSED),
+                 errnos.count(errno.ECONNABORTED), median * 1e3, durations[int(len(durations) * 0.99)] * 1e3,
+                 durations[-1] * 1e3, base * 1e3))
         # at once: a refused call costs what a connect the kernel refuses without depwatch costs
         # the same threads at the same time. That cost is the machine's: 0.05 ms on the host, 16 ms
         # under emulation (the 6.1 stage: 38 threads on 2 emulated CPUs). The tolerance, 2x + 1 ms:
@@ -495,13 +499,13 @@ def request_id(head):
     return int(m.group(1)) if m else -1
 
 
-def http_get(port, rid):
+def http_get(port, rid, path=b"/"):
     """One GET through nginx on a new connection, X-Id: rid: (start, end, status or 0, rid)."""
     t0 = time.monotonic()
     try:
         s = socket.create_connection(("127.0.0.1", port))
         try:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Id: %d\r\nConnection: close\r\n\r\n" % rid)
+            s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nX-Id: %d\r\nConnection: close\r\n\r\n" % (path, rid))
             data = b""
             while True:
                 chunk = s.recv(4096)
@@ -547,18 +551,21 @@ class NginxAbortTest(unittest.TestCase):
                 + nginx_server("127.0.0.1:%d" % front,
                                "            proxy_pass http://backend;\n            proxy_http_version 1.1;\n"
                                "            proxy_set_header Connection \"\";\n",
-                               "        access_log %s dw;\n" % access))
+                               "        access_log %s dw;\n"
+                               # nginx's own 502, no upstream: the control of what a 502 costs here
+                               "        location = /local {\n            return 502;\n        }\n" % access))
         # a frontend runs as a service, at nice 0 like the daemon: at the test's nice 10 on a loaded
         # machine it was seen reaching a refused request 50-130 ms late, then answering it in 0 ms
         unnice(start_nginx(self, work, body, [front]))
-        results, stop, ids = [], threading.Event(), itertools.count()
+        results, local, stop, ids = [], [], threading.Event(), itertools.count()
 
-        def client():
+        def client(into=results, path=b"/"):
             while not stop.is_set():
-                results.append(http_get(front, next(ids)))
+                into.append(http_get(front, next(ids), path))
                 stop.wait(0.02)
 
         threads = [threading.Thread(target=client, daemon=True) for _ in range(8)]
+        threads.append(threading.Thread(target=client, args=(local, b"/local"), daemon=True))
         for t in threads:
             t.start()
         self.cleanups.append(lambda: [stop.set()] + [t.join(5) for t in threads])
@@ -602,14 +609,21 @@ class NginxAbortTest(unittest.TestCase):
                         % (slowest_ngx * 1e3))
         durations = sorted(r[1] - r[0] for r in after)
         median, p99, slowest = durations[len(durations) // 2], durations[int(len(durations) * 0.99)], durations[-1]
-        self.assertLess(median, 0.010, "requests once the breaker was open: median %.1f ms" % (median * 1e3))
+        # and to its clients as fast as nginx's own 502 (/local, no upstream) at the same time: the
+        # cost of a request to this process's threads is the machine's (0.5 ms on the host, tens of
+        # ms under emulation); 2x + 1 ms for two samples of one scheduler's waits (1 thread and 8)
+        own = sorted(r[1] - r[0] for r in local if r[0] >= t_open)
+        base = own[len(own) // 2]
+        self.assertEqual(set(r[2] for r in local), {502})
+        self.assertLessEqual(median, 2 * base + 0.001, "requests once the breaker was open: median %.1f ms, "
+                             "nginx's own 502: %.1f ms" % (median * 1e3, base * 1e3))
         row = dependency(d.status(), "upstream")
         # at least the upstream connections that carried a hung request: one request at a time each
         self.assertGreaterEqual(row["aborted_breaker"], len(hung), json.dumps(row))
         self.assertGreaterEqual(row["calls_aborted"], len(hung), json.dumps(row))
-        print("\n  nginx: %d requests the upstream held got 502, %.0f..%.0f ms after the change; %d later requests, 502 in median %.1f ms, p99 %.1f ms, max %.1f ms (nginx: max %.0f ms)"
+        print("\n  nginx: %d requests the upstream held got 502, %.0f..%.0f ms after the change; %d later requests, 502 in median %.1f ms, p99 %.1f ms, max %.1f ms (nginx: max %.0f ms; its own 502: median %.1f ms)"
               % (len(hung), min(r[1] - t_change for r in hung) * 1e3, max(r[1] - t_change for r in hung) * 1e3,
-                 len(after), median * 1e3, p99 * 1e3, slowest * 1e3, slowest_ngx * 1e3))
+                 len(after), median * 1e3, p99 * 1e3, slowest * 1e3, slowest_ngx * 1e3, base * 1e3))
 
 
 if __name__ == "__main__":

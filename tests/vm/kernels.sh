@@ -29,6 +29,8 @@ SUBSET=(
 	test_abort.NetnsAbortTest.
 	test_abort.NginxAbortTest.
 	test_lifecycle.
+	test_callers.
+	test_cascade.
 	test_control.
 	test_metrics.Test01
 	test_metrics.Test02

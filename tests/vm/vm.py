@@ -249,7 +249,8 @@ def stream(proc, deadline):
         chunk = os.read(fd, 65536)
         if not chunk:
             return rc
-        sys.stdout.buffer.write(chunk.replace(b"\r\n", b"\n"))
+        # the serial console's line ends are CR LF, and a read may end between the two
+        sys.stdout.buffer.write(chunk.replace(b"\r", b""))
         sys.stdout.flush()
         tail = (tail + chunk)[-256:]
         m = EXIT_RE.search(tail)
