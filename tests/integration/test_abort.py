@@ -106,6 +106,11 @@ class AbortTest(AbortPath, unittest.TestCase):
         workers = pool(self.cleanups, pay.port, 30)
         others = pool(self.cleanups, other.port, 4)
         time.sleep(1.5)
+        # and every worker through 3 calls (at once on the host; under emulation, the 6.1 stage, a
+        # worker thread was seen without its first call after 1.5 s)
+        deadline = time.monotonic() + 15
+        while not all(len(w.calls) >= 3 for w in workers + others) and time.monotonic() < deadline:
+            time.sleep(0.1)
         for w in workers:
             self.assertTrue(w.calls and all(c[2] for c in w.calls), "warm-up calls failed")
         t_change = time.monotonic()
@@ -113,10 +118,10 @@ class AbortTest(AbortPath, unittest.TestCase):
         return d, pay, workers, others, t_change
 
     def test_abort_releases_hanging_pool(self):
-        # what a connect the kernel refuses without depwatch costs these threads (a closed port:
-        # the kernel answers the SYN with a reset), measured beside the pool at the same time
-        control = pool(self.cleanups, free_port(), 4)
         d, pay, workers, others, t_change = self.hanging_pool("abort")
+        # what a connect the kernel refuses without depwatch costs these threads (a closed port:
+        # the kernel answers the SYN with a reset), measured beside the pool from now on
+        control = pool(self.cleanups, free_port(), 4)
         # every worker's hanging call ends with an error within slow_call + 1 s
         deadline = t_change + SLOW_CALL + 1.0
         time.sleep(max(0, deadline + 0.3 - time.monotonic()))
@@ -141,9 +146,8 @@ class AbortTest(AbortPath, unittest.TestCase):
         self.assertFalse([c for c in later if c[2]], "a call succeeded against a hanging dependency")
         # refused at the connect, by the connect program (never sent, so never answered); or let
         # through, fail-open, while the daemon renewed its lease late (1 s: seen under emulation)
-        # and aborted by the next pass
+        # and aborted by the next pass (ECONNABORTED at a receive, EPIPE or ECONNRESET at a send)
         errnos = [c[3] for c in later]
-        self.assertEqual(set(errnos) - {errno.ECONNREFUSED, errno.ECONNABORTED}, set())
         durations = sorted(c[1] - c[0] for c in later)
         refused = sorted(c[1] - c[0] for w in control for c in list(w.calls) if c[0] >= t_later)
         median, base = durations[len(durations) // 2], refused[len(refused) // 2]
@@ -152,6 +156,8 @@ class AbortTest(AbortPath, unittest.TestCase):
               % (min(released) * 1e3, max(released) * 1e3, len(later), errnos.count(errno.ECONNREFUSED),
                  errnos.count(errno.ECONNABORTED), median * 1e3, durations[int(len(durations) * 0.99)] * 1e3,
                  durations[-1] * 1e3, base * 1e3))
+        self.assertEqual(set(errnos) - {errno.ECONNREFUSED, errno.ECONNABORTED, errno.ECONNRESET, errno.EPIPE},
+                         set(), "later calls' errnos")
         # at once: a refused call costs what a connect the kernel refuses without depwatch costs
         # the same threads at the same time. That cost is the machine's: 0.05 ms on the host, 16 ms
         # under emulation (the 6.1 stage: 38 threads on 2 emulated CPUs). The tolerance, 2x + 1 ms:

@@ -30,7 +30,9 @@ SUBSET=(
 	test_abort.NginxAbortTest.
 	test_lifecycle.
 	test_callers.
-	test_cascade.
+	test_cascade.CascadeTest.test_forecast
+	test_cascade.CascadeTest.test_path_p99
+	test_cascade.CascadeTest.test_check_budget
 	test_control.
 	test_metrics.Test01
 	test_metrics.Test02
