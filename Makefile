@@ -44,7 +44,7 @@ UNIT_OBJS := $(patsubst %.c,$(OUT)/obj-san/%.o,$(UNIT_SRCS))
 # every step that uses a tool waits for `deps`.
 # NODEPS=1 (debian/rules: a package build, whose Build-Depends dpkg-buildpackage checked) never
 # runs it.
-DEPS_GOALS := deps run test demo integration bench install deb
+DEPS_GOALS := deps run test test-kernels demo integration bench install deb
 DEPS_FIRST := $(if $(NODEPS),,$(if $(filter $(DEPS_GOALS),$(MAKECMDGOALS)),deps))
 need = command -v $(1) >/dev/null 2>&1 || { echo "missing $(2): run \`make deps\` as root" >&2; exit 1; }
 
@@ -56,7 +56,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all deps test unit integration run demo fuzz clean bench install uninstall deb
+.PHONY: all deps test test-kernels unit integration run demo fuzz clean bench install uninstall deb
 all: $(OUT)/depwatch
 
 # Installs what a fresh machine lacks; a quick no-op when everything is there.
@@ -139,6 +139,10 @@ $(OUT)/tests/test_kstate: $(OUT)/obj-san/user/kstate.o
 $(OUT)/tests/test_control: $(OUT)/obj-san/user/control.o
 -include $(wildcard $(OUT)/obj-san/user/control.d)
 
+# sock_diag's requests and answers (user/sockdiag.c): the pure half, no socket opened.
+$(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/sockdiag.o
+-include $(wildcard $(OUT)/obj-san/user/sockdiag.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 
@@ -172,6 +176,15 @@ DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
 test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen | deps
 	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
 	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
+
+# The kernel stage alone (make test runs it too): the kernel-facing integration tests on each
+# Debian kernel package of KERNELS (metapackages resolved at each run), booted under qemu
+# (tests/vm/vm.py; fetched with apt-get download into $(OUT)/kernels, never installed).
+# KERNELS="linux-image-amd64 linux-image-rt-amd64" adds the PREEMPT_RT flavour.
+KERNELS ?= linux-image-amd64
+export KERNELS
+test-kernels: $(OUT)/depwatch $(OUT)/loadgen | deps
+	$(Q)OUT=$(OUT) bash tests/vm/kernels.sh
 
 # Build, install what is missing, start the daemon on its embedded default config.
 run: $(OUT)/depwatch | deps

@@ -16,6 +16,11 @@
  * refused) connection is written out as a struct dw_abort_record and
  * counted in its row; the call model sees the close through
  * inet_sock_set_state like any other, and fails the outstanding call.
+ * Two programs, one of which the loader loads: dw_abort destroys with the
+ * kfunc (Linux 6.5+); dw_abort_list, for older kernels, chooses the same
+ * connections and only writes them out, for the daemon to destroy through
+ * sock_diag (user/sockdiag.c). A program that calls a kfunc the kernel
+ * lacks is refused whole, hence two.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -55,12 +60,30 @@ static __always_inline int abort_reason(const struct dw_conn *conn, __u32 dep_id
 	return 0;
 }
 
-SEC("iter/tcp")
-int dw_abort(struct bpf_iter__tcp *ctx)
+/* The socket's 4-tuple, device and cookie: what sock_diag's SOCK_DESTROY finds it by. */
+static __always_inline void abort_sock_of(struct sock_common *skc, struct dw_abort_sock *s)
 {
-	struct sock_common *skc = ctx->sk_common;
-	struct dw_abort_record rec = {};
-	struct dw_dest_stats *st;
+	s->cookie = bpf_get_socket_cookie(skc);
+	s->family = skc->skc_family;
+	s->sport = bpf_htons(skc->skc_num);
+	s->dport = skc->skc_dport;
+	s->ifindex = skc->skc_bound_dev_if;
+	if (s->family == AF_INET6) {
+		__builtin_memcpy(s->saddr, &skc->skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(s->daddr, &skc->skc_v6_daddr, 16);
+	} else {
+		__builtin_memcpy(s->saddr, &skc->skc_rcv_saddr, 4);
+		__builtin_memcpy(s->daddr, &skc->skc_daddr, 4);
+	}
+}
+
+/*
+ * The connection skc if it is to be aborted now (rec filled in), else 0:
+ * an established outbound connection depwatch tracks, not given up on.
+ */
+static __always_inline struct dw_conn *abort_choose(struct sock_common *skc,
+						    struct dw_abort_record *rec)
+{
 	struct dw_conn *conn;
 	struct tcp_sock *tp;
 	int reason;
@@ -74,29 +97,76 @@ int dw_abort(struct bpf_iter__tcp *ctx)
 	if (!conn || conn->role != DW_ROLE_OUTBOUND || conn->slot == DW_SLOT_OVERFLOW ||
 	    conn->abort_failed)
 		return 0;
-	rec.dep_id = dep_id_of(conn);
-	reason = abort_reason(conn, rec.dep_id);
+	rec->dep_id = dep_id_of(conn);
+	reason = abort_reason(conn, rec->dep_id);
 	if (!reason)
 		return 0;
 	/* read before the destroy: the syscalls backend's entry goes with the close */
-	rec.dest = conn->dest;
-	rec.slot = conn->slot;
-	rec.reason = reason;
-	rec.had_call = conn->call_start_ns != 0;
-	st = stats_of(conn);
+	rec->dest = conn->dest;
+	rec->slot = conn->slot;
+	rec->reason = reason;
+	rec->had_call = conn->call_start_ns != 0;
+	abort_sock_of(skc, &rec->sock);
+	return conn;
+}
+
+/* An abort (or the hand-over of one to sock_diag) in the connection's row. */
+static __always_inline void abort_count(struct dw_dest_stats *st, const struct dw_abort_record *rec)
+{
+	if (!st)
+		return;
+	if (rec->reason == DW_ABORT_BREAKER)
+		st->conns_aborted_breaker++;
+	else
+		st->conns_aborted_timeout++;
+	if (rec->had_call)
+		st->calls_aborted++;
+}
+
+/* Linux 6.5+: chooses and destroys (a reset to the peer, ECONNABORTED to the local caller). */
+SEC("iter/tcp")
+int dw_abort(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct dw_abort_record rec = {};
+	struct dw_conn *conn;
+
+	conn = abort_choose(skc, &rec);
+	if (!conn)
+		return 0;
 	rec.err = bpf_sock_destroy(skc);
 	if (rec.err) {
 		rec.failed = 1;
 		conn->abort_failed = 1;	/* counted once, not retried at every pass */
 		global_count(G_abort_failed);
-	} else if (st) {
-		if (reason == DW_ABORT_BREAKER)
-			st->conns_aborted_breaker++;
-		else
-			st->conns_aborted_timeout++;
-		if (rec.had_call)
-			st->calls_aborted++;
+	} else {
+		abort_count(stats_of(conn), &rec);
 	}
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	return 0;
+}
+
+/*
+ * Without the kfunc: only chooses, the same way, and writes the record;
+ * the daemon destroys each through sock_diag (SOCK_DESTROY, the kernel's
+ * same tcp_abort()). Counted here, at the hand-over: the destroy happens
+ * after the iterator's read. The connection is marked so that no later
+ * pass hands it over again, as dw_abort leaves one alone that it failed
+ * to destroy. The program calls no kfunc, so it loads where dw_abort
+ * cannot.
+ */
+SEC("iter/tcp")
+int dw_abort_list(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct dw_abort_record rec = {};
+	struct dw_conn *conn;
+
+	conn = abort_choose(skc, &rec);
+	if (!conn)
+		return 0;
+	conn->abort_failed = 1;
+	abort_count(stats_of(conn), &rec);
 	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }

@@ -56,7 +56,7 @@ struct dw_conn {
 	__u8 multiplexed;		/* seen carrying overlapping requests: its calls are burst timings */
 	__u8 goodbye;			/* inbound: the client closed right behind the outstanding request */
 	__u8 overlaps;			/* outbound: data seen that the peer sent before it had the request */
-	__u8 abort_failed;		/* bpf_sock_destroy() refused it once: the abort iterator leaves it alone */
+	__u8 abort_failed;		/* bpf_sock_destroy() refused it once, or it went to sock_diag: the abort iterators leave it alone */
 	__u8 h2;			/* enum dw_h2_state: whether its calls are HTTP/2 streams */
 	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
 	__u8 h2_seen;			/* DW_H2_SEEN_* bits: which directions' first bytes were looked at */
@@ -125,7 +125,12 @@ static __always_inline struct dw_conn *conn_create(const struct sock *sk)
 		return bpf_sk_storage_get(&conns, (struct sock *)sk, 0,
 					  BPF_SK_STORAGE_GET_F_CREATE);
 	err = bpf_map_update_elem(&conns_sk, &key, &fresh, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: a reconnect, or a reused address; conn_adopt resets it */)
+	/*
+	 * EEXIST: a reconnect, or a reused address; conn_adopt resets it. Its low
+	 * 32 bits: before Linux 6.4 the map ops return int, and the verifier calls
+	 * them directly, so r0 holds -17 zero-extended (4294967279, seen on 6.1).
+	 */
+	if (err && (int)err != -17)
 		return 0;
 	return bpf_map_lookup_elem(&conns_sk, &key);
 }

@@ -217,11 +217,26 @@ struct dw_dep_cfg {
 };
 
 /*
- * The abort iterator (iter/tcp, run by the daemon on demand: at a breaker
+ * The abort iterators (iter/tcp, run by the daemon on demand: at a breaker
  * opening, at each poll while open, and when an abort_after deadline is
- * due) writes one of these for each connection it aborted or failed to.
+ * due) write one of these for each connection they chose: dw_abort for each
+ * it aborted (bpf_sock_destroy) or failed to, dw_abort_list (kernels
+ * without the kfunc) for each the daemon is to abort through sock_diag's
+ * SOCK_DESTROY, which finds it by its 4-tuple and checks its cookie.
  */
 enum dw_abort_reason { DW_ABORT_BREAKER = 1, DW_ABORT_TIMEOUT = 2 };
+
+/* The socket as sock_diag looks it up (struct inet_diag_sockid). */
+struct dw_abort_sock {
+	__u64 cookie;			/* bpf_get_socket_cookie(): the same socket, not one reusing its 4-tuple */
+	__u8 saddr[16];			/* local; AF_INET: the first 4 bytes */
+	__u8 daddr[16];			/* remote */
+	__u16 family;			/* the socket's: AF_INET, or AF_INET6 (also for IPv4-mapped peers) */
+	__u16 sport, dport;		/* network byte order, as sock_diag takes them */
+	__u16 pad;
+	__u32 ifindex;			/* the device it is bound to, 0: none */
+	__u32 pad2;
+};
 
 struct dw_abort_record {
 	struct dw_dest_key dest;	/* the connection's destination (its row's key) */
@@ -232,6 +247,7 @@ struct dw_abort_record {
 	__u8 failed;			/* bpf_sock_destroy() refused: counted, not retried */
 	__u8 pad;
 	__s32 err;			/* what bpf_sock_destroy() returned */
+	struct dw_abort_sock sock;
 };
 
 /*

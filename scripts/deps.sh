@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 machine lacks to build, run and test depwatch,
+# Installs what a fresh Debian 12 machine lacks to build, run and test depwatch
+# (qemu-system-x86, busybox-static and cpio: tests/vm/vm.py boots other kernels),
 # and mounts the kernel filesystems depwatch needs. Idempotent: a no-op when all is there.
 set -euo pipefail
 
-PKGS=(clang libclang-rt-dev llvm gnuplot-nox libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev pkg-config make gcc python3 iproute2 rsyslog util-linux libmicrohttpd-dev prometheus libncurses-dev tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl debhelper dpkg-dev fakeroot lintian)
+PKGS=(clang libclang-rt-dev llvm gnuplot-nox libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev pkg-config make gcc python3 iproute2 rsyslog util-linux libmicrohttpd-dev prometheus libncurses-dev tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl debhelper dpkg-dev fakeroot lintian qemu-system-x86 busybox-static cpio)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -20,6 +20,7 @@
 #include "loader.h"
 #include "log.h"
 #include "logic/kplan.h"
+#include "sockdiag.h"
 
 #define NO_LOOKUP UINT64_MAX
 
@@ -63,6 +64,7 @@ void dw_abort_init(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b,
 
 	memset(a, 0, sizeof(*a));
 	a->on = b->abort_link != NULL;
+	a->diag = a->on && b->abort_path == DW_ABORT_PATH_SOCK_DIAG;
 	a->interval_ns = interval_ns;
 	a->own_ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (a->own_ns_fd >= 0 && !fstat(a->own_ns_fd, &st))
@@ -84,6 +86,11 @@ void dw_abort_reload(struct dw_abort *a, struct dw_deps *deps)
 bool dw_abort_wants_netns(const struct dw_abort *a, const struct dw_deps *deps)
 {
 	return a->on && wants_abort(deps);
+}
+
+bool dw_abort_wants_net_admin(const struct dw_abort *a)
+{
+	return a->diag;
 }
 
 void dw_abort_free(struct dw_abort *a)
@@ -280,18 +287,31 @@ static int ns_open(struct dw_abort *a, __u32 netns)
 }
 
 /*
- * The iterator, created in network namespace netns: the TCP iterator walks
- * the namespace of the process that creates it. setns() for another one
- * (CAP_SYS_ADMIN), and straight back.
+ * The iterator, and on the sock_diag path (a->diag) the netlink socket in
+ * *diag_fd, created in network namespace netns: the TCP iterator walks, and
+ * sock_diag acts in, the namespace of the process that creates them.
  */
-static int iter_in(struct dw_abort *a, struct dw_bpf *b, __u32 netns)
+static int open_in_ns(struct dw_abort *a, struct dw_bpf *b, int *diag_fd)
+{
+	int fd = bpf_iter_create(bpf_link__fd(b->abort_link));
+
+	if (fd < 0 || !a->diag)
+		return fd < 0 ? -errno : fd;
+	*diag_fd = dw_sockdiag_open();
+	if (*diag_fd >= 0)
+		return fd;
+	close(fd);
+	return *diag_fd;
+}
+
+/* open_in_ns in network namespace netns: setns() for another one (CAP_SYS_ADMIN), and straight back. */
+static int iter_in(struct dw_abort *a, struct dw_bpf *b, __u32 netns, int *diag_fd)
 {
 	int ns_fd, fd, err = 0;
 
-	if (netns == a->own_netns || a->own_ns_fd < 0) {
-		fd = bpf_iter_create(bpf_link__fd(b->abort_link));
-		return fd < 0 ? -errno : fd;
-	}
+	*diag_fd = -1;
+	if (netns == a->own_netns || a->own_ns_fd < 0)
+		return open_in_ns(a, b, diag_fd);
 	ns_fd = ns_open(a, netns);
 	if (ns_fd < 0)
 		return ns_fd;
@@ -301,9 +321,9 @@ static int iter_in(struct dw_abort *a, struct dw_bpf *b, __u32 netns)
 		return err;
 	}
 	close(ns_fd);
-	fd = bpf_iter_create(bpf_link__fd(b->abort_link));
+	fd = open_in_ns(a, b, diag_fd);
 	if (fd < 0)
-		err = -errno;
+		err = fd;
 	/* never go on in another namespace: exiting is fail-open, staying there is not */
 	if (setns(a->own_ns_fd, CLONE_NEWNET)) {
 		dw_err("cannot return to the daemon's own network namespace: %s", strerror(errno));
@@ -376,8 +396,32 @@ static int grow_per_dep(struct dw_abort *a, unsigned n)
 	return 0;
 }
 
+/*
+ * On the sock_diag path: destroys what dw_abort_list chose, and notes the
+ * outcome in the record as dw_abort would have. A socket sock_diag no
+ * longer finds closed since the iterator saw it: neither aborted nor failed.
+ */
+static bool destroy_listed(struct dw_abort *a, int diag_fd, struct dw_abort_record *r)
+{
+	int err;
+
+	if (!a->diag)
+		return true;
+	err = dw_sockdiag_destroy(diag_fd, &r->sock);
+	if (err == -ENOENT)
+		return false;
+	r->err = err;
+	r->failed = err != 0;
+	if (err && !a->diag_warned)
+		dw_warn("sock_diag could not destroy a connection: %s (logged once; each is counted as failed)",
+			strerror(-err));
+	a->diag_warned |= err != 0;
+	return true;
+}
+
 /* Reads one run of the iterator; tallies its records per dependency. */
-static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, struct tally *t)
+static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, int diag_fd,
+			struct tally *t)
 {
 	struct dw_abort_record rec[64];
 	size_t have = 0;
@@ -392,6 +436,8 @@ static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, 
 			unsigned r = rec[k].reason == DW_ABORT_TIMEOUT ? DW_ABORT_TIMEOUT :
 								       DW_ABORT_BREAKER;
 
+			if (!destroy_listed(a, diag_fd, &rec[k]))
+				continue;
 			a->aborted += !rec[k].failed;
 			a->failed += rec[k].failed;
 			if (i < 0 || (unsigned)i >= deps->n)
@@ -410,7 +456,7 @@ static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, 
 static int run_pass(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now)
 {
 	struct tally *t;
-	int fd, err = 0;
+	int fd, diag_fd, err = 0;
 
 	if (grow_per_dep(a, deps->n))
 		return -ENOMEM;
@@ -421,7 +467,7 @@ static int run_pass(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, 
 		ns_add(a, a->own_netns);
 	a->passes++;
 	for (unsigned i = 0; i < a->nns; i++) {
-		fd = iter_in(a, b, a->ns[i]);
+		fd = iter_in(a, b, a->ns[i], &diag_fd);
 		if (fd < 0) {
 			/* a namespace whose last process is gone has no connections left either */
 			if (fd != -ENOENT && !a->ns_warned)
@@ -431,8 +477,10 @@ static int run_pass(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, 
 			continue;
 		}
 		if (!err)
-			err = read_records(a, deps, fd, t);
+			err = read_records(a, deps, fd, diag_fd, t);
 		close(fd);
+		if (diag_fd >= 0)
+			close(diag_fd);
 	}
 	for (unsigned i = 0; i < deps->n; i++)
 		if (deps->deps[i].used)

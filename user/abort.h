@@ -2,7 +2,9 @@
 /*
  * Aborting connections in the kernel (enforce = abort, abort_after): when
  * to run the abort iterator (bpf/abort.bpf.c), running it, and telling what
- * it did (syslog, --events). The iterator decides per connection from the
+ * it did (syslog, --events). Without the bpf_sock_destroy kfunc the
+ * iterator only chooses, and each connection it writes out is destroyed
+ * here through sock_diag (sockdiag.h), in the same namespace. The iterator decides per connection from the
  * kernel's own state (the breakers map and its leases, each call's start);
  * this module only decides when it runs:
  * - after every judgement (a poll, a wakeup for a call turning slow, an
@@ -33,6 +35,8 @@ struct dw_abort_dep {
 
 struct dw_abort {
 	bool on;			/* the kernel can abort (the iterator's link exists) */
+	bool diag;			/* the sock_diag path: the iterator chooses, sockdiag.c destroys */
+	bool diag_warned;		/* a sock_diag destroy failed: logged once */
 	uint64_t interval_ns;
 	uint64_t *slot_after;		/* per slot: abort_after; UINT64_MAX: unknown */
 	unsigned nslots;
@@ -66,6 +70,12 @@ void dw_abort_check(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, 
  * connections in other network namespaces are reached only with setns.
  */
 bool dw_abort_wants_netns(const struct dw_abort *a, const struct dw_deps *deps);
+/*
+ * Whether the daemon should keep CAP_NET_ADMIN after start: aborts go
+ * through sock_diag, whose destroy checks it. Whatever the config asks for
+ * now: a reload may ask for aborts (or abort_after) later.
+ */
+bool dw_abort_wants_net_admin(const struct dw_abort *a);
 /* When dw_abort_check should run next for abort_after (CLOCK_MONOTONIC), 0: no need. */
 uint64_t dw_abort_next(const struct dw_abort *a);
 

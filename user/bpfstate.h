@@ -68,7 +68,15 @@ struct dw_bpf {
 	int group;		/* gid given read access to the pins (--group), -1: root only */
 	/* the abort iterator (enforce = abort, abort_after): its link, NULL if missing and why */
 	struct bpf_link *abort_link;
-	char abort_why[160];
+	char abort_why[200];
+	int abort_path;		/* enum dw_abort_path: how it aborts */
+};
+
+/* How connections are aborted (enforce = abort, abort_after), as the probe found. */
+enum dw_abort_path {
+	DW_ABORT_PATH_NONE,	/* not at all: enforce = abort falls back to connect */
+	DW_ABORT_PATH_KFUNC,	/* dw_abort calls bpf_sock_destroy (Linux 6.5+) */
+	DW_ABORT_PATH_SOCK_DIAG,	/* dw_abort_list chooses, the daemon destroys (user/sockdiag.c) */
 };
 
 #endif /* DW_BPFSTATE_H */

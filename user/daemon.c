@@ -631,8 +631,12 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .programs = d->programs,
 					 .control = &d->control };
 	poll_once(d);
-	/* enforce = abort, abort_after: other network namespaces need setns (doc/enforcement.md) */
-	err = dw_drop_privileges(dw_abort_wants_netns(&d->abort, &d->deps.set));
+	/*
+	 * enforce = abort, abort_after: other network namespaces need setns, sock_diag's
+	 * destroy CAP_NET_ADMIN (doc/enforcement.md)
+	 */
+	err = dw_drop_privileges(dw_abort_wants_netns(&d->abort, &d->deps.set),
+				 dw_abort_wants_net_admin(&d->abort));
 	if (err) {
 		dw_err("cannot drop capabilities: %s", strerror(-err));
 		return err;

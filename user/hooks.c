@@ -52,6 +52,8 @@ const struct dw_other_hook dw_other_hooks[] = {
 	{ HOOK_CONNECT6, "IPv6 connects are not refused while a breaker is open (breakers are still judged)" },
 	{ HOOK_ADOPT, "connections open before the start are not watched, only new ones" },
 	{ HOOK_ABORT, "enforce = abort falls back to connect, abort_after aborts nothing" },
+	{ HOOK_ABORT_KFUNC, "connections are aborted through sock_diag's SOCK_DESTROY instead (the daemon keeps CAP_NET_ADMIN)" },
+	{ HOOK_ABORT_DIAG, "without bpf_sock_destroy too, enforce = abort falls back to connect" },
 };
 
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))

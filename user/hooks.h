@@ -51,15 +51,18 @@ extern const size_t dw_nsyscalls_only;
 #define HOOK_CONNECT4 "cgroup/connect4"
 #define HOOK_CONNECT6 "cgroup/connect6"
 #define HOOK_ADOPT "iter/tcp"
-/* the abort iterator (iter/tcp with the bpf_sock_destroy kfunc): enforce = abort, abort_after */
+/* the abort iterator (iter/tcp; bpf_sock_destroy, or sock_diag): enforce = abort, abort_after */
 #define HOOK_ABORT "sock_destroy"
+/* its two ways of destroying, each withheld on its own to test the other */
+#define HOOK_ABORT_KFUNC "bpf_sock_destroy"
+#define HOOK_ABORT_DIAG "sock_diag_destroy"
 
 struct dw_other_hook {
 	const char *name;
 	const char *without;	/* NULL: depwatch cannot run without it */
 };
 
-/* The first two are the cgroup hooks, in attach_enforce's order. */
+/* The first two are the cgroup hooks, in attach_enforce's order; [3] is HOOK_ABORT. */
 extern const struct dw_other_hook dw_other_hooks[];
 extern const size_t dw_nother_hooks;
 

@@ -125,10 +125,14 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
 	decide_h2(b, h2);
-	if (!abort && !b->abort_why[0])
+	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
-	if (b->abort_why[0])
+		b->abort_path = DW_ABORT_PATH_NONE;
+	}
+	if (b->abort_why[0]) {
 		dw_bpf_no_autoload(b, "dw_abort");
+		dw_bpf_no_autoload(b, "dw_abort_list");
+	}
 	err = depwatch_bpf__load(b->skel);
 	*refused = err != 0;
 	return err;
@@ -304,19 +308,26 @@ static void note_adopt(struct dw_bpf *b)
 		snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", dw_other_hooks[2].without);
 }
 
-/* The abort iterator's link, made once here, run by dw_bpf_abort_link()'s users on demand. */
+/*
+ * The abort iterator's link, made once here, run by abort.c on demand. The
+ * start line names the path: sock_destroy(kfunc) or sock_destroy(sock_diag).
+ */
 static void attach_abort(struct dw_bpf *b)
 {
 	struct dw_prog_status *ps = &b->progs[b->nprogs++];
+	bool diag = b->abort_path == DW_ABORT_PATH_SOCK_DIAG;
+	struct bpf_program *prog = diag ? b->skel->progs.dw_abort_list : b->skel->progs.dw_abort;
 
-	ps->name = bpf_program__name(b->skel->progs.dw_abort);
-	ps->hook = HOOK_ABORT;
+	ps->name = bpf_program__name(prog);
+	ps->hook = b->abort_why[0] ? HOOK_ABORT : diag ? HOOK_ABORT "(sock_diag)" : HOOK_ABORT "(kfunc)";
 	if (b->abort_why[0]) {
 		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, dw_other_hooks[3].without);
 		return;
 	}
-	ps->link = bpf_program__attach_iter(b->skel->progs.dw_abort, NULL);
+	ps->link = bpf_program__attach_iter(prog, NULL);
 	if (!ps->link) {
+		b->abort_path = DW_ABORT_PATH_NONE;
+		ps->hook = HOOK_ABORT;
 		snprintf(b->abort_why, sizeof(b->abort_why), "attach failed: %s", strerror(errno));
 		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, dw_other_hooks[3].without);
 		return;

@@ -20,18 +20,21 @@
 #define CAP_BPF 39
 #endif
 
-int dw_drop_privileges(bool netns)
+int dw_drop_privileges(bool netns, bool net_admin)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
-	__u64 keep = (1ULL << CAP_BPF) | (1ULL << CAP_PERFMON);
+	__u64 keep = (1ULL << CAP_BPF) | (1ULL << CAP_PERFMON), extra = 0;
 
-	if (netns) {
-		/* only what it has: without them, the namespaces it can enter */
+	if (netns)
+		extra |= (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_SYS_PTRACE);
+	if (net_admin)
+		extra |= 1ULL << CAP_NET_ADMIN;
+	if (extra) {
+		/* only what it has: without them, the namespaces it can enter, the aborts it can do */
 		if (syscall(SYS_capget, &hdr, data))
 			return -errno;
-		keep |= ((1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_SYS_PTRACE)) &
-			(data[0].permitted | (__u64)data[1].permitted << 32);
+		keep |= extra & (data[0].permitted | (__u64)data[1].permitted << 32);
 	}
 	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
 		if (!(keep & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) &&

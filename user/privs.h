@@ -11,8 +11,10 @@
  * bounding set too. netns: also keep CAP_SYS_ADMIN and CAP_SYS_PTRACE, to
  * enter other network namespaces (setns on /proc/PID/ns/net) and run the
  * abort iterator there (enforce = abort, abort_after; doc/enforcement.md).
+ * net_admin: also keep CAP_NET_ADMIN, which sock_diag's SOCK_DESTROY checks
+ * (the abort path of kernels without bpf_sock_destroy).
  */
-int dw_drop_privileges(bool netns);
+int dw_drop_privileges(bool netns, bool net_admin);
 
 /*
  * Makes dirfd itself (name NULL) or the entry name in it owned by root with

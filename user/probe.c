@@ -17,6 +17,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "probe.h"
+#include "sockdiag.h"
 
 /* --without NAME: the daemon behaves as on a kernel lacking that hook (tests, and a way out of a broken one). */
 bool dw_bpf_withheld(const struct dw_bpf *b, const char *hook)
@@ -172,19 +173,35 @@ static bool superseded(const struct dw_bpf *b, const char *name)
 }
 
 /*
- * The abort iterator needs the bpf_sock_destroy kfunc (Linux 6.5+); without
- * it (or with --without sock_destroy) dw_abort is not loaded and
- * b->abort_why says why.
+ * How connections are aborted: dw_abort with the bpf_sock_destroy kfunc
+ * (Linux 6.5+); else dw_abort_list, the daemon destroying through
+ * sock_diag's SOCK_DESTROY where the kernel has it (CONFIG_INET_DIAG_DESTROY:
+ * Debian's 6.1 does); else not at all, and b->abort_why says why. Each can
+ * be withheld (--without) to run the next.
  */
 static void probe_abort(struct dw_bpf *b, const struct btf *vmlinux)
 {
+	bool kfunc = btf__find_by_name_kind(vmlinux, "bpf_sock_destroy", BTF_KIND_FUNC) > 0;
+	char why[120] = "";
+
+	b->abort_path = DW_ABORT_PATH_NONE;
 	if (dw_bpf_withheld(b, HOOK_ABORT))
 		snprintf(b->abort_why, sizeof(b->abort_why), "absent (--without)");
-	else if (btf__find_by_name_kind(vmlinux, "bpf_sock_destroy", BTF_KIND_FUNC) <= 0)
-		snprintf(b->abort_why, sizeof(b->abort_why),
-			 "this kernel has no kfunc bpf_sock_destroy (Linux 6.5+)");
-	if (b->abort_why[0])
+	else if (kfunc && !dw_bpf_withheld(b, HOOK_ABORT_KFUNC))
+		b->abort_path = DW_ABORT_PATH_KFUNC;
+	else if (dw_bpf_withheld(b, HOOK_ABORT_DIAG))
+		snprintf(why, sizeof(why), "sock_diag absent (--without)");
+	else if (!dw_sockdiag_probe(why, sizeof(why)))
+		b->abort_path = DW_ABORT_PATH_SOCK_DIAG;
+	if (!b->abort_why[0] && b->abort_path == DW_ABORT_PATH_NONE)
+		snprintf(b->abort_why, sizeof(b->abort_why), "%s, and %s",
+			 kfunc ? "kfunc bpf_sock_destroy absent (--without)" :
+				 "this kernel has no kfunc bpf_sock_destroy (Linux 6.5+)",
+			 why);
+	if (b->abort_path != DW_ABORT_PATH_KFUNC)
 		dw_bpf_no_autoload(b, "dw_abort");
+	if (b->abort_path != DW_ABORT_PATH_SOCK_DIAG)
+		dw_bpf_no_autoload(b, "dw_abort_list");
 }
 
 /* Picks the backend and the tracing programs to load; fails when a required one cannot be. */

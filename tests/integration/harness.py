@@ -42,6 +42,30 @@ BPFFS = "/sys/fs/bpf"
 # The tracing backend every daemon of the run uses (--backend), when set: the suite runs once per backend.
 BACKEND = os.environ.get("DW_BACKEND") or None
 
+
+# The kernel stage's guest (tests/vm/kernels.sh sets DW_VM=tcg): an emulated machine, 3-4x slower
+# than the host, on which a test sized for the host's load (a 200-thread pool) measures the
+# emulation. Only such sizes look at it; no tolerance does.
+EMULATED = os.environ.get("DW_VM") == "tcg"
+
+
+def kernel_has_sock_tracepoints():
+    """What the daemon probes for its backend: the BTF typedef of the sock_send_length tracepoint."""
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        return b"btf_trace_sock_send_length\0" in f.read()
+
+
+# The backend the daemons of this run use: DW_BACKEND's, else the one the probe picks on this kernel
+# (the kernel stage, tests/vm/kernels.sh, leaves the choice to the daemon).
+BACKEND_IN_USE = BACKEND or ("sock" if kernel_has_sock_tracepoints() else "syscalls")
+
+
+def kernel_has_sock_destroy_kfunc():
+    """What the daemon probes for its abort path: the kfunc bpf_sock_destroy in the kernel's BTF
+    (Linux 6.5+). Without it, aborts go through sock_diag (and the daemon keeps CAP_NET_ADMIN)."""
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        return b"\0bpf_sock_destroy\0" in f.read()
+
 START_TIMEOUT = 20.0      # seconds to wait for "depwatch: started"
 STOP_TIMEOUT = 10.0
 STATUS_DEADLINE = 5.0     # default deadline for a status condition to hold
@@ -294,14 +318,14 @@ def write_config(text, prefix="dwtest-"):
     return path
 
 
-def start_configured(add_cleanup, conf_text):
+def start_configured(add_cleanup, conf_text, extra_args=()):
     """A started daemon on a config file holding conf_text, with --events to conf + ".events"
-    (d.events); add_cleanup(fn) takes what undoes each step, to be run last first."""
+    (d.events) and extra_args; add_cleanup(fn) takes what undoes each step, to be run last first."""
     conf = write_config(conf_text)
     add_cleanup(lambda: os.unlink(conf))
     events = conf + ".events"
     add_cleanup(lambda: os.path.exists(events) and os.unlink(events))
-    d = Daemon(extra_args=["-c", conf, "--events", events])
+    d = Daemon(extra_args=["-c", conf, "--events", events] + list(extra_args))
     add_cleanup(d.cleanup)
     d.start()
     d.events = events

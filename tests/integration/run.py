@@ -27,6 +27,7 @@ class CountingResult(unittest.TextTestResult):
         super().__init__(*a, **kw)
         self.outcome = {}
         self.fixture_failures = 0
+        self.took = {}
 
     def _mark(self, test, what):
         tid = test.id()
@@ -39,6 +40,11 @@ class CountingResult(unittest.TextTestResult):
     def startTest(self, test):
         super().startTest(test)
         self.outcome[test.id()] = "pass"
+        self.took[test.id()] = time.monotonic()
+
+    def stopTest(self, test):
+        self.took[test.id()] = time.monotonic() - self.took[test.id()]
+        super().stopTest(test)
 
     def addFailure(self, test, err):
         super().addFailure(test, err)
@@ -62,10 +68,22 @@ class CountingResult(unittest.TextTestResult):
         self._mark(test, "fail")
 
 
+def print_durations(took, n):
+    per_file = {}
+    for tid, s in took.items():
+        per_file[tid.split(".")[0]] = per_file.get(tid.split(".")[0], 0) + s
+    print("slowest tests:")
+    for tid, s in sorted(took.items(), key=lambda kv: -kv[1])[:n]:
+        print("  %6.1f s  %s" % (s, tid))
+    print("per file: " + ", ".join("%s %.0f s" % kv for kv in sorted(per_file.items(), key=lambda kv: -kv[1])))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", dest="patterns", action="append", default=None,
                     help="only tests whose name contains this substring (repeatable)")
+    ap.add_argument("--durations", type=int, default=0, metavar="N",
+                    help="list the N slowest tests and the time per file")
     args = ap.parse_args()
 
     sys.path.insert(0, HERE)
@@ -93,6 +111,8 @@ def main():
     failed = outcomes.count("fail") + result.fixture_failures + len(problems)
     for p in problems:
         print("ERROR: " + p)
+    if args.durations:
+        print_durations(result.took, args.durations)
     print("integration: %.1f s" % (time.monotonic() - start))
     line = "%d passed, %d failed" % (passed, failed)
     if skipped:

@@ -4,7 +4,12 @@ with an error once its breaker opens (enforce = connect leaves it blocked),
 a call older than abort_after has its connection aborted, and nothing else
 is touched: idle connections by abort_after, other dependencies, inbound
 connections. Real sockets; the ground truth is what the workers and the
-stand-in server saw themselves."""
+stand-in server saw themselves.
+
+Two abort paths: the bpf_sock_destroy kfunc (Linux 6.5+), and sock_diag's
+SOCK_DESTROY for older kernels. AbortTest runs whichever the kernel has, the
+kfunc where both are; SockDiagAbortTest runs its tests again with the kfunc
+withheld (--without bpf_sock_destroy), so a host with the kfunc tests both."""
 
 import errno
 import itertools
@@ -20,11 +25,35 @@ import time
 import unittest
 import urllib.request
 
-from harness import DEPWATCH, Daemon, dependency, free_port, start_configured, write_config
+from harness import (DEPWATCH, Daemon, dependency, free_port, kernel_has_sock_destroy_kfunc, start_configured,
+                     write_config)
 from realtraffic import nginx_server, start_nginx, tempdir
 from workpool import StandIn, pool
 
 SLOW_CALL = 0.5
+
+
+KFUNC = kernel_has_sock_destroy_kfunc()
+# CapEff of a daemon that aborts in other namespaces: CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_SYS_ADMIN
+NETNS_CAPS = (1 << 39) | (1 << 38) | (1 << 21) | (1 << 19)
+CAP_NET_ADMIN = 1 << 12
+
+
+class AbortPath:
+    """Which abort path a test class's daemons use: the kernel's best, unless WITHOUT withholds it."""
+    WITHOUT = []
+
+    def path(self):
+        return "kfunc" if KFUNC and "bpf_sock_destroy" not in self.WITHOUT else "sock_diag"
+
+    def without(self):
+        return ["--without", ",".join(self.WITHOUT)] if self.WITHOUT else []
+
+    def assert_path(self, d):
+        start = [l for l in d.stderr_text().splitlines() if l.startswith("depwatch: started (")][0]
+        self.assertNotIn("sock_destroy", start.split("not attached")[1],
+                         "the abort iterator is not attached: " + start)
+        self.assertIn("sock_destroy(%s)" % self.path(), start.split("not attached")[0])
 
 
 def unnice(d):
@@ -44,7 +73,7 @@ def request(sock, line=b"req\n"):
         return time.monotonic() - t0, e.errno
 
 
-class AbortTest(unittest.TestCase):
+class AbortTest(AbortPath, unittest.TestCase):
     def setUp(self):
         self.cleanups = []
         # 34 Python threads on 2 cores: a thread waiting for the GIL would add its 5 ms
@@ -57,11 +86,9 @@ class AbortTest(unittest.TestCase):
             fn()
 
     def daemon(self, conf_text):
-        d = start_configured(self.cleanups.append, conf_text)
+        d = start_configured(self.cleanups.append, conf_text, self.without())
         unnice(d)
-        start = [l for l in d.stderr_text().splitlines() if l.startswith("depwatch: started (")][0]
-        self.assertNotIn("sock_destroy", start.split("not attached")[1],
-                         "the abort iterator is not attached: " + start)
+        self.assert_path(d)
         return d
 
     def server(self, **kw):
@@ -79,6 +106,11 @@ class AbortTest(unittest.TestCase):
         workers = pool(self.cleanups, pay.port, 30)
         others = pool(self.cleanups, other.port, 4)
         time.sleep(1.5)
+        # and every worker through 3 calls (at once on the host; under emulation, the 6.1 stage, a
+        # worker thread was seen without its first call after 1.5 s)
+        deadline = time.monotonic() + 15
+        while not all(len(w.calls) >= 3 for w in workers + others) and time.monotonic() < deadline:
+            time.sleep(0.1)
         for w in workers:
             self.assertTrue(w.calls and all(c[2] for c in w.calls), "warm-up calls failed")
         t_change = time.monotonic()
@@ -87,6 +119,9 @@ class AbortTest(unittest.TestCase):
 
     def test_abort_releases_hanging_pool(self):
         d, pay, workers, others, t_change = self.hanging_pool("abort")
+        # what a connect the kernel refuses without depwatch costs these threads (a closed port:
+        # the kernel answers the SYN with a reset), measured beside the pool from now on
+        control = pool(self.cleanups, free_port(), 4)
         # every worker's hanging call ends with an error within slow_call + 1 s
         deadline = t_change + SLOW_CALL + 1.0
         time.sleep(max(0, deadline + 0.3 - time.monotonic()))
@@ -109,23 +144,43 @@ class AbortTest(unittest.TestCase):
         self.assertEqual(row["breaker"], "open", json.dumps(row))
         self.assertTrue(later)
         self.assertFalse([c for c in later if c[2]], "a call succeeded against a hanging dependency")
+        # refused at the connect, by the connect program (never sent, so never answered); or let
+        # through, fail-open, while the daemon renewed its lease late (1 s: seen under emulation)
+        # and aborted by the next pass (ECONNABORTED at a receive, EPIPE or ECONNRESET at a send)
+        errnos = [c[3] for c in later]
         durations = sorted(c[1] - c[0] for c in later)
-        slowest = durations[-1]
-        print("\n  abort: released %.0f..%.0f ms after the hang; %d later calls, median %.2f ms, p99 %.2f ms, max %.2f ms"
-              % (min(released) * 1e3, max(released) * 1e3, len(later), durations[len(durations) // 2] * 1e3,
-                 durations[int(len(durations) * 0.99)] * 1e3, slowest * 1e3))
-        # refused in the kernel at once: under 10 ms each. The tolerance: 1% of them, for a
-        # worker thread the scheduler left waiting on a loaded, shared 2-core machine (nice'd)
-        p99 = durations[int(len(durations) * 0.99)]
-        self.assertLess(p99, 0.010, "later calls: p99 %.1f ms" % (p99 * 1e3))
+        refused = sorted(c[1] - c[0] for w in control for c in list(w.calls) if c[0] >= t_later)
+        median, base = durations[len(durations) // 2], refused[len(refused) // 2]
+        print("\n  abort: released %.0f..%.0f ms after the hang; %d later calls (%d refused, %d aborted), median "
+              "%.2f ms, p99 %.2f ms, max %.2f ms; a connect to a closed port meanwhile: median %.2f ms"
+              % (min(released) * 1e3, max(released) * 1e3, len(later), errnos.count(errno.ECONNREFUSED),
+                 errnos.count(errno.ECONNABORTED), median * 1e3, durations[int(len(durations) * 0.99)] * 1e3,
+                 durations[-1] * 1e3, base * 1e3))
+        self.assertEqual(set(errnos) - {errno.ECONNREFUSED, errno.ECONNABORTED, errno.ECONNRESET, errno.EPIPE},
+                         set(), "later calls' errnos")
+        # at once: a refused call costs what a connect the kernel refuses without depwatch costs
+        # the same threads at the same time. That cost is the machine's: 0.05 ms on the host, 16 ms
+        # under emulation (the 6.1 stage: 38 threads on 2 emulated CPUs). The tolerance, 2x + 1 ms:
+        # two samples of one scheduler's waits (the control's 4 threads against the pool's 30)
+        self.assertLessEqual(median, 2 * base + 0.001, "later calls: median %.2f ms, a closed port's %.2f ms"
+                             % (median * 1e3, base * 1e3))
         self.assertEqual(row["enforce_mode"], "abort")
         self.assertGreaterEqual(row["aborted_breaker"], 30, json.dumps(row))
         self.assertGreaterEqual(row["calls_aborted"], 30)
         self.assertEqual(row["aborted_timeout"], 0)
-        # the other dependency's workers never saw an error
-        for w in others:
-            self.assertTrue(all(c[2] for c in list(w.calls)), "the other dependency's worker failed")
-        self.assertEqual(dependency(st, "other")["aborted_breaker"], 0)
+        # the other dependency's workers never saw an error: pay's aborts touch no one else. Unless
+        # other's own breaker opened, on its own calls (under emulation, the 6.1 stage, its 20 ms
+        # calls were seen slower than slow_call): then its own aborts are its own, and counted
+        with open(d.events) as f:
+            opened = [e for e in (json.loads(l) for l in f if l.strip())
+                      if e.get("dependency") == "other" and e.get("event") == "transition"
+                      and e.get("state") == "open"]
+        if not opened:
+            for w in others:
+                self.assertTrue(all(c[2] for c in list(w.calls)), "the other dependency's worker failed")
+            self.assertEqual(dependency(st, "other")["aborted_breaker"], 0)
+        else:
+            print("  other's own breaker opened (%s): its workers' errors are its own" % opened[0].get("reason"))
         # one syslog line for the open period, with what it aborted; as an event too
         # (a loaded machine may reach half_open, open_for = 5 s, and reopen on a hanging probe:
         # a second open period, with its own line)
@@ -230,10 +285,11 @@ class AbortTest(unittest.TestCase):
         srv = self.server(delay=0.05, slow=2.0)
         conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\n" % srv.port)
         self.cleanups.append(lambda: os.unlink(conf))
-        d = Daemon(extra_args=["-c", conf])
+        d = Daemon(extra_args=["-c", conf] + self.without())
         self.cleanups.append(d.cleanup)
         d.start()
         unnice(d)
+        self.assert_path(d)
         s = socket.create_connection(("127.0.0.1", srv.port))
         self.cleanups.append(s.close)
         self.assertEqual(request(s)[1], 0)
@@ -285,9 +341,11 @@ class AbortTest(unittest.TestCase):
         self.cleanups.append(lambda: os.unlink(conf))
         events = conf + ".events"
         self.cleanups.append(lambda: os.path.exists(events) and os.unlink(events))
-        d = Daemon(extra_args=["-c", conf, "--events", events, "--metrics", "127.0.0.1:%d" % port])
+        d = Daemon(extra_args=["-c", conf, "--events", events, "--metrics", "127.0.0.1:%d" % port]
+                   + self.without())
         self.cleanups.append(d.cleanup)
         d.start()
+        self.assert_path(d)
         conns = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(2)]
         for s in conns:
             self.cleanups.append(s.close)
@@ -313,15 +371,23 @@ class AbortTest(unittest.TestCase):
                          ("pay", "breaker", 2, 0))
 
     def test_without_sock_destroy_falls_back(self):
+        """Without any abort path (--without sock_destroy, or both of its ways withheld) enforce =
+        abort falls back to connect: one warning, open connections untouched, new ones refused."""
+        for withheld in ("sock_destroy", "bpf_sock_destroy,sock_diag_destroy"):
+            with self.subTest(without=withheld):
+                self.falls_back(withheld)
+
+    def falls_back(self, withheld):
         srv = self.server()
         conf = write_config("[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % srv.port)
         self.cleanups.append(lambda: os.unlink(conf))
-        d = Daemon(extra_args=["-c", conf, "--without", "sock_destroy"])
+        d = Daemon(extra_args=["-c", conf, "--without", withheld])
         self.cleanups.append(d.cleanup)
         d.start()
         text = d.stderr_text()
         start = [l for l in text.splitlines() if l.startswith("depwatch: started (")][0]
-        self.assertIn("sock_destroy (absent (--without)", start)
+        self.assertRegex(start.split("not attached:")[1], r"^ sock_destroy \((absent|kfunc bpf_sock_destroy absent|this kernel has no kfunc)")
+        self.assertIn("absent (--without)", start.split("not attached:")[1])
         self.assertEqual(text.count("warning: cannot abort connections"), 1, text)
         self.assertEqual(dependency(d.status(), "pay")["enforce_mode"], "connect")
         s = socket.create_connection(("127.0.0.1", srv.port))
@@ -332,6 +398,15 @@ class AbortTest(unittest.TestCase):
         self.assertEqual(request(s)[1], 0, "aborted without sock_destroy")
         with self.assertRaises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", srv.port))
+
+
+@unittest.skipUnless(KFUNC, "this kernel has no bpf_sock_destroy: AbortTest runs the sock_diag path already")
+class SockDiagAbortTest(AbortTest):
+    """AbortTest's aborts again through sock_diag, the kfunc withheld. Its tests that do not abort
+    (enforce = connect, the fallback) are AbortTest's alone: None is no test to unittest."""
+    WITHOUT = ["bpf_sock_destroy"]
+    test_connect_leaves_pool_blocked = None
+    test_without_sock_destroy_falls_back = None
 
 
 NETNS_CHILD = r"""
@@ -365,9 +440,10 @@ except OSError as e:
 """
 
 
-class NetnsAbortTest(unittest.TestCase):
+class NetnsAbortTest(AbortPath, unittest.TestCase):
     """A connection in another network namespace (a container's) is aborted too:
-    the daemon enters the namespace the kernel's rows name to run the iterator there."""
+    the daemon enters the namespace the kernel's rows name to run the iterator there
+    (and on the sock_diag path, to open its netlink socket there)."""
 
     def setUp(self):
         self.cleanups = []
@@ -382,7 +458,9 @@ class NetnsAbortTest(unittest.TestCase):
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.cleanups.append(lambda: child.kill() or child.wait())
         port = int(child.stdout.readline())
-        d = start_configured(self.cleanups.append, "[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % port)
+        d = start_configured(self.cleanups.append, "[dependency pay]\nmatch = 127.0.0.1:%d\nenforce = abort\n" % port,
+                             self.without())
+        self.assert_path(d)
         child.stdin.write("connect\n")
         child.stdin.flush()
         self.assertEqual(child.stdout.readline().strip(), "connected")
@@ -398,10 +476,17 @@ class NetnsAbortTest(unittest.TestCase):
         self.assertEqual(said[0], "errno", "the connection in the other namespace was not aborted: %s" % said)
         st = d.wait_for(lambda s: dependency(s, "pay")["aborted_breaker"] >= 1)
         self.assertEqual(dependency(st, "pay")["aborted_breaker"], 1, d.stderr_text())
-        # the privilege that keeps: CAP_SYS_ADMIN (setns) and CAP_SYS_PTRACE (/proc/PID/ns/net of any process)
+        # the privilege that keeps: CAP_SYS_ADMIN (setns) and CAP_SYS_PTRACE (/proc/PID/ns/net of any
+        # process); on the sock_diag path CAP_NET_ADMIN too, which SOCK_DESTROY checks
         with open("/proc/%d/status" % d.proc.pid) as f:
             eff = int(re.search(r"CapEff:\s*([0-9a-f]+)", f.read()).group(1), 16)
-        self.assertEqual(eff, (1 << 39) | (1 << 38) | (1 << 21) | (1 << 19), "%x" % eff)
+        want = NETNS_CAPS | (CAP_NET_ADMIN if self.path() == "sock_diag" else 0)
+        self.assertEqual(eff, want, "%x" % eff)
+
+
+@unittest.skipUnless(KFUNC, "this kernel has no bpf_sock_destroy: NetnsAbortTest runs the sock_diag path already")
+class SockDiagNetnsAbortTest(NetnsAbortTest):
+    WITHOUT = ["bpf_sock_destroy"]
 
 
 class HttpStandIn(StandIn):
@@ -429,13 +514,13 @@ def request_id(head):
     return int(m.group(1)) if m else -1
 
 
-def http_get(port, rid):
+def http_get(port, rid, path=b"/"):
     """One GET through nginx on a new connection, X-Id: rid: (start, end, status or 0, rid)."""
     t0 = time.monotonic()
     try:
         s = socket.create_connection(("127.0.0.1", port))
         try:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Id: %d\r\nConnection: close\r\n\r\n" % rid)
+            s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nX-Id: %d\r\nConnection: close\r\n\r\n" % (path, rid))
             data = b""
             while True:
                 chunk = s.recv(4096)
@@ -481,18 +566,21 @@ class NginxAbortTest(unittest.TestCase):
                 + nginx_server("127.0.0.1:%d" % front,
                                "            proxy_pass http://backend;\n            proxy_http_version 1.1;\n"
                                "            proxy_set_header Connection \"\";\n",
-                               "        access_log %s dw;\n" % access))
+                               "        access_log %s dw;\n"
+                               # nginx's own 502, no upstream: the control of what a 502 costs here
+                               "        location = /local {\n            return 502;\n        }\n" % access))
         # a frontend runs as a service, at nice 0 like the daemon: at the test's nice 10 on a loaded
         # machine it was seen reaching a refused request 50-130 ms late, then answering it in 0 ms
         unnice(start_nginx(self, work, body, [front]))
-        results, stop, ids = [], threading.Event(), itertools.count()
+        results, local, stop, ids = [], [], threading.Event(), itertools.count()
 
-        def client():
+        def client(into=results, path=b"/"):
             while not stop.is_set():
-                results.append(http_get(front, next(ids)))
+                into.append(http_get(front, next(ids), path))
                 stop.wait(0.02)
 
         threads = [threading.Thread(target=client, daemon=True) for _ in range(8)]
+        threads.append(threading.Thread(target=client, args=(local, b"/local"), daemon=True))
         for t in threads:
             t.start()
         self.cleanups.append(lambda: [stop.set()] + [t.join(5) for t in threads])
@@ -536,14 +624,21 @@ class NginxAbortTest(unittest.TestCase):
                         % (slowest_ngx * 1e3))
         durations = sorted(r[1] - r[0] for r in after)
         median, p99, slowest = durations[len(durations) // 2], durations[int(len(durations) * 0.99)], durations[-1]
-        self.assertLess(median, 0.010, "requests once the breaker was open: median %.1f ms" % (median * 1e3))
+        # and to its clients as fast as nginx's own 502 (/local, no upstream) at the same time: the
+        # cost of a request to this process's threads is the machine's (0.5 ms on the host, tens of
+        # ms under emulation); 2x + 1 ms for two samples of one scheduler's waits (1 thread and 8)
+        own = sorted(r[1] - r[0] for r in local if r[0] >= t_open)
+        base = own[len(own) // 2]
+        self.assertEqual(set(r[2] for r in local), {502})
+        self.assertLessEqual(median, 2 * base + 0.001, "requests once the breaker was open: median %.1f ms, "
+                             "nginx's own 502: %.1f ms" % (median * 1e3, base * 1e3))
         row = dependency(d.status(), "upstream")
         # at least the upstream connections that carried a hung request: one request at a time each
         self.assertGreaterEqual(row["aborted_breaker"], len(hung), json.dumps(row))
         self.assertGreaterEqual(row["calls_aborted"], len(hung), json.dumps(row))
-        print("\n  nginx: %d requests the upstream held got 502, %.0f..%.0f ms after the change; %d later requests, 502 in median %.1f ms, p99 %.1f ms, max %.1f ms (nginx: max %.0f ms)"
+        print("\n  nginx: %d requests the upstream held got 502, %.0f..%.0f ms after the change; %d later requests, 502 in median %.1f ms, p99 %.1f ms, max %.1f ms (nginx: max %.0f ms; its own 502: median %.1f ms)"
               % (len(hung), min(r[1] - t_change for r in hung) * 1e3, max(r[1] - t_change for r in hung) * 1e3,
-                 len(after), median * 1e3, p99 * 1e3, slowest * 1e3, slowest_ngx * 1e3))
+                 len(after), median * 1e3, p99 * 1e3, slowest * 1e3, slowest_ngx * 1e3, base * 1e3))
 
 
 if __name__ == "__main__":

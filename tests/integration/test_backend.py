@@ -14,13 +14,8 @@ import tempfile
 import time
 import unittest
 
-from harness import BACKEND, RESP, REQ, Client, Daemon, DaemonTestCase, LoopbackServer, run_client_threads
-
-
-def kernel_has_sock_tracepoints():
-    """What the daemon probes: the BTF typedef of the sock_send_length tracepoint."""
-    with open("/sys/kernel/btf/vmlinux", "rb") as f:
-        return b"btf_trace_sock_send_length\0" in f.read()
+from harness import (BACKEND, RESP, REQ, Client, Daemon, DaemonTestCase, LoopbackServer, kernel_has_sock_tracepoints,
+                     run_client_threads)
 
 
 def expected_backend():

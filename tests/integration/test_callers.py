@@ -21,7 +21,7 @@ import unittest
 
 # What both client processes share: joining their cgroup, reading one answer line.
 PRELUDE = r"""
-import os, socket, sys
+import os, socket, sys, time
 def join(cg):
     with open(os.path.join(cg, "cgroup.procs"), "w") as f:
         f.write(str(os.getpid()))
@@ -58,10 +58,13 @@ join(cg)
 s = socket.create_connection((host, port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 for req in sys.stdin:
+    took = []
     for _ in range(int(req)):
+        t = time.monotonic()
         s.sendall(b"GET\n")
         line(s)
-    print("done", flush=True)
+        took.append(time.monotonic() - t)
+    print("done " + " ".join("%.6f" % t for t in took), flush=True)
 """
 
 
@@ -239,9 +242,12 @@ class TestCallers(unittest.TestCase):
         self.addCleanup(self.stop_client, p)
 
         def phase(n):
+            """n calls; the seconds each took, as the client saw it."""
             p.stdin.write("%d\n" % n)
             p.stdin.flush()
-            self.assertEqual(p.stdout.readline().strip(), "done")
+            said = p.stdout.readline().split()
+            self.assertEqual(said[:1], ["done"])
+            return sorted(float(t) for t in said[1:])
 
         phase(SLOW)
         # the slow calls as the old code showed them: in the caller's percentiles
@@ -264,7 +270,7 @@ class TestCallers(unittest.TestCase):
         self.assertEqual(self.table_caller(d, "checkout.service")[-2:], ["-", "-"])
         srv.delay = fast_s
         t0 = time.monotonic()
-        phase(FAST)
+        seen = phase(FAST)
         took = time.monotonic() - t0
         # every fast call inside the window (they took well under it): window_calls is exact
         self.assertLess(took, window_s / 2, "the fast calls took %.2f s" % took)
@@ -285,10 +291,14 @@ class TestCallers(unittest.TestCase):
         self.assertEqual(row["calls"], SLOW + FAST, row)
         self.assertEqual(row["failed"], 0, row)
         fast_ms = 1000 * fast_s
+        # what the client saw of the fast calls: its median and its slowest (p99 of 20 is the
+        # slowest). A call as the kernel times it took at least the delay and no longer than the
+        # client saw: the bucket's middle within 12.5% of those (the host: the delay + < 5 ms;
+        # under emulation, the 6.1 stage, up to +11 ms: the machine's own)
+        client = {"p50_ms": 1000 * seen[len(seen) // 2], "p99_ms": 1000 * seen[-1]}
         for q in ("p50_ms", "p99_ms"):
-            # the bucket's middle, within 12.5% of a call that took the delay plus scheduling (5 ms)
             self.assertGreaterEqual(row[q], fast_ms * 0.875, row)
-            self.assertLessEqual(row[q], (fast_ms + 5) * 1.125, row)
+            self.assertLessEqual(row[q], client[q] * 1.125, (row, client))
             # two histograms of 12.5% each over the same calls
             self.assertLessEqual(abs(row[q] - dep[q]), 0.25 * dep[q] + 1, (row, dep))
         # the status table shows the same: the caller's p99 is no longer the slow calls'

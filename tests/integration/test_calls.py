@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 
-from harness import (INTERVAL_MS, Client, Daemon, DaemonTestCase, LoopbackServer, dest_port, fmt_dest,
+from harness import (INTERVAL_MS, RESP, Client, Daemon, DaemonTestCase, LoopbackServer, dest_port, fmt_dest,
                      free_port, median, own_netns, run_client_threads, tcp_sockets)
 
 CLIENT_COMM = "dwclient"
@@ -87,6 +87,13 @@ class Test11LastCaller(KeepAliveMixin, DaemonTestCase):
 
 
 class Test02P50Accuracy(DaemonTestCase):
+    """depwatch's p50 lies between what the server held each call and what the client measured
+    of it: the kernel times a call from its send to its answer, which starts before the server
+    reads the request and ends before the client's recv() returns. Per call, so for the medians
+    too. TOLERANCE is the histogram's: a bucket is at most 6.25% wide, and a percentile is read
+    as its bucket (+ rounding to the 0.001 ms shown). On an idle host the client's median is
+    the delay + ~0.1 ms; under emulation (the 6.1 stage) + 2-4 ms at 20 ms, which is real
+    time the call took, not depwatch's error."""
     DELAYS_MS = (20, 100, 300)
     CALLS = 20
     TOLERANCE = 0.07
@@ -119,17 +126,18 @@ class Test02P50Accuracy(DaemonTestCase):
                            servers[ms].dest)
             client_p50 = median(clients[0].latencies) * 1000
             p50 = row["p50_ms"]
+            low, high = ms * (1 - self.TOLERANCE), client_p50 * (1 + self.TOLERANCE)
             err = (p50 - ms) / ms if p50 is not None else float("inf")
-            print("\n    delay %3d ms: depwatch p50 %s ms (error %+.2f%%), p90 %s, p99 %s; "
+            print("\n    delay %3d ms: depwatch p50 %s ms (%+.2f%% of the delay), p90 %s, p99 %s; "
                   "client-measured median %.3f ms" % (ms, p50, err * 100, row["p90_ms"], row["p99_ms"],
                                                        client_p50), end="", flush=True)
-            if p50 is None or abs(err) > self.TOLERANCE:
-                failures.append("delay %d ms: p50_ms %s is %+.2f%% off (client-measured median %.3f ms)"
-                                % (ms, p50, err * 100, client_p50))
+            if p50 is None or not low <= p50 <= high:
+                failures.append("delay %d ms: p50_ms %s outside [%.3f, %.3f] (the delay and the client-measured "
+                                "median %.3f ms, each by the bucket width)" % (ms, p50, low, high, client_p50))
             elif not (row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"]):
                 failures.append("delay %d ms: percentiles not ordered: %r" % (ms, row))
         print(flush=True)
-        self.assertEqual(failures, [], "p50 not within %d%% of the server's delay" % (self.TOLERANCE * 100))
+        self.assertEqual(failures, [], "p50 not between the server's delay and the client's median")
 
 
 class Test03InflightAndOldestAge(DaemonTestCase):
@@ -398,22 +406,32 @@ class Test12CallBoundaries(DaemonTestCase):
         self.assertRow(row, {"calls": 15, "failed": 0, "inflight": 0, "window_calls": 15}, srv.dest)
 
     def test_call_ends_at_first_response_byte(self):
-        first_ms = 60
+        """As Test02's p50: between the server's delay to its first segment and the client's own
+        time to it (the syscalls backend ends the call at that receive), each by the bucket width
+        (7%), and short of the whole response, which the server sends first_ms later."""
+        first_ms, tol = 60, Test02P50Accuracy.TOLERANCE
         d = self.start_daemon()
         srv = LoopbackServer("127.0.0.1", mode="split", delay=first_ms / 1000)
         self.addCleanup(srv.close)
         c = Client("127.0.0.1", srv.port)
         self.addCleanup(c.close)
+        to_first = []
         for _ in range(10):
-            c.call()                             # reads both segments
+            t = c.send_request()
+            c.buf = c.sock.recv(len(RESP))       # the first segment, RESP[:2]
+            to_first.append(time.monotonic() - t)
+            c.read_response()                    # and the rest
+            c.latencies.append(time.monotonic() - t)
         row, _ = d.wait_dest(srv.dest, lambda r: r["calls"] >= 10 and r["inflight"] == 0)
         self.assertRow(row, {"calls": 10, "failed": 0, "inflight": 0}, srv.dest)
-        err = (row["p50_ms"] - first_ms) / first_ms
-        print("\n    first byte after %d ms, whole response after %d ms: p50_ms %s (error %+.2f%%), "
-              "client-measured median %.3f ms" % (first_ms, 2 * first_ms, row["p50_ms"], err * 100,
-                                                  median(c.latencies) * 1000), flush=True)
-        self.assertLessEqual(abs(err), 0.07, "p50_ms %s is not the time to the first response byte (%d ms)"
-                             % (row["p50_ms"], first_ms))
+        p50, first = row["p50_ms"], median(to_first) * 1000
+        print("\n    first byte after %d ms, whole response after %d ms: p50_ms %s, client-measured median "
+              "%.3f ms to the first byte, %.3f ms to the whole" % (first_ms, 2 * first_ms, p50, first,
+                                                                  median(c.latencies) * 1000), flush=True)
+        self.assertLess(first, 2 * first_ms * (1 - tol), "the client had the first byte only with the rest")
+        self.assertTrue(first_ms * (1 - tol) <= p50 <= first * (1 + tol),
+                        "p50_ms %s is not the time to the first response byte (server %d ms, client %.3f ms)"
+                        % (p50, first_ms, first))
 
     def _answer_then_end(self, mode, conns=5):
         d = self.start_daemon()

@@ -9,9 +9,12 @@ daemon gave up on knows its answer was cut, and the CLI says so and fails.
 
 Before, the daemon read each request for up to 200 ms and wrote each answer
 for up to 1 s per write inside its one loop: 12 silent clients held it about
-2.4 s, 4 clients that never read about 4 s. The bounds below are generous
-against that (a loaded machine), and the rest is ground truth: answers,
-closes, counts."""
+2.4 s, 4 clients that never read about 4 s. The bound below is what the
+held clients may add to the same status requests asked alone just before,
+on the same machine, beyond the daemon's own work on the held clients'
+requests (its speed is not the test's: under emulation, the 6.1 stage, the
+4 answers of ~1.4 MB alone take it over a second to make); the rest is
+ground truth: answers, closes, counts."""
 
 import json
 import os
@@ -31,7 +34,8 @@ from test_metrics import http_get, samples
 SILENT = 12            # the old daemon: 12 x 200 ms in its loop
 STUCK = 4              # the old daemon: 4 x 1 s
 ASKS = 5               # status requests that must all be answered ...
-ASK_BOUND = 1.5        # ... within this many seconds, while the others are held
+ASK_EXTRA = 1.0        # ... with the others held, within this many seconds more than alone: under one
+                       # client's 1 s hold, the old daemon's 2.4 s and 4 s
 TABLE = 16
 HOLD = 3               # silent clients held while status counts the clients
 DESTS = 1000           # ~1.4 KB of status JSON each: an answer no socket buffer holds
@@ -72,6 +76,19 @@ def ask_several(d, n):
         st = json.loads(ask(d, "status json 1"))
         assert "dependencies" in st, st
     return time.monotonic() - t
+
+
+def first_byte_after(d, request):
+    """Seconds from sending request to the first byte of its answer: the daemon's work to make
+    it (a whole status is made before its first write), read alone; the rest is dropped."""
+    s = connect(d)
+    try:
+        t = time.monotonic()
+        s.sendall(request.encode() + b"\n")
+        s.recv(1)
+        return time.monotonic() - t
+    finally:
+        s.close()
 
 
 def closed_by_daemon(s, timeout):
@@ -116,10 +133,12 @@ class ControlClientsTest(DaemonTestCase):
 
     def test_control_silent_clients_hold_nothing(self):
         d = self.start_daemon()
+        alone = ask_several(d, ASKS)
         # half send nothing, half half a request line
         silent = self.open_silent(d, SILENT, b"status js")
         took = ask_several(d, ASKS)
-        self.assertLess(took, ASK_BOUND, "%d status requests behind %d silent clients" % (ASKS, SILENT))
+        self.assertLess(took - alone, ASK_EXTRA, "%d status requests behind %d silent clients: %.2f s, alone %.2f s"
+                        % (ASKS, SILENT, took, alone))
         for i, s in enumerate(silent):
             self.assertTrue(closed_by_daemon(s, 10), "silent client %d not closed" % i)
             self.assertEqual(read_rest(s), b"", "an unfinished request is closed unanswered")
@@ -132,6 +151,9 @@ class ControlClientsTest(DaemonTestCase):
         full = ask(d, "status json")
         self.assertGreater(len(full), 4 * int(open("/proc/sys/net/core/wmem_default").read()),
                            "the answer must not fit the socket buffers for this test")
+        alone = ask_several(d, ASKS)
+        # what making the stuck clients' answers costs the loop, whoever reads them
+        making = STUCK * first_byte_after(d, "status json")
         stuck = []
         self.addCleanup(lambda: [s.close() for s in stuck])
         for _ in range(STUCK):
@@ -139,7 +161,8 @@ class ControlClientsTest(DaemonTestCase):
             s.sendall(b"status json\n")
             stuck.append(s)
         took = ask_several(d, ASKS)
-        self.assertLess(took, ASK_BOUND, "%d status requests beside %d clients that do not read" % (ASKS, STUCK))
+        self.assertLess(took - alone - making, ASK_EXTRA, "%d status requests beside %d clients that do not read: "
+                        "%.2f s, alone %.2f s, making their answers %.2f s" % (ASKS, STUCK, took, alone, making))
         for i, s in enumerate(stuck):
             self.assertTrue(closed_by_daemon(s, 20), "client %d that never reads not closed" % i)
             got = read_rest(s)

@@ -100,6 +100,23 @@ class InstallTest(DaemonTestCase):
         d.start()
         self.assertIn("not attached: none", d.stderr_text(), "with only %s: %s" % (caps, d.stderr_text()))
 
+    def test_unit_allows_the_daemons_address_families(self):
+        """RestrictAddressFamilies= lets through every family the daemon opens a socket of (a
+        family left out fails only at run time, under systemd: e.g. AF_NETLINK, sock_diag's, would
+        silently leave a 6.1 host without its abort path)."""
+        with open(self.path(UNIT)) as f:
+            allowed = re.search(r"(?m)^RestrictAddressFamilies=(.*)$", f.read()).group(1).split()
+        opened = set()
+        srcdir = os.path.join(harness.REPO, "user")
+        for name in os.listdir(srcdir):
+            if name.endswith(".c"):
+                with open(os.path.join(srcdir, name)) as f:
+                    opened |= set(re.findall(r"\bsocket\((AF_[A-Z0-9]+)", f.read()))
+        # metrics.c opens the family of the address given (--metrics): AF_INET or AF_INET6
+        opened |= {"AF_INET", "AF_INET6"}
+        self.assertIn("AF_NETLINK", opened)
+        self.assertEqual(sorted(opened - set(allowed)), [], "allowed: %s" % allowed)
+
     def test_uninstall_keeps_the_config(self):
         r = make("uninstall", "DESTDIR=" + self.dest, "PREFIX=" + PREFIX)
         self.assertEqual(r.returncode, 0, r.stderr)

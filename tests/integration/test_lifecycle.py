@@ -8,9 +8,9 @@ import tempfile
 import time
 import unittest
 
-from harness import DEPWATCH, Daemon, DaemonError
+from harness import DEPWATCH, Daemon, DaemonError, kernel_has_sock_destroy_kfunc
 
-CAP_PERFMON, CAP_BPF = 38, 39
+CAP_NET_ADMIN, CAP_PERFMON, CAP_BPF = 12, 38, 39
 
 
 def capabilities(pid, which):
@@ -63,11 +63,19 @@ class LifecycleTest(unittest.TestCase):
         return path
 
     def test_keeps_only_cap_bpf_and_cap_perfmon(self):
-        d = self.daemon().start()
-        want = (1 << CAP_BPF) | (1 << CAP_PERFMON)
-        for which in ("CapEff", "CapPrm", "CapBnd"):
-            self.assertEqual(capabilities(d.proc.pid, which), want, which)
-        self.assertIsNotNone(d.status())  # still answers with what it kept
+        """... and CAP_NET_ADMIN where connections are aborted through sock_diag (no
+        bpf_sock_destroy kfunc, or --without it), whose SOCK_DESTROY checks it."""
+        ways = [([], kernel_has_sock_destroy_kfunc())]
+        if ways[0][1]:
+            ways.append((["--without", "bpf_sock_destroy"], False))
+        for extra, kfunc in ways:
+            with self.subTest(args=extra):
+                d = self.daemon(*extra).start()
+                want = (1 << CAP_BPF) | (1 << CAP_PERFMON) | (0 if kfunc else 1 << CAP_NET_ADMIN)
+                for which in ("CapEff", "CapPrm", "CapBnd"):
+                    self.assertEqual(capabilities(d.proc.pid, which), want, which)
+                self.assertIsNotNone(d.status())  # still answers with what it kept
+                d.stop()
 
     def test_clean_stop_leaves_no_programs_and_no_pins(self):
         d = self.daemon().start()

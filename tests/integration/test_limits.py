@@ -30,7 +30,7 @@ class FreshNetnsDaemon(harness.Daemon):
 
 class ConnLimitTest(DaemonTestCase):
     def backend_of_run(self):
-        return harness.BACKEND or "sock"
+        return harness.BACKEND_IN_USE
 
     def open_connections(self):
         """CONNS clients, each connected to a server of its own (a row of its own)."""

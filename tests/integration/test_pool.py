@@ -5,20 +5,24 @@ open within slow_call + 500 ms of the change (doc/detection.md, the stall).
 And the stall must not open a healthy dependency: (a) 40 calls/s open-loop,
 5% of them at 700 ms, and (b) a closed-loop pool of 4 with 1% of calls at
 2 x slow_call, both for DW_POOL_NULL_SECONDS (60 s; run longer by hand),
-concurrently against two dependencies of one daemon."""
+concurrently against two dependencies of one daemon.
+
+In the kernel stage's emulated guest (harness.EMULATED) the pool of 200 is
+left out: its healthy calls alone took a median 587 ms there, over slow_call,
+so the breaker opened on the emulation before any hang."""
 
 import json
 import os
 import time
 import unittest
 
-from harness import dependency, start_configured
+from harness import EMULATED, dependency, start_configured
 from workpool import PoolProcess, StandInProcess
 
 SLOW_CALL = 0.5
 DEADLINE = SLOW_CALL + 0.5       # the issue's: from the change to the breaker open
 POLL = 0.05                      # the test reads status this often, no faster
-POOLS = (2, 4, 8, 32, 200)
+POOLS = (2, 4, 8, 32) if EMULATED else (2, 4, 8, 32, 200)
 DEFAULT_SAMPLE = 20             # [defaults] sample, which the test's config leaves as it is
 NULL_SECONDS = float(os.environ.get("DW_POOL_NULL_SECONDS", "60"))
 

@@ -13,7 +13,7 @@ import unittest
 import harness
 from harness import Client, DEPWATCH, Daemon, DaemonError, DaemonTestCase, LoopbackServer
 
-BACKEND = harness.BACKEND or "sock"
+BACKEND = harness.BACKEND_IN_USE
 
 
 class WithoutTest(DaemonTestCase):
