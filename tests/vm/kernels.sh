@@ -18,7 +18,9 @@ VM_TIMEOUT=${VM_TIMEOUT:-1800}
 
 # Test ids (run.py -k substrings): the call model, failures, in flight, the
 # breaker, the stall, enforcement (connect, abort on both paths), the daemon's
-# life, status, metrics, and the real-traffic cases that fit.
+# life, status, metrics, HTTP/2 streams (the syscalls backend's walk of the
+# user buffers, 6.1's verifier on the stream layer), and the real-traffic
+# cases that fit.
 SUBSET=(
 	test_calls.
 	test_backend.
@@ -42,6 +44,11 @@ SUBSET=(
 	test_valgrind.
 	test_realtraffic.Test1KeepAlive.
 	test_realtraffic.Test5Redis.test_redis_benchmark
+	test_realtraffic.Test6HTTP2.test_nghttpd
+	test_h2.GrpcTest.test_counts_and_latency
+	test_h2.GrpcTest.test_hang_8_streams
+	test_h2.GrpcTest.test_deadline_cancels
+	test_h2.H2WireTest.
 )
 
 args=()
