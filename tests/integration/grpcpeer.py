@@ -6,6 +6,9 @@ under Debian's own interpreter (/usr/bin/python3), which has the module.
       answers /t.T/Echo after DELAY_MS; while HANG_FILE exists, holds every
       call it receives (answers none of them); every SLOW_EVERY-th call takes
       SLOW_MS; with CERT and KEY, over TLS. Prints "ready" once serving.
+  grpcpeer.py cancel PORT AFTER_S
+      one call, no deadline, cancelled by the client after AFTER_S (a
+      RST_STREAM from the client); prints its JSON line as client does.
   grpcpeer.py client PORT THREADS SECONDS TIMEOUT_S [CERT]
       THREADS threads on one channel (one HTTP/2 connection), each calling
       in a loop for SECONDS, each call with deadline TIMEOUT_S. Prints one
@@ -89,12 +92,25 @@ def client(port, threads, seconds, timeout, cert=None):
                       "p50_ms": lat[len(lat) // 2] if lat else None, "calls_ms": lat}), flush=True)
 
 
+def cancel(port, after):
+    channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+    grpc.channel_ready_future(channel).result(timeout=10)
+    fut = channel.unary_unary("/t.T/Echo").future(b"x" * 16)
+    time.sleep(after)
+    cancelled = fut.cancel()
+    channel.close()
+    print(json.dumps({"ok": 0, "failed": 1 if cancelled else 0,
+                      "codes": {"CANCELLED": 1} if cancelled else {}}), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         a = sys.argv[2:]
         serve(int(a[0]), float(a[1]), a[2] if len(a) > 2 and a[2] != "-" else None,
               int(a[3]) if len(a) > 3 else 0, float(a[4]) if len(a) > 4 else 0,
               a[5] if len(a) > 6 else None, a[6] if len(a) > 6 else None)
+    elif sys.argv[1] == "cancel":
+        cancel(int(sys.argv[2]), float(sys.argv[3]))
     else:
         client(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]),
                sys.argv[6] if len(sys.argv) > 6 else None)

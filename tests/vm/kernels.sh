@@ -47,7 +47,7 @@ SUBSET=(
 	test_realtraffic.Test6HTTP2.test_nghttpd
 	test_h2.GrpcTest.test_counts_and_latency
 	test_h2.GrpcTest.test_hang_8_streams
-	test_h2.GrpcTest.test_deadline_cancels
+	test_h2.GrpcTest.test_client_cancels
 	test_h2.H2WireTest.
 )
 
