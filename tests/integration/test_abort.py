@@ -25,8 +25,8 @@ import time
 import unittest
 import urllib.request
 
-from harness import (DEPWATCH, Daemon, dependency, free_port, kernel_has_sock_destroy_kfunc, start_configured,
-                     write_config)
+from harness import (DEPWATCH, EMULATED, Daemon, dependency, free_port, kernel_has_sock_destroy_kfunc,
+                     start_configured, write_config)
 from realtraffic import nginx_server, start_nginx, tempdir
 from workpool import StandIn, pool
 
@@ -38,6 +38,10 @@ KFUNC = kernel_has_sock_destroy_kfunc()
 NETNS_CAPS = (1 << 39) | (1 << 38) | (1 << 21) | (1 << 19)
 CAP_NET_ADMIN = 1 << 12
 
+
+def failed_since(worker, t):
+    """A worker's failed calls among those running at t or started after it."""
+    return [c for c in list(worker.calls) if (c[0] <= t <= c[1] or c[0] >= t) and not c[2]]
 
 class AbortPath:
     """Which abort path a test class's daemons use: the kernel's best, unless WITHOUT withholds it."""
@@ -125,10 +129,15 @@ class AbortTest(AbortPath, unittest.TestCase):
         # every worker's hanging call ends with an error within slow_call + 1 s
         deadline = t_change + SLOW_CALL + 1.0
         time.sleep(max(0, deadline + 0.3 - time.monotonic()))
+        # a worker notes its call's end (the error) when it next runs: on one emulated CPU (the 6.1
+        # stage) beside 37 other threads, some were seen without it 0.3 s past the deadline, their
+        # calls aborted in time. The time asserted is still the one the worker noted.
+        wait = time.monotonic() + (5 if EMULATED else 0)
+        while time.monotonic() < wait and not all(failed_since(w, t_change) for w in workers):
+            time.sleep(0.1)
         released = []
         for w in workers:
-            ends = [c for c in list(w.calls) if c[0] <= t_change <= c[1] or c[0] >= t_change]
-            failed = [c for c in ends if not c[2]]
+            failed = failed_since(w, t_change)
             self.assertTrue(failed, "a worker is still blocked %.1f s after the hang; status:\n%s"
                             % (time.monotonic() - t_change, json.dumps(dependency(d.status(), "pay"))))
             released.append(failed[0][1] - t_change)
@@ -185,7 +194,7 @@ class AbortTest(AbortPath, unittest.TestCase):
         # (a loaded machine may reach half_open, open_for = 5 s, and reopen on a hanging probe:
         # a second open period, with its own line)
         log = d.stderr_text().splitlines()
-        lines = [l for l in log if "action=abort" in l]
+        lines = [l for l in log if "dependency=pay action=abort" in l]
         opens = [l for l in log if "dependency=pay" in l and " state=open from=" in l]
         self.assertEqual(len(lines), len(opens), "\n".join(lines + opens))
         self.assertGreaterEqual(len(lines), 1)
