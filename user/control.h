@@ -35,8 +35,13 @@ void dw_control_close(int fd, const char *run_dir);
 
 /* At most this many clients at once: one more is closed unanswered. */
 #define DW_CONTROL_CLIENTS 16
-/* From the connect, for the whole request line: it is one short line. */
-#define DW_REQUEST_NS 200000000ULL
+/*
+ * From the connect, for the whole request line: it is one short line, but
+ * the client may lose its CPU between its connect and its write on a
+ * loaded host (200 ms was seen to close `status` on one emulated CPU, and
+ * the client read a reset). The table's other slots stay free meanwhile.
+ */
+#define DW_REQUEST_NS 2000000000ULL
 /*
  * For the answer, from its start and again from each write that goes
  * through: a client that stops reading is closed, one that reads a large
