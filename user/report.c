@@ -400,6 +400,11 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)f.requests, (unsigned long long)f.failed,
 			      (unsigned long long)f.dropped, (unsigned long long)f.inflight,
 			      (unsigned long long)f.connections);
+		dw_buf_printf(out, ",\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu,"
+			      "\"multiplexed_conns\":%llu",
+			      (unsigned long long)d->sum.calls_streams, (unsigned long long)d->sum.conns_h2,
+			      (unsigned long long)d->sum.h2_desync, (unsigned long long)d->sum.streams_untracked,
+			      (unsigned long long)d->sum.conns_multiplexed);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);
 		dw_json_field_opt(out, "p50_ms", pct_ms(dense, 0.50), 3);

@@ -457,13 +457,16 @@ class Test6HTTP2(RealTrafficCase):
         self.record(name, calls=r["calls"], failed=r["failed"], streams=r.get("streams"), h2_done=res["done"],
                     h2_conns=r.get("h2_conns"), h2_desync=r.get("h2_desync"), in_requests=i["requests"],
                     in_failed=i["failed"], dw_p50_ms=r["p50_ms"], in_p50_ms=i["p50_ms"],
-                    h2load_mean_ms=res["mean_ms"], multiplexed=r.get("multiplexed_conns"))
+                    h2load_mean_ms=res["mean_ms"], multiplexed=r.get("multiplexed_conns"),
+                    in_streams=i.get("streams"), in_h2_conns=i.get("h2_conns"), in_h2_desync=i.get("h2_desync"),
+                    in_untracked=i.get("streams_untracked"), in_multiplexed=i.get("multiplexed_conns"))
         self.eq("calls (h2load succeeded %d)" % res["succeeded"], r["calls"], res["succeeded"])
         self.eq("failed", r["failed"], 0)
         self.eq("streams", r.get("streams"), res["succeeded"])
         self.eq("h2_conns", r.get("h2_conns"), conns)
         self.eq("h2_desync", r.get("h2_desync"), 0)
         self.eq("multiplexed_conns (streams are calls, not bursts)", r.get("multiplexed_conns"), 0)
+        self.eq("inbound h2_desync", i.get("h2_desync"), 0)
         self.eq("inbound requests", i["requests"], res["succeeded"])
         self.eq("inbound failed", i["failed"], 0)
         # a stream's first response byte comes inside h2load's request span (a bucket, 6.25%, for
