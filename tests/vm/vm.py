@@ -40,6 +40,8 @@ EXIT_RE = re.compile(rb"depwatch-vm: exit (\d+)")
 ROOT_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay"]
 # Environment the command sees besides what --env gives (the host's PATH: its python3, /usr/sbin).
 PASSED_ENV = ["PATH", "LANG", "TERM"]
+# Mounted afresh in the guest (tests/vm/init.sh): the host's files there are not seen.
+GUEST_TMPFS = ["/tmp", "/run", "/dev"]
 GUEST_TIMEOUT_EXIT = 124
 NO_RESULT_EXIT = 125
 
@@ -306,6 +308,12 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         log("run as root (apt-get download, and the guest runs BPF as root)")
+        return 2
+    cwd = os.path.realpath(args.cwd)
+    hidden = [d for d in GUEST_TMPFS if cwd == d or cwd.startswith(d + "/")]
+    if hidden and not args.fetch_only:
+        log("%s is under %s, which the guest mounts afresh (a tmpfs): run from a checkout elsewhere"
+            % (cwd, hidden[0]))
         return 2
     signal.signal(signal.SIGTERM, on_signal)
     try:
