@@ -28,7 +28,6 @@ VM_TIMEOUT=${VM_TIMEOUT:-1500}
 SUBSET=(
 	"150 test_valgrind."
 	"60 test_pool.PoolTest.test_small_pools_hang_open_in_time"
-	"60 test_abort.AbortTest.test_abort_releases_hanging_pool"
 	"60 test_backend.Test02EverySyscall"
 	"60 test_calls.Test02P50Accuracy"
 	"60 test_realtraffic.Test6HTTP2.test_nghttpd"
