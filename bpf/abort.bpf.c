@@ -8,6 +8,8 @@
  * outbound connection that depwatch tracks and that
  * - belongs to a dependency with enforce = abort whose `breakers` entry is
  *   open under a live lease (half_open is left alone: its probes pass), or
+ *   goes to a destination of it ejected under a live lease (the entry
+ *   keyed by both, open; not while probing), or
  * - has had a call outstanding for longer than its dependency's
  *   abort_after (not on a multiplexed connection, whose outstanding "call"
  *   may be a control frame nobody answers).
@@ -34,11 +36,17 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Linux 6.5+; weak: the object still loads where the loader leaves dw_abort out. */
 extern int bpf_sock_destroy(struct sock_common *sk) __ksym __weak;
 
+static __always_inline int entry_open(struct dw_breaker_key *key, __u64 now)
+{
+	struct dw_breaker_value *b = bpf_map_lookup_elem(&breakers, key);
+
+	return b && now <= b->lease_expires_ns && b->state == DW_BREAKER_OPEN;
+}
+
 /* Why conn should be aborted now; 0: it should not. */
 static __always_inline int abort_reason(const struct dw_conn *conn, __u32 dep_id)
 {
 	struct dw_breaker_key key = {};
-	struct dw_breaker_value *b;
 	struct dw_dep_cfg *cfg;
 	__u64 now = bpf_ktime_get_ns(), start;
 
@@ -49,9 +57,11 @@ static __always_inline int abort_reason(const struct dw_conn *conn, __u32 dep_id
 		key.dep_id = dep_id;
 		if (!dep_id)
 			key.dest = conn->dest;
-		b = bpf_map_lookup_elem(&breakers, &key);
-		if (b && now <= b->lease_expires_ns && b->state == DW_BREAKER_OPEN)
+		if (entry_open(&key, now))
 			return DW_ABORT_BREAKER;
+		key.dest = conn->dest;
+		if (dep_id && entry_open(&key, now))
+			return DW_ABORT_EJECT;
 	}
 	start = conn->call_start_ns;
 	if (cfg->abort_after_ns && start && !conn->multiplexed && now > start &&
@@ -117,6 +127,8 @@ static __always_inline void abort_count(struct dw_dest_stats *st, const struct d
 		return;
 	if (rec->reason == DW_ABORT_BREAKER)
 		st->conns_aborted_breaker++;
+	else if (rec->reason == DW_ABORT_EJECT)
+		st->conns_aborted_eject++;
 	else
 		st->conns_aborted_timeout++;
 	if (rec->had_call)

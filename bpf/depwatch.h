@@ -145,6 +145,7 @@ struct dw_dest_stats {
 	__u64 h2_desync;		/* of those, connections whose frames the parser lost step in: today's model after */
 	__u64 streams_untracked;	/* streams seen but not timed: their connection's table was full (no call counted) */
 	__u64 calls_cancelled;		/* of the failed: the client reset its stream (RST_STREAM: a gRPC deadline, a cancel) */
+	__u64 conns_aborted_eject;	/* established connections aborted while this destination was ejected: enforce = abort */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -224,7 +225,7 @@ struct dw_dep_cfg {
  * without the kfunc) for each the daemon is to abort through sock_diag's
  * SOCK_DESTROY, which finds it by its 4-tuple and checks its cookie.
  */
-enum dw_abort_reason { DW_ABORT_BREAKER = 1, DW_ABORT_TIMEOUT = 2 };
+enum dw_abort_reason { DW_ABORT_BREAKER = 1, DW_ABORT_TIMEOUT = 2, DW_ABORT_EJECT = 3 };
 
 /* The socket as sock_diag looks it up (struct inet_diag_sockid). */
 struct dw_abort_sock {
@@ -283,8 +284,10 @@ enum dw_breaker_reason {
 
 /*
  * The pinned `breakers` map: one entry per configured dependency (dep_id
- * set, dest zero) and per destination on its own that is not closed
- * (dep_id 0, dest set). The daemon rewrites each entry every interval
+ * set, dest zero), per destination on its own that is not closed (dep_id
+ * 0, dest set), and per ejected destination of a configured dependency
+ * (both set: open while ejected, half_open while its probes are let
+ * through, gone once it is back; doc/enforcement.md, "Ejection"). The daemon rewrites each entry every interval
  * with a lease; a reader must treat an entry whose lease_expires_ns (the
  * kernel's CLOCK_MONOTONIC, bpf_ktime_get_ns()) has passed as closed: the
  * daemon is gone and nobody vouches for the state any more.

@@ -4,6 +4,9 @@
  * once with ECONNREFUSED. Fail open on every path that is not a deliberate,
  * leased refusal: no breaker entry, an expired lease (the daemon is gone),
  * a dependency not set to enforce, a failed lookup -- all allow.
+ * A destination ejected from its dependency (eject = on: an outlier among
+ * its siblings) is refused the same way through its own entry, while the
+ * dependency's is closed.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -71,12 +74,26 @@ static __always_inline void count_rejection(struct dw_dest_key *dest)
 		st->connects_rejected++;
 }
 
+enum verdict { NO_WORD, LET_THROUGH, REFUSE };
+
+/* What one breakers map entry says: nothing (none, lapsed, closed), a probe through, or refuse. */
+static __always_inline enum verdict entry_verdict(struct dw_breaker_key *key)
+{
+	struct dw_breaker_value *b = bpf_map_lookup_elem(&breakers, key);
+
+	if (!b || bpf_ktime_get_ns() > b->lease_expires_ns || b->state == DW_BREAKER_CLOSED)
+		return NO_WORD;
+	if (b->state == DW_BREAKER_HALF_OPEN && take_probe(b))
+		return LET_THROUGH;
+	return REFUSE;
+}
+
 static __always_inline int dw_enforce_connect(struct bpf_sock_addr *ctx, int family)
 {
 	struct dw_breaker_key key = {};
-	struct dw_breaker_value *b;
 	struct dw_dep_cfg *cfg;
 	struct dw_dest_key dest;
+	enum verdict v;
 
 	if (ctx->type != SOCK_STREAM || ctx->protocol != IPPROTO_TCP)
 		return CGROUP_ALLOW;
@@ -87,12 +104,13 @@ static __always_inline int dw_enforce_connect(struct bpf_sock_addr *ctx, int fam
 		return CGROUP_ALLOW;
 	if (!key.dep_id)
 		key.dest = dest;
-	b = bpf_map_lookup_elem(&breakers, &key);
-	if (!b || bpf_ktime_get_ns() > b->lease_expires_ns)
-		return CGROUP_ALLOW;
-	if (b->state == DW_BREAKER_CLOSED)
-		return CGROUP_ALLOW;
-	if (b->state == DW_BREAKER_HALF_OPEN && take_probe(b))
+	v = entry_verdict(&key);
+	/* the dependency's breaker first; then the destination's ejection, if any */
+	if (v == NO_WORD && key.dep_id) {
+		key.dest = dest;
+		v = entry_verdict(&key);
+	}
+	if (v != REFUSE)
 		return CGROUP_ALLOW;
 	count_rejection(&dest);
 	bpf_set_retval(-ECONNREFUSED);

@@ -227,6 +227,31 @@ static bool breaker_open(struct dw_abort *a, const struct dw_deps *deps)
 	return open;
 }
 
+/*
+ * The same for a destination ejected from an enforce = abort dependency:
+ * the first pass of its ejection, then while connections to it are open.
+ */
+static bool dest_ejected(struct dw_abort *a, const struct dw_deps *deps)
+{
+	bool out = false;
+
+	for (unsigned i = 0; i < deps->n; i++) {
+		const struct dw_dep *dep = &deps->deps[i];
+
+		if (!dep->used || !dep->s->enforce_abort || !dep->ejected_dests)
+			continue;
+		for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
+			if (d->ej.dep_id != dep->id || d->ej.e.state != DW_EJECT_OUT)
+				continue;
+			if (d->ej.e.since_ns < a->eject_pass_ns && !dw_dest_conns_open(d))
+				continue;
+			out = true;
+			ns_add(a, d->key.netns);
+		}
+	}
+	return out;
+}
+
 /* /proc/PID/ns/net if it is netns, else -1. */
 static int ns_open_pid(int pid, __u32 netns)
 {
@@ -345,8 +370,16 @@ static int dep_index_of(const struct dw_deps *deps, const struct dw_abort_record
 
 /* What one pass did to one dependency. */
 struct tally {
-	uint64_t conns[3], calls[3], failed[3];	/* by enum dw_abort_reason */
+	uint64_t conns[4], calls[4], failed[4];	/* by enum dw_abort_reason */
 };
+
+/* An ejection's aborts, noted in its destination: its ejection line says them (deps.c). */
+static void note_ejected(struct dw_deps *deps, int i, const struct dw_abort_record *r)
+{
+	for (struct dw_dest *d = deps->deps[i].dests; d; d = d->next_in_dep)
+		if (!memcmp(&d->key, &r->dest, sizeof(r->dest)))
+			d->ej.pass_aborted += !r->failed;
+}
 
 static void announce(struct dw_abort *a, struct dw_deps *deps, unsigned i, const struct tally *t,
 		     uint64_t now)
@@ -420,7 +453,7 @@ static bool destroy_listed(struct dw_abort *a, int diag_fd, struct dw_abort_reco
 }
 
 /* Reads one run of the iterator; tallies its records per dependency. */
-static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, int diag_fd,
+static int read_records(struct dw_abort *a, struct dw_deps *deps, int fd, int diag_fd,
 			struct tally *t)
 {
 	struct dw_abort_record rec[64];
@@ -433,8 +466,8 @@ static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, 
 
 		for (size_t k = 0; k < whole; k++) {
 			int i = dep_index_of(deps, &rec[k]);
-			unsigned r = rec[k].reason == DW_ABORT_TIMEOUT ? DW_ABORT_TIMEOUT :
-								       DW_ABORT_BREAKER;
+			unsigned r = rec[k].reason == DW_ABORT_TIMEOUT || rec[k].reason == DW_ABORT_EJECT ?
+				     rec[k].reason : DW_ABORT_BREAKER;
 
 			if (!destroy_listed(a, diag_fd, &rec[k]))
 				continue;
@@ -445,6 +478,8 @@ static int read_records(struct dw_abort *a, const struct dw_deps *deps, int fd, 
 			t[i].conns[r] += !rec[k].failed;
 			t[i].calls[r] += !rec[k].failed && rec[k].had_call;
 			t[i].failed[r] += rec[k].failed;
+			if (r == DW_ABORT_EJECT)
+				note_ejected(deps, i, &rec[k]);
 		}
 		have = (have + n) % sizeof(rec[0]);
 		memmove(rec, (char *)rec + whole * sizeof(rec[0]), have);
@@ -491,14 +526,17 @@ static int run_pass(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, 
 
 void dw_abort_check(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now)
 {
-	bool due, open;
+	bool due, open, out;
 	int err;
 
 	a->nns = 0;
 	due = deadline_due(a, deps, b, now);
 	open = breaker_open(a, deps);
-	if (!a->on || (!due && !open))
+	out = dest_ejected(a, deps);
+	if (!a->on || (!due && !open && !out))
 		return;
+	if (out)
+		a->eject_pass_ns = now;
 	err = run_pass(a, deps, b, now);
 	if (err)
 		dw_err("running the abort iterator failed: %s", strerror(-err));

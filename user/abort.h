@@ -43,6 +43,7 @@ struct dw_abort {
 	uint64_t min_after_ns;		/* shortest abort_after configured, 0: none */
 	uint64_t last_scan_ns;
 	uint64_t next_deadline_ns;	/* first known abort_after deadline, 0: none */
+	uint64_t eject_pass_ns;		/* the last pass that was for an ejected destination */
 	struct dw_abort_dep *per_dep;
 	unsigned ndeps;
 	uint64_t passes, aborted, failed;
@@ -62,7 +63,7 @@ void dw_abort_init(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b,
 /* After a reload: settings per slot are looked up again. */
 void dw_abort_reload(struct dw_abort *a, struct dw_deps *deps);
 void dw_abort_free(struct dw_abort *a);
-/* After a judgement: runs the iterator if an abort breaker is open or a deadline is due. */
+/* After a judgement: runs the iterator if an abort breaker is open, a destination ejected or a deadline due. */
 void dw_abort_check(struct dw_abort *a, struct dw_deps *deps, struct dw_bpf *b, uint64_t now);
 /*
  * Whether the daemon should keep CAP_SYS_ADMIN and CAP_SYS_PTRACE after

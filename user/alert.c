@@ -228,3 +228,37 @@ void dw_alert_abort(const struct dw_abort_alert *a)
 	}
 	emit(a->severity, &line, &json);
 }
+
+/*
+ * dependency=pay destination=10.0.0.2:8080 action=eject reason=slow_rate slow_rate=1.00
+ * siblings_slow_rate=0.00 failure_rate=0.00 ejections=1 for=30s enforce=abort refused=0 aborted=12
+ */
+void dw_alert_eject(const struct dw_eject_alert *a)
+{
+	struct dw_buf line = {}, json = {};
+	const char *action = a->out ? "eject" : "return";
+	char dur[DW_DURATION_STRLEN];
+	struct timespec ts;
+
+	dw_format_duration(a->for_ns, dur, sizeof(dur));
+	dw_buf_printf(&line, "dependency=");
+	dw_escape_text(&line, a->dependency, 256);
+	dw_buf_printf(&line, " destination=%s action=%s reason=%s slow_rate=%.2f siblings_slow_rate=%.2f"
+		      " failure_rate=%.2f ejections=%u %s=%s enforce=%s refused=%llu aborted=%llu",
+		      a->destination, action, a->reason, a->slow_rate, a->siblings_slow_rate,
+		      a->failure_rate, a->ejections, a->out ? "for" : "out_for", dur, a->enforce,
+		      (unsigned long long)a->refused, (unsigned long long)a->aborted);
+	if (events_out) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		dw_buf_printf(&json, "{\"time\":%lld.%03ld,\"event\":\"%s\",\"dependency\":",
+			      (long long)ts.tv_sec, ts.tv_nsec / 1000000, action);
+		dw_json_str(&json, a->dependency);
+		dw_buf_printf(&json, ",\"destination\":\"%s\",\"reason\":\"%s\",\"slow_rate\":%.4f,"
+			      "\"siblings_slow_rate\":%.4f,\"failure_rate\":%.4f,\"ejections\":%u,"
+			      "\"%s\":%.3f,\"enforce\":\"%s\",\"refused\":%llu,\"aborted\":%llu}\n",
+			      a->destination, a->reason, a->slow_rate, a->siblings_slow_rate, a->failure_rate,
+			      a->ejections, a->out ? "for_ms" : "out_for_ms", a->for_ns / 1e6, a->enforce,
+			      (unsigned long long)a->refused, (unsigned long long)a->aborted);
+	}
+	emit(a->severity, &line, &json);
+}

@@ -65,6 +65,23 @@ struct dw_abort_alert {
 };
 
 void dw_alert_abort(const struct dw_abort_alert *a);
+
+/* A destination ejected from its dependency (eject = on), or back. */
+struct dw_eject_alert {
+	int severity;
+	const char *dependency;
+	const char *destination;	/* "10.0.0.2:443" */
+	bool out;			/* ejected, else back */
+	const char *reason;		/* out: slow_rate, failure_rate, forced; back: probes, forced, reload */
+	double slow_rate, failure_rate;	/* the destination's own judgement */
+	double siblings_slow_rate;	/* the other destinations' (in) together */
+	unsigned ejections;		/* its ejections since start, this one included */
+	uint64_t for_ns;		/* out: how long this ejection lasts before probing; back: how long it lasted */
+	const char *enforce;		/* off, connect or abort: what the kernel does with it */
+	uint64_t refused, aborted;	/* connects refused and connections aborted in this ejection so far */
+};
+
+void dw_alert_eject(const struct dw_eject_alert *a);
 /* A line that is no breaker event (an operator's override): syslog and the daemon's log. */
 void dw_alert_note(int severity, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

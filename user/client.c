@@ -13,6 +13,7 @@
 #include "control.h"
 #include "logic/config.h"
 #include "logic/control_wire.h"
+#include "logic/dest.h"
 #include "logic/parse.h"
 #include "top.h"
 
@@ -76,17 +77,22 @@ int dw_cmd_status(int argc, char **argv)
 /* ---- breaker ---- */
 
 static const char breaker_usage[] =
-	"usage: depwatch breaker open|close|auto NAME [--pin-dir DIR] [--run-dir DIR]";
+	"usage: depwatch breaker open|close|auto NAME [--pin-dir DIR] [--run-dir DIR]\n"
+	"       depwatch breaker eject|return NAME ADDR:PORT [--pin-dir DIR] [--run-dir DIR]";
 
-static bool is_breaker_action(const char *s)
+/* How many operands the action takes after itself: 1 (NAME), 2 (NAME DEST); 0: no such action. */
+static int breaker_operands(const char *s)
 {
-	return !strcmp(s, "open") || !strcmp(s, "close") || !strcmp(s, "auto");
+	if (!strcmp(s, "open") || !strcmp(s, "close") || !strcmp(s, "auto"))
+		return 1;
+	return !strcmp(s, "eject") || !strcmp(s, "return") ? 2 : 0;
 }
 
 int dw_cmd_breaker(int argc, char **argv)
 {
 	const struct dw_cli_client cmd = { .usage = breaker_usage, .operands = true };
-	char request[DW_REQUEST_MAX], args[DW_DEP_NAME_MAX + 8];
+	char request[DW_REQUEST_MAX], args[DW_DEP_NAME_MAX + 96];
+	struct dw_dest_key key;
 	struct dw_client_opts c;
 	const char *name;
 	int ret;
@@ -94,7 +100,7 @@ int dw_cmd_breaker(int argc, char **argv)
 	ret = dw_cli_client_parse(argc, argv, &cmd, &c);
 	if (ret >= 0)
 		return ret;
-	if (argc - optind != 2 || !is_breaker_action(argv[optind])) {
+	if (argc - optind < 2 || argc - optind - 1 != breaker_operands(argv[optind])) {
 		dw_usage_error("%s", breaker_usage);
 		return DW_EXIT_USAGE;
 	}
@@ -103,7 +109,13 @@ int dw_cmd_breaker(int argc, char **argv)
 		dw_usage_error("breaker: '%s' is not a dependency name", name);
 		return DW_EXIT_USAGE;
 	}
-	snprintf(args, sizeof(args), "%s %s", argv[optind], name);
+	if (argc - optind == 3 && (strlen(argv[optind + 2]) > 64 || dw_dest_parse(argv[optind + 2], &key))) {
+		dw_usage_error("breaker %s: '%s' is not ADDR:PORT (10.0.0.2:8080, [2001:db8::1]:443)",
+			       argv[optind], argv[optind + 2]);
+		return DW_EXIT_USAGE;
+	}
+	snprintf(args, sizeof(args), "%s %s%s%s", argv[optind], name, argc - optind == 3 ? " " : "",
+		 argc - optind == 3 ? argv[optind + 2] : "");
 	dw_verb_request(DW_VERB_BREAKER, args, request, sizeof(request));
 	return dw_control_ask(c.run_dir, request) ? DW_EXIT_ERROR : DW_EXIT_OK;
 }

@@ -256,6 +256,41 @@ static int open_fds(struct daemon *d)
  */
 typedef void answer_fn(struct daemon *d, const char *args, struct dw_buf *out);
 
+/* The kernel's aborts, then the lines of the ejections they were for. */
+static void act(struct daemon *d)
+{
+	dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
+	dw_deps_announce(&d->deps);
+}
+
+/* "eject NAME DEST", "return NAME DEST": one destination by hand; 1 if args was one of these. */
+static bool answer_eject(struct daemon *d, const char *args, struct dw_buf *out)
+{
+	char name[DW_DEP_NAME_MAX + 1], dest[80];
+	struct dw_dest_key key;
+	bool eject = !strncmp(args, "eject ", 6);
+	int err;
+
+	if (!eject && strncmp(args, "return ", 7))
+		return false;
+	if (sscanf(args + (eject ? 6 : 7), "%63s %79s", name, dest) != 2 || dw_dest_parse(dest, &key)) {
+		dw_buf_printf(out, "error: breaker %s takes a dependency name and ADDR:PORT\n",
+			      eject ? "eject" : "return");
+		return true;
+	}
+	err = dw_deps_eject(&d->deps, name, &key, eject, dw_monotonic_ns());
+	if (err == -EINVAL)
+		dw_buf_printf(out, "error: dependency '%s' has eject = off\n", name);
+	else if (err)
+		dw_buf_printf(out, "error: no dependency named '%s' with destination %s\n", name, dest);
+	else
+		dw_buf_printf(out, "ok\n");
+	/* an ejected one's connections are aborted before the answer, as a forced open's */
+	if (!err)
+		act(d);
+	return true;
+}
+
 /* "open NAME", "close NAME", "auto NAME" */
 static void answer_breaker(struct daemon *d, const char *args, struct dw_buf *out)
 {
@@ -272,11 +307,13 @@ static void answer_breaker(struct daemon *d, const char *args, struct dw_buf *ou
 			return;
 		}
 		/* a forced open aborts as a judged one does, before the answer */
-		dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
+		act(d);
 		dw_buf_printf(out, "ok\n");
 		return;
 	}
-	dw_buf_printf(out, "error: breaker takes open, close or auto and a dependency name\n");
+	if (answer_eject(d, args, out))
+		return;
+	dw_buf_printf(out, "error: breaker takes open, close or auto and a dependency name, or eject or return, a name and ADDR:PORT\n");
 }
 
 /* "status json", or "status json N" (status --json --max-series N): the JSON under a cap of N series. */
@@ -423,7 +460,7 @@ static void poll_once(struct daemon *d)
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
 	dw_deps_poll(&d->deps, &d->coll);
-	dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
+	act(d);
 	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
 	report_kernel_trouble(d);
 	if (d->opts.metrics) {
@@ -455,7 +492,7 @@ static void on_fast(struct daemon *d)
 		dw_err("re-reading the kernel maps failed: %s", strerror(-err));
 	dw_deps_rejudge(&d->deps, &d->coll);
 	/* a breaker that opened in this wakeup aborts in it, not a poll later */
-	dw_abort_check(&d->abort, &d->deps.set, &d->bpf, dw_monotonic_ns());
+	act(d);
 	arm_fast(d);
 }
 

@@ -27,6 +27,7 @@ void dw_deps_free(struct dw_deps_io *io)
 	dw_depset_free(&io->set);
 	dw_depset_out_free(&io->out);
 	free(io->buckets);
+	free(io->held);
 	memset(io, 0, sizeof(*io));
 }
 
@@ -196,6 +197,68 @@ static void override_note(const struct dw_deps_io *io, const struct dw_dep_event
 		      dw_breaker_state_name(ev->state));
 }
 
+/* An ejection's line waits for the abort pass of its step; a full list drops it, and says so. */
+static void hold(struct dw_deps_io *io, const struct dw_dep_event *ev)
+{
+	if (io->nheld == io->capheld) {
+		unsigned cap = io->capheld ? 2 * io->capheld : 8;
+		struct dw_dep_event *p = realloc(io->held, cap * sizeof(*p));
+
+		if (!p) {
+			dw_err("out of memory: an ejection's line is lost");
+			return;
+		}
+		io->held = p;
+		io->capheld = cap;
+	}
+	io->held[io->nheld++] = *ev;
+}
+
+static struct dw_dest *dest_in(const struct dw_dep *dep, const struct dw_dest_key *key)
+{
+	for (struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
+		if (!memcmp(&d->key, key, sizeof(*key)))
+			return d;
+	return NULL;
+}
+
+/* One ejection's (or return's) line: the destination against its siblings, and what was done. */
+static void eject_line(struct dw_deps_io *io, const struct dw_dep_event *ev)
+{
+	const struct dw_dep *dep = &io->set.deps[ev->dep];
+	const struct dw_dest *d = dest_in(dep, &ev->dest);
+	char dest[64];
+	struct dw_eject_alert a = { .dependency = dep->name, .destination = dest, .out = ev->out,
+				    .enforce = dw_dep_enforce_mode(&io->set, dep) };
+	uint64_t aborted;
+
+	dw_dest_format(&ev->dest, dest, sizeof(dest));
+	a.severity = ev->out ? LOG_WARNING : LOG_NOTICE;
+	if (ev->ended || !d) {
+		/* a reload ended it: the destination is another dependency's now */
+		a.reason = "reload";
+		dw_alert_eject(&a);
+		return;
+	}
+	a.reason = ev->forced ? "forced" : !ev->out ? "probes" : d->ej.e.slow ? "slow_rate" : "failure_rate";
+	a.slow_rate = d->ej.j.slow_rate;
+	a.failure_rate = d->ej.j.failure_rate;
+	a.siblings_slow_rate = d->ej.siblings_slow_rate;
+	a.ejections = d->ej.e.ejections;
+	a.for_ns = ev->out ? d->ej.e.until_ns - d->ej.e.since_ns : ev->now_ns - d->ej.out_since_ns;
+	a.refused = d->sum.connects_rejected - d->ej.refused_at;
+	aborted = d->sum.conns_aborted_eject - d->ej.aborted_at;
+	a.aborted = aborted > d->ej.pass_aborted ? aborted : d->ej.pass_aborted;
+	dw_alert_eject(&a);
+}
+
+void dw_deps_announce(struct dw_deps_io *io)
+{
+	for (unsigned i = 0; i < io->nheld; i++)
+		eject_line(io, &io->held[i]);
+	io->nheld = 0;
+}
+
 /* The kernel first, so that an alert never announces what the kernel does not do yet. */
 static void apply(struct dw_deps_io *io)
 {
@@ -207,6 +270,8 @@ static void apply(struct dw_deps_io *io)
 	for (unsigned i = 0; i < out->nev; i++) {
 		if (out->ev[i].kind == DW_DEP_OVERRIDE)
 			override_note(io, &out->ev[i]);
+		else if (out->ev[i].kind == DW_DEP_EJECT)
+			hold(io, &out->ev[i]);
 		else
 			alert(io, &out->ev[i]);
 	}
@@ -240,6 +305,15 @@ int dw_deps_force(struct dw_deps_io *io, const char *name, int state, uint64_t n
 	return err;
 }
 
+int dw_deps_eject(struct dw_deps_io *io, const char *name, const struct dw_dest_key *dest, bool out,
+		  uint64_t now)
+{
+	int err = dw_depset_eject(&io->set, name, dest, out, now, &io->out);
+
+	apply(io);
+	return err;
+}
+
 /* Against the kernel's limits, before anything is planned. */
 static int reload_fits(const struct dw_config *cfg)
 {
@@ -259,6 +333,9 @@ int dw_deps_reload(struct dw_deps_io *io, struct dw_config *cfg, struct dw_colle
 
 	if (!err)
 		err = dw_depset_prepare(&io->set, cfg, ids, &io->out);
+	/* and so do the ejections it ends */
+	if (!err)
+		dw_depset_prepare_ejections(&io->set, cfg, c->dests, c->cap, &io->out);
 	if (!err && io->out.oom)
 		err = -ENOMEM;
 	/* the retiring dependencies' breakers go in the same all-or-nothing step */

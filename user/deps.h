@@ -31,6 +31,9 @@ struct dw_deps_io {
 	struct dw_alert_bucket *buckets;	/* by dependency index (never reused) */
 	unsigned nbuckets;
 	const struct dw_collector *coll;	/* the last poll's figures: callers on an open line */
+	/* ejections whose lines wait for the abort pass that acts on them (dw_deps_announce) */
+	struct dw_dep_event *held;
+	unsigned nheld, capheld;
 };
 
 /* Takes cfg over (it is freed with the deps). b: the kernel side, loaded later. */
@@ -52,5 +55,13 @@ uint64_t dw_deps_next_slow(struct dw_deps_io *io, struct dw_collector *c);
 void dw_deps_rejudge(struct dw_deps_io *io, struct dw_collector *c);
 /* depwatch breaker open|close|auto NAME: state is -1 for auto. 0, or -ENOENT. */
 int dw_deps_force(struct dw_deps_io *io, const char *name, int state, uint64_t now);
+/* depwatch breaker eject|return NAME DEST: as dw_depset_eject. */
+int dw_deps_eject(struct dw_deps_io *io, const char *name, const struct dw_dest_key *dest, bool out,
+		  uint64_t now);
+/*
+ * After the abort pass that follows a step (dw_abort_check): the lines of
+ * the ejections and returns of that step, with what the pass aborted.
+ */
+void dw_deps_announce(struct dw_deps_io *io);
 
 #endif /* DW_DEPS_H */

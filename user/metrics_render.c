@@ -448,55 +448,108 @@ static bool dest_exported(const struct dw_dest *d, const struct dw_deps *deps)
 	return dw_dest_shown(d) && d->dep >= 0 && (unsigned)d->dep < deps->n;
 }
 
+/* One family of per-destination series: which rows, their value, the name of the label. */
+struct dest_family_def {
+	const char *name, *type, *help;
+	const char *label;		/* "dest", or "destination" for the ejection's families */
+	bool (*want)(const struct dw_dest *d, const struct dw_deps *deps);
+	uint64_t (*value)(const struct dw_dest *d, size_t off);
+	size_t off;			/* for counter_at: of the counter in struct dw_dest_stats */
+};
+
+static bool any_dest(const struct dw_dest *d, const struct dw_deps *deps)
+{
+	return dest_exported(d, deps);
+}
+
+static uint64_t counter_at(const struct dw_dest *d, size_t off)
+{
+	return *(const __u64 *)((const char *)&d->sum + off);
+}
+
 static void dest_family(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps,
-			const char *name, const char *help, size_t off)
+			const struct dest_family_def *f)
 {
 	char dest[64];
 	uint64_t other = 0;
 	bool folded = false;
 
-	family(o, name, "counter", help);
+	family(o, f->name, f->type, f->help);
 	for (size_t i = 0; i < c->cap; i++) {
 		const struct dw_dest *d = &c->dests[i];
 
-		if (!dest_exported(d, deps))
+		if (!f->want(d, deps))
 			continue;
 		/* a destination of a dependency the cap folded: summed into ~other */
 		if ((size_t)d->dep < pg.fold_cap && pg.fold[d->dep]) {
-			other += *(const __u64 *)((const char *)&d->sum + off);
+			other += f->value(d, f->off);
 			folded = true;
 			continue;
 		}
 		dw_dest_format(&d->key, dest, sizeof(dest));
-		put_str(o, name);
+		put_str(o, f->name);
 		put_str(o, "{dependency=\"");
 		put_label_value(o, deps->deps[d->dep].name);
-		put_str(o, "\",dest=\"");
+		dw_buf_printf(o, "\",%s=\"", f->label);
 		put_label_value(o, dest);
 		put_str(o, "\",netns=\"");
 		put_u64(o, d->key.netns);
 		put(o, "\"} ", 3);
-		put_u64(o, *(const __u64 *)((const char *)&d->sum + off));
+		put_u64(o, f->value(d, f->off));
 		put(o, "\n", 1);
 	}
 	if (!folded)
 		return;
-	put_str(o, name);
-	put_str(o, "{dependency=\"" DW_TOPN_OTHER "\",dest=\"" DW_TOPN_OTHER "\",netns=\"0\"} ");
+	dw_buf_printf(o, "%s{dependency=\"" DW_TOPN_OTHER "\",%s=\"" DW_TOPN_OTHER "\",netns=\"0\"} ",
+		      f->name, f->label);
 	put_u64(o, other);
 	put(o, "\n", 1);
 }
 
+/* The destinations of a dependency with eject = on: the only ones ejection has series for. */
+static bool ejectable(const struct dw_dest *d, const struct dw_deps *deps)
+{
+	const struct dw_dep *dep;
+
+	if (!dest_exported(d, deps))
+		return false;
+	dep = &deps->deps[d->dep];
+	return dep->id && dep->s && dep->s->eject;
+}
+
+static uint64_t ejected_now(const struct dw_dest *d, size_t off)
+{
+	(void)off;
+	return d->ej.e.state != DW_EJECT_IN;
+}
+
+static uint64_t ejections(const struct dw_dest *d, size_t off)
+{
+	(void)off;
+	return d->ej.e.ejections;
+}
+
 static void dest_families(struct dw_buf *o, const struct dw_collector *c, const struct dw_deps *deps)
 {
-	dest_family(o, c, deps, "depwatch_dest_multiplexed_connections_total",
-		    "Connections to the destination seen carrying overlapping requests (HTTP/2, pipelining), "
-		    "each counted once.",
-		    offsetof(struct dw_dest_stats, conns_multiplexed));
-	dest_family(o, c, deps, "depwatch_dest_burst_calls_total",
-		    "Answered calls to the destination timed on such a connection: burst timings, not one "
-		    "request's latency; counted in depwatch_calls_total too.",
-		    offsetof(struct dw_dest_stats, calls_burst));
+	static const struct dest_family_def defs[] = {
+		{ "depwatch_dest_multiplexed_connections_total", "counter",
+		  "Connections to the destination seen carrying overlapping requests (HTTP/2, pipelining), "
+		  "each counted once.",
+		  "dest", any_dest, counter_at, offsetof(struct dw_dest_stats, conns_multiplexed) },
+		{ "depwatch_dest_burst_calls_total", "counter",
+		  "Answered calls to the destination timed on such a connection: burst timings, not one "
+		  "request's latency; counted in depwatch_calls_total too.",
+		  "dest", any_dest, counter_at, offsetof(struct dw_dest_stats, calls_burst) },
+		{ "depwatch_destination_ejected", "gauge",
+		  "1 while the destination is ejected from its dependency (eject = on: out, or probing), else 0.",
+		  "destination", ejectable, ejected_now, 0 },
+		{ "depwatch_ejections_total", "counter",
+		  "Times the destination was ejected from its dependency (eject = on), by hand or judged.",
+		  "destination", ejectable, ejections, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
+		dest_family(o, c, deps, &defs[i]);
 }
 
 /* ---- callers (issue 16): the same cap, their own budget of series */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "collect.h"
 #include "control_figs.h"
 #include "logic/depset.h"
@@ -95,7 +96,48 @@ static const char *dep_name(const struct dw_deps *deps, const struct dw_dest *d)
 	return d->dep >= 0 ? deps->deps[d->dep].name : v_unassigned;
 }
 
-static void json_dest(struct dw_buf *out, const struct dest_view *v, const struct dw_deps *deps)
+/* A row's HTTP/2 stream figures: ,"streams":N,"h2_conns":N,"h2_desync":N,"streams_untracked":N */
+static void json_streams(struct dw_buf *out, const struct dw_dest_stats *st)
+{
+	dw_buf_printf(out, ",\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu",
+		      (unsigned long long)st->calls_streams, (unsigned long long)st->conns_h2,
+		      (unsigned long long)st->h2_desync, (unsigned long long)st->streams_untracked);
+}
+
+static const char *const eject_state_names[] = { "in", "out", "probing" };
+
+/* Its ejection (eject = on): whether it is out, until when (Unix time), how often, and why. */
+static void json_ejection(struct dw_buf *out, const struct dw_dest *d, const struct dw_dep *dep,
+			  uint64_t now)
+{
+	const struct dw_eject *e = &d->ej.e;
+	bool judged = dep && d->ej.dep_id == dep->id && dep->id;
+	bool ejected = judged && e->state != DW_EJECT_IN;
+	struct timespec ts;
+
+	dw_buf_printf(out, ",\"ejected\":%s,\"ejected_state\":\"%s\",\"ejected_until\":",
+		      ejected ? "true" : "false", eject_state_names[judged ? e->state : DW_EJECT_IN]);
+	if (ejected && e->state == DW_EJECT_OUT && e->until_ns > now) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		dw_json_num(out, ts.tv_sec + ts.tv_nsec / 1e9 + (e->until_ns - now) / 1e9, 3);
+	} else {
+		dw_buf_printf(out, "null");
+	}
+	dw_buf_printf(out, ",\"ejections\":%u,\"ejected_reason\":", judged ? e->ejections : 0);
+	if (ejected)
+		dw_buf_printf(out, "\"%s\"", d->ej.forced ? "forced" : e->slow ? "slow_rate" : "failure_rate");
+	else
+		dw_buf_printf(out, "null");
+	dw_buf_printf(out, ",\"aborted_eject\":%llu,\"own_slow_rate\":",
+		      (unsigned long long)d->sum.conns_aborted_eject);
+	if (judged)
+		dw_json_num(out, dw_rate_or_zero(d->ej.j.slow_rate), 4);
+	else
+		dw_buf_printf(out, "null");
+}
+
+static void json_dest(struct dw_buf *out, const struct dest_view *v, const struct dw_deps *deps,
+		      uint64_t now)
 {
 	const struct dw_dest *d = v->d;
 
@@ -124,17 +166,16 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 	dw_json_field_opt(out, "connect_p50_ms", v->connect_p50, 3);
 	dw_json_field_opt(out, "connect_p99_ms", v->connect_p99, 3);
 	dw_buf_printf(out, ",\"retransmits\":%llu,\"rejected\":%llu,\"connections\":%llu,"
-		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s,",
+		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s",
 		      (unsigned long long)d->sum.retransmits,
 		      (unsigned long long)d->sum.connects_rejected,
 		      (unsigned long long)dw_dest_conns_open(d),
 		      (unsigned long long)d->sum.conns_multiplexed,
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
-	dw_buf_printf(out, "\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu,"
-		      "\"cancelled\":%llu,\"last_caller\":",
-		      (unsigned long long)d->sum.calls_streams, (unsigned long long)d->sum.conns_h2,
-		      (unsigned long long)d->sum.h2_desync, (unsigned long long)d->sum.streams_untracked,
-		      (unsigned long long)d->sum.calls_cancelled);
+	json_streams(out, &d->sum);
+	dw_buf_printf(out, ",\"cancelled\":%llu", (unsigned long long)d->sum.calls_cancelled);
+	json_ejection(out, d, dw_depset_at(deps, d->dep), now);
+	dw_buf_printf(out, ",\"last_caller\":");
 	if (!d->sum.last_conn_ns) {
 		dw_buf_printf(out, "null}");
 		return;
@@ -282,6 +323,9 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      (unsigned long long)dep->fig.aborted_breaker,
 		      (unsigned long long)dep->fig.aborted_timeout,
 		      (unsigned long long)dep->fig.calls_aborted);
+	dw_buf_printf(out, ",\"eject\":\"%s\",\"ejected_dests\":%u,\"aborted_eject\":%llu",
+		      dep->id && dep->s->eject ? "on" : "off", dep->ejected_dests,
+		      (unsigned long long)dep->fig.aborted_eject);
 	dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(now, dep->fig.oldest_call_ns), 3);
 	dw_json_field_opt(out, "p50_ms", dw_dep_percentile_ms(dep, 0.50), 3);
 	dw_json_field_opt(out, "p99_ms", dw_dep_percentile_ms(dep, 0.99), 3);
@@ -400,11 +444,8 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)f.requests, (unsigned long long)f.failed,
 			      (unsigned long long)f.dropped, (unsigned long long)f.inflight,
 			      (unsigned long long)f.connections);
-		dw_buf_printf(out, ",\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu,"
-			      "\"multiplexed_conns\":%llu",
-			      (unsigned long long)d->sum.calls_streams, (unsigned long long)d->sum.conns_h2,
-			      (unsigned long long)d->sum.h2_desync, (unsigned long long)d->sum.streams_untracked,
-			      (unsigned long long)d->sum.conns_multiplexed);
+		json_streams(out, &d->sum);
+		dw_buf_printf(out, ",\"multiplexed_conns\":%llu", (unsigned long long)d->sum.conns_multiplexed);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);
 		dw_json_field_opt(out, "p50_ms", pct_ms(dense, 0.50), 3);
@@ -533,7 +574,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 	for (size_t i = 0; views && i < n; i++) {
 		if (i)
 			dw_buf_putc(out, ',');
-		json_dest(out, &views[i], deps);
+		json_dest(out, &views[i], deps, c->now_ns);
 	}
 	if (folded.n)
 		dw_buf_printf(out, "%s{\"dest\":\"" DW_TOPN_OTHER "\",\"folded\":%zu,\"calls\":%llu,"

@@ -267,6 +267,29 @@ static void tsv_service(struct dw_buf *out, const struct dw_svc *svc, const stru
 		      (unsigned long long)svc->inflight, svc->cfg->pool, svc->fc.exhausted_in_s);
 }
 
+/*
+ * "@ejected<TAB>dependency<TAB>destination<TAB>reason<TAB>state<TAB>left_s":
+ * top marks each ejected destination above the table (left_s: until it is
+ * probed; -1 while probing).
+ */
+static void tsv_ejected(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+{
+	char dest[64];
+
+	for (const struct dw_dest *d = dep->dests; d && dep->ejected_dests; d = d->next_in_dep) {
+		const struct dw_eject *e = &d->ej.e;
+
+		if (d->ej.dep_id != dep->id || e->state == DW_EJECT_IN)
+			continue;
+		dw_dest_format(&d->key, dest, sizeof(dest));
+		/* config names and dest strings: no tab, newline or escape can be in them */
+		dw_buf_printf(out, "@ejected\t%s\t%s\t%s\t%s\t%.1f\n", dep->name, dest,
+			      d->ej.forced ? "forced" : e->slow ? "slow_rate" : "failure_rate",
+			      e->state == DW_EJECT_OUT ? "out" : "probing",
+			      e->state == DW_EJECT_OUT && e->until_ns > now ? (e->until_ns - now) / 1e9 : -1.0);
+	}
+}
+
 /* Callers sent to top per dependency. */
 #define DW_TOP_CALLERS 5
 
@@ -302,6 +325,9 @@ void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struc
 		tsv_dep(out, c, &deps->deps[i], c->now_ns);
 		tsv_callers(out, c, &cl);
 	}
+	for (unsigned i = 0; i < deps->n; i++)
+		if (dw_dep_shown(&deps->deps[i]))
+			tsv_ejected(out, &deps->deps[i], c->now_ns);
 	free(callers);
 	for (unsigned i = 0; i < svcs->n; i++)
 		tsv_service(out, &svcs->svc[i], deps);

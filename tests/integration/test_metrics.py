@@ -66,6 +66,8 @@ FAMILIES = {
     "depwatch_connect_duration_seconds": "histogram",
     "depwatch_dest_multiplexed_connections_total": "counter",
     "depwatch_dest_burst_calls_total": "counter",
+    "depwatch_destination_ejected": "gauge",
+    "depwatch_ejections_total": "counter",
     "depwatch_service_requests_total": "counter",
     "depwatch_service_inflight": "gauge",
     "depwatch_service_pool": "gauge",

@@ -80,6 +80,10 @@ static void assert_documented_defaults(const struct dw_dep_settings *s)
 	assert_false(s->enforce_connect);
 	assert_false(s->ignore);
 	assert_false(s->judge_multiplexed);
+	assert_false(s->eject);
+	assert_double_eq(s->max_ejected, 0.5);
+	assert_int_equal(s->eject_for_ns, 30 * SEC);
+	assert_int_equal(s->eject_probe_calls, 5);
 }
 
 static void assert_settings_equal(const struct dw_dep_settings *a, const struct dw_dep_settings *b)
@@ -96,6 +100,10 @@ static void assert_settings_equal(const struct dw_dep_settings *a, const struct 
 	assert_int_equal(a->enforce_connect, b->enforce_connect);
 	assert_int_equal(a->ignore, b->ignore);
 	assert_int_equal(a->judge_multiplexed, b->judge_multiplexed);
+	assert_int_equal(a->eject, b->eject);
+	assert_double_eq(a->max_ejected, b->max_ejected);
+	assert_int_equal(a->eject_for_ns, b->eject_for_ns);
+	assert_int_equal(a->eject_probe_calls, b->eject_probe_calls);
 }
 
 static void assert_match(const struct dw_match *m, int family, const char *addr, int prefix_len,
@@ -686,6 +694,43 @@ static void test_multiplexed(void **state)
 	assert_false(cfg.defaults.judge_multiplexed);
 	assert_true(cfg.deps[0].s.judge_multiplexed);
 	dw_config_free(&cfg);
+}
+
+/* eject = on | off and its knobs, in [defaults] and per dependency; describe says on/off. */
+static void test_eject_keys(void **state)
+{
+	struct dw_config cfg;
+	struct dw_buf out = {};
+
+	(void)state;
+	parse_ok("[defaults]\n"
+		 "eject_for = 10s\n"
+		 "[dependency pay]\n"
+		 "match = 10.1.0.0/16:443\n"
+		 "eject = on\n"
+		 "max_ejected = 34%\n"
+		 "eject_probe_calls = 3\n"
+		 "[dependency web]\n"
+		 "match = 10.2.0.0/16\n",
+		 &cfg);
+	assert_false(cfg.defaults.eject);
+	assert_int_equal(cfg.defaults.eject_for_ns, 10 * SEC);
+	assert_true(cfg.deps[0].s.eject);
+	assert_double_eq(cfg.deps[0].s.max_ejected, 0.34);
+	assert_int_equal(cfg.deps[0].s.eject_probe_calls, 3);
+	assert_int_equal(cfg.deps[0].s.eject_for_ns, 10 * SEC);
+	assert_false(cfg.deps[1].s.eject);
+	assert_double_eq(cfg.deps[1].s.max_ejected, 0.5);
+	dw_config_describe(&cfg, &out);
+	assert_non_null(strstr(strstr(out.data, "[dependency pay]"), "eject = on\nmax_ejected = 34%\n"
+								      "eject_for = 10s\neject_probe_calls = 3\n"));
+	assert_non_null(strstr(strstr(out.data, "[dependency web]"), "eject = off\n"));
+	dw_buf_free(&out);
+	dw_config_free(&cfg);
+	expect_error("[defaults]\neject = maybe\n", 2, "eject: 'maybe' is not on or off");
+	expect_error("[defaults]\neject_for = 500ms\n", 2, "eject_for: '500ms' is not a duration from 1s");
+	expect_error("[defaults]\neject_probe_calls = 0\n", 2, "eject_probe_calls: '0' is not a whole number from 1");
+	expect_error("[defaults]\nmax_ejected = 150%\n", 2, "max_ejected: '150%' is not a percentage");
 }
 
 static void test_err_bad_multiplexed(void **state)
@@ -2066,7 +2111,7 @@ static void test_describe_services(void **state)
 	assert_false(out.oom);
 	assert_non_null(strstr(out.data, ": 3 dependencies, 3 services; destinations"));
 	assert_non_null(strstr(out.data, "[dependency auth]\t# line 7\n"));
-	assert_non_null(strstr(out.data, "multiplexed = ignore\ntimeout = 800ms\n"));
+	assert_non_null(strstr(out.data, "eject_probe_calls = 5\ntimeout = 800ms\n"));
 	assert_non_null(strstr(out.data, "\n[service web]\t# line 1\n"
 					 "listen = 8080\n"
 					 "pool = 200\n"
@@ -2204,6 +2249,7 @@ int main(void)
 		cmocka_unit_test(test_error_buffers),
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_multiplexed),
+		cmocka_unit_test(test_eject_keys),
 		cmocka_unit_test(test_err_bad_multiplexed),
 		cmocka_unit_test(test_describe_multiplexed),
 		cmocka_unit_test(test_many_matches),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <arpa/inet.h>
+#include <errno.h>
 #include <string.h>
 
 #include "dwtest.h"
@@ -139,6 +140,28 @@ static void test_format(void **state)
 	assert_string_equal(buf, "*:8080");
 }
 
+/* What an operator names (depwatch breaker eject): the key the kernel's rows carry. */
+static void test_parse(void **state)
+{
+	struct dw_dest_key k, v4 = key_of(AF_INET, "10.0.0.2", 8080), v6 = key_of(AF_INET6, "2001:db8::1", 443);
+
+	(void)state;
+	assert_int_equal(dw_dest_parse("10.0.0.2:8080", &k), 0);
+	assert_memory_equal(&k, &v4, sizeof(k));
+	assert_int_equal(dw_dest_parse("[2001:db8::1]:443", &k), 0);
+	assert_memory_equal(&k, &v6, sizeof(k));
+	/* IPv4-mapped: folded, as the kernel folds its rows */
+	assert_int_equal(dw_dest_parse("[::ffff:10.0.0.2]:8080", &k), 0);
+	assert_memory_equal(&k, &v4, sizeof(k));
+	assert_int_equal(dw_dest_parse("10.0.0.2", &k), -EINVAL);
+	assert_int_equal(dw_dest_parse("10.0.0.2:0", &k), -EINVAL);
+	assert_int_equal(dw_dest_parse("10.0.0.2:65536", &k), -EINVAL);
+	assert_int_equal(dw_dest_parse("2001:db8::1:443", &k), -EINVAL);
+	assert_int_equal(dw_dest_parse("[10.0.0.2]:80", &k), -EINVAL);
+	assert_int_equal(dw_dest_parse(":80", &k), -EINVAL);
+	assert_int_equal(dw_dest_parse("host.example:80", &k), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +171,7 @@ int main(void)
 	    cmocka_unit_test(test_shown),
 	    cmocka_unit_test(test_listener_fig),
 	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -129,6 +129,28 @@ static void test_probe_and_growth(void **state)
 	assert_int_equal(dw_eject_duration(&pol, 9), 8 * 30 * SEC);
 }
 
+/*
+ * Back through its probes: its judgement of that step still holds the
+ * calls that got it ejected (failed by the abort): not ejected again then.
+ */
+static void test_back_not_judged_on_old_calls(void **state)
+{
+	struct three t;
+	struct dw_judgement dep = jd(0.3, 0);
+
+	(void)state;
+	three_init(&t);
+	t.d[1].j = jd(1, 0);
+	dw_eject_step(&pol, &dep, t.d, 3, T0);
+	dw_eject_step(&pol, &dep, t.d, 3, T0 + 30 * SEC);
+	assert_int_equal(t.e[1].state, DW_EJECT_PROBING);
+	t.d[1].probes = (struct dw_probe_result){ .decided = 5, .bad = 0, .done = true };
+	t.d[1].j = jd(0, 0.8);
+	assert_int_equal(dw_eject_step(&pol, &dep, t.d, 3, T0 + 31 * SEC), 1ULL << 1);
+	assert_int_equal(t.e[1].state, DW_EJECT_IN);
+	assert_int_equal(t.e[1].ejections, 1);
+}
+
 /* Not enough calls of its own decides nothing; a stall is slow. */
 static void test_enough_and_stall(void **state)
 {
@@ -152,6 +174,7 @@ int main(void)
 	    cmocka_unit_test(test_needs_two_with_calls),
 	    cmocka_unit_test(test_max_ejected),
 	    cmocka_unit_test(test_probe_and_growth),
+	    cmocka_unit_test(test_back_not_judged_on_old_calls),
 	    cmocka_unit_test(test_enough_and_stall),
 	};
 

@@ -149,6 +149,27 @@ static void test_tsv_round_trip(void **state)
 
 /* ---- parsing ---- */
 
+/* "@ejected" lines: a note per ejected destination, counted; malformed ones skipped. */
+static void test_parse_ejected(void **state)
+{
+	char text[4096];
+	struct dw_top_frame f;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s\n%s\n%s\n%s\n%s\n", HEADER, ROW(.name = "pay"),
+		 "@ejected\tpay\t10.0.0.2:8080\tslow_rate\tout\t12.5",
+		 "@ejected\tpay\t10.0.0.3:8080\tforced\tprobing\t-1.0",
+		 "@ejected\tpay\t10.0.0.4:8080\tslow_rate\tout\tsoon");
+	assert_int_equal(parse(text, &f), 0);
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.ejected, 2);
+	assert_int_equal(f.skipped, 1);
+	assert_int_equal(f.nnotes, 2);
+	assert_string_equal(f.notes[0], "pay: 10.0.0.2:8080 EJECTED  [slow_rate, probed in 12.5s]");
+	assert_string_equal(f.notes[1], "pay: 10.0.0.3:8080 EJECTED  [forced, probing]");
+	dw_top_frame_free(&f);
+}
+
 static void test_parse_well_formed(void **state)
 {
 	char text[4096];
@@ -561,6 +582,7 @@ int main(void)
 	    cmocka_unit_test(test_tsv_row_format),
 	    cmocka_unit_test(test_tsv_round_trip),
 	    cmocka_unit_test(test_parse_well_formed),
+	    cmocka_unit_test(test_parse_ejected),
 	    cmocka_unit_test(test_parse_callers),
 	    cmocka_unit_test(test_parse_old_answer),
 	    cmocka_unit_test(test_parse_header),

@@ -13,6 +13,7 @@
  *	enforce = abort			off | connect | abort (see doc/enforcement.md)
  *	abort_after = 300ms		0 (off) | a duration: the kernel aborts older calls
  *	multiplexed = judge		ignore (default) | judge: burst timings in slow_rate
+ *	eject = on			off (default) | on: eject one slow destination (replica)
  *	[service shop]			NAME as above, unique among services and dependencies
  *	listen = 8080			PORT, LOW-HIGH or cgroup:/PATH; exactly one
  *	pool = 200			optional: its thread or connection pool
@@ -69,6 +70,17 @@ struct dw_dep_settings {
 	 * they are traced and shown, never judged.
 	 */
 	bool judge_multiplexed;
+	/*
+	 * Outlier ejection (doc/enforcement.md, "Ejection"): eject = on judges
+	 * each destination against its siblings; an outlier is out for
+	 * eject_for (longer at each ejection), then eject_probe_calls probes
+	 * decide its return. At most max_ejected (a share of the destinations
+	 * that had calls) at once.
+	 */
+	bool eject;
+	double max_ejected;
+	uint64_t eject_for_ns;
+	unsigned eject_probe_calls;
 };
 
 struct dw_dep_config {

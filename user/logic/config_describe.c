@@ -35,6 +35,9 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 	case KIND_MULTIPLEXED:
 		dw_buf_printf(out, "%s", *(const bool *)field ? "judge" : "ignore");
 		return;
+	case KIND_SWITCH:
+		dw_buf_printf(out, "%s", *(const bool *)field ? "on" : "off");
+		return;
 	}
 }
 

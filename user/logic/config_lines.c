@@ -30,6 +30,10 @@ const char dw_default_config[] =
 	"abort_after = 0         # abort a call's connection once it is this old; 0 = never\n"
 	"ignore = no             # yes: trace but never judge\n"
 	"multiplexed = ignore    # ignore | judge: burst timings (HTTP/2, pipelining) in slow_rate\n"
+	"eject = off             # on: eject a destination slow or failing among healthy siblings\n"
+	"max_ejected = 50%       # at most this share of the destinations with calls is out at once\n"
+	"eject_for = 30s         # the first ejection's time; each next one twice as long, up to 8x\n"
+	"eject_probe_calls = 5   # calls let through and judged before an ejected one is back\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
 /*
@@ -236,6 +240,7 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 		*(unsigned *)field = u;
 		return 0;
 	case KIND_BOOL:
+	case KIND_SWITCH:
 		if (dw_parse_bool(val, &b))
 			return -EINVAL;
 		*(bool *)field = b;

@@ -36,6 +36,10 @@ const struct key_def cfg_keys[] = {
 	{ "abort_after", KIND_DURATION, FIELD(abort_after_ns), 0, NS_PER_H },
 	{ "ignore", KIND_BOOL, FIELD(ignore), 0, 0 },
 	{ "multiplexed", KIND_MULTIPLEXED, FIELD(judge_multiplexed), 0, 0 },
+	{ "eject", KIND_SWITCH, FIELD(eject), 0, 0 },
+	{ "max_ejected", KIND_PERCENT, FIELD(max_ejected), 0, 0 },
+	{ "eject_for", KIND_DURATION, FIELD(eject_for_ns), NS_PER_S, 24 * NS_PER_H },
+	{ "eject_probe_calls", KIND_UINT, FIELD(eject_probe_calls), 1, 1000 },
 };
 
 /* The syslog facilities; declared with NFACILITIES entries, as cfg_keys. */
@@ -188,6 +192,8 @@ int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val)
 	case KIND_BOOL:
 		return fail(p, "%s: '%s' is not yes or no (or on/off, true/false, 1/0)", k->name,
 			    val);
+	case KIND_SWITCH:
+		return fail(p, "%s: '%s' is not on or off (or yes/no, true/false, 1/0)", k->name, val);
 	case KIND_ENFORCE:
 		return fail(p, "%s: '%s' is not off, connect or abort", k->name, val);
 	case KIND_MULTIPLEXED:

@@ -24,7 +24,9 @@
 
 #define IS_SPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\r')
 
-enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE, KIND_MULTIPLEXED };
+/* KIND_SWITCH: a KIND_BOOL written on | off */
+enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE, KIND_MULTIPLEXED,
+		KIND_SWITCH };
 
 struct key_def {
 	const char *name;
@@ -34,7 +36,7 @@ struct key_def {
 };
 
 /* The per-dependency keys (config_parser.c), in the order describe prints them. */
-#define NKEYS 13
+#define NKEYS 17
 extern const struct key_def cfg_keys[NKEYS];
 /* The places in cfg_keys[] of the keys config_resolve.c checks against each other. */
 #define KEY_SAMPLE 3

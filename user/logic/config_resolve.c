@@ -28,6 +28,7 @@ static size_t kind_size(enum key_kind kind)
 	case KIND_UINT:
 		return sizeof(unsigned);
 	case KIND_BOOL:
+	case KIND_SWITCH:
 	case KIND_ENFORCE:
 	case KIND_MULTIPLEXED:
 		return sizeof(bool);

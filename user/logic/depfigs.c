@@ -19,6 +19,7 @@ void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 	f->connects += d->sum.connect_attempts;
 	f->connect_failures += dw_dest_connect_failures(d);
 	f->aborted_breaker += d->sum.conns_aborted_breaker;
+	f->aborted_eject += d->sum.conns_aborted_eject;
 	f->aborted_timeout += d->sum.conns_aborted_timeout;
 	f->calls_aborted += d->sum.calls_aborted;
 	f->started += d->sum.calls_started;

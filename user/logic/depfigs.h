@@ -22,6 +22,7 @@ struct dw_dep_figs {
 	uint64_t connects, connect_failures;	/* connect attempts, and those that failed */
 	/* connections the kernel aborted since start: enforce = abort, abort_after */
 	uint64_t aborted_breaker, aborted_timeout, calls_aborted;
+	uint64_t aborted_eject;		/* of those, of an ejected destination (eject = on, enforce = abort) */
 	uint64_t started, abandoned, retried;	/* calls started; of the failed, abandoned; retries */
 	/* HTTP/2 (doc/callmodel.md): calls on streams, h2c connections, those that lost step,
 	 * streams not timed (a connection's table full), of the failed those the client cancelled */

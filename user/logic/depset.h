@@ -60,6 +60,7 @@ struct dw_dep {
 	struct dw_dep_figs fig;
 	struct dw_dep_rates rates;
 	struct dw_dep_enforcement enforce;
+	unsigned ejected_dests;		/* of its destinations, out or probing (eject = on) */
 };
 
 struct dw_deps {
@@ -81,6 +82,7 @@ enum dw_dep_event_kind {
 	DW_DEP_REJECTING,	/* the first connect refused in this open (or half_open) period */
 	DW_DEP_RETRY_STORM,	/* a retry storm began (storm) or is over */
 	DW_DEP_OVERRIDE,	/* an operator forced the breaker (forced) or gave it back */
+	DW_DEP_EJECT,		/* a destination (dest) was ejected (out), or is back */
 };
 
 struct dw_dep_event {
@@ -89,7 +91,10 @@ struct dw_dep_event {
 	enum dw_breaker_state from, state;
 	enum dw_breaker_reason reason;
 	bool storm;			/* DW_DEP_RETRY_STORM: began, else over */
-	bool forced;			/* DW_DEP_OVERRIDE: forced, else auto */
+	bool forced;			/* DW_DEP_OVERRIDE: forced, else auto; DW_DEP_EJECT: by hand */
+	bool out;			/* DW_DEP_EJECT: ejected, else back */
+	bool ended;			/* DW_DEP_EJECT, back: a reload ended it (eject off, moved) */
+	struct dw_dest_key dest;	/* DW_DEP_EJECT: which destination */
 	uint64_t now_ns;
 };
 
@@ -126,6 +131,17 @@ void dw_depset_poll(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uin
  */
 uint64_t dw_depset_next_slow(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint64_t now);
 void dw_depset_rejudge(struct dw_deps *deps, uint64_t now, struct dw_depset_out *out);
+/*
+ * depwatch breaker eject|return NAME DEST: one destination of a configured
+ * dependency out (as an automatic ejection would be) or back at once.
+ * 0, -ENOENT (no such dependency, or dest is not one of its destinations),
+ * -EINVAL (its eject is off).
+ */
+int dw_depset_eject(struct dw_deps *deps, const char *name, const struct dw_dest_key *dest, bool out,
+		    uint64_t now, struct dw_depset_out *out_ops);
+/* The breakers map entries of ejections cfg ends (dependency gone, eject off), into out. */
+void dw_depset_prepare_ejections(const struct dw_deps *deps, const struct dw_config *cfg,
+				 const struct dw_dest *dests, size_t cap, struct dw_depset_out *out);
 /* depwatch breaker open|close|auto NAME: state is -1 for auto. 0, or -ENOENT. */
 int dw_depset_force(struct dw_deps *deps, const char *name, int state, uint64_t now,
 		    struct dw_depset_out *out);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include "dest.h"
+#include "parse.h"
 
 uint64_t dw_dest_key_hash(const struct dw_dest_key *key)
 {
@@ -81,4 +84,42 @@ void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len)
 		snprintf(buf, len, "[%s]:%u", addr, key->port);
 	else
 		snprintf(buf, len, "%s:%u", addr, key->port);
+}
+
+int dw_dest_parse(const char *s, struct dw_dest_key *key)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	const char *colon = strrchr(s, ':'), *a = s;
+	size_t alen;
+	uint64_t port;
+
+	memset(key, 0, sizeof(*key));
+	if (!colon || dw_parse_uint(colon + 1, 1, 65535, &port))
+		return -EINVAL;
+	alen = colon - s;
+	if (s[0] == '[') {
+		if (alen < 2 || s[alen - 1] != ']')
+			return -EINVAL;
+		a = s + 1;
+		alen -= 2;
+	}
+	if (alen == 0 || alen >= sizeof(addr))
+		return -EINVAL;
+	memcpy(addr, a, alen);
+	addr[alen] = 0;
+	key->port = port;
+	if (s[0] != '[' && inet_pton(AF_INET, addr, key->addr) == 1) {
+		key->family = AF_INET;
+		return 0;
+	}
+	if (s[0] != '[' || inet_pton(AF_INET6, addr, key->addr) != 1)
+		return -EINVAL;
+	key->family = AF_INET6;
+	/* as the kernel keys them: an IPv4-mapped address is the IPv4 destination */
+	if (!memcmp(key->addr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+		memmove(key->addr, key->addr + 12, 4);
+		memset(key->addr + 4, 0, 12);
+		key->family = AF_INET;
+	}
+	return 0;
 }

@@ -11,8 +11,28 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hist.h"
+#include "eject.h"
 #include "judge.h"
 #include "window.h"
+
+/*
+ * Outlier ejection of a destination of a configured dependency with
+ * eject = on: depset.c judges it against its siblings (eject.h), and
+ * writes its breakers map entry; abort.c notes what the ejection aborted.
+ */
+struct dw_dest_eject {
+	struct dw_eject e;
+	struct dw_judgement j;		/* its own judgement at the last poll (calls since its return) */
+	struct dw_probe_result probes;	/* probing: its probes since e.since_ns */
+	unsigned dep_id;		/* the dependency it was judged in; 0: never judged */
+	bool published;			/* the breakers map holds its entry */
+	bool forced;			/* the operator ejected it (depwatch breaker eject) */
+	double siblings_slow_rate;	/* the other destinations' slow_rate when it went out */
+	/* since it went out (probes that failed keep it out: the same streak) */
+	uint64_t out_since_ns;		/* 0: in */
+	uint64_t refused_at, aborted_at;	/* its connects_rejected, conns_aborted_eject then */
+	uint64_t pass_aborted;		/* connections the abort passes since aborted (abort.c) */
+};
 
 struct dw_dest {
 	struct dw_dest_key key;
@@ -46,6 +66,7 @@ struct dw_dest {
 	 */
 	uint64_t burst_gen;
 	bool burst_seen;
+	struct dw_dest_eject ej;
 };
 
 /* A row's key, and its kind decoded from it: the one way a row gets its key. */
@@ -98,5 +119,10 @@ void dw_listener_fig_of(const struct dw_dest *d, struct dw_listener_fig *f);
 uint64_t dw_dest_key_hash(const struct dw_dest_key *key);
 /* "127.0.0.1:8080", "[::1]:443", "overflow", or "*:8080" for an inbound row. */
 void dw_dest_format(const struct dw_dest_key *key, char *buf, size_t len);
+/*
+ * The reverse, for an outbound destination an operator names:
+ * "10.0.0.2:8080" or "[2001:db8::1]:443" into key (netns 0). 0 or -EINVAL.
+ */
+int dw_dest_parse(const char *s, struct dw_dest_key *key);
 
 #endif /* DW_DEST_H */

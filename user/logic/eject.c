@@ -76,7 +76,8 @@ uint64_t dw_eject_step(const struct dw_eject_policy *p, const struct dw_judgemen
 	for (unsigned i = 0; i < n && out < lim; i++) {
 		bool slow = false;
 
-		if (d[i].e->state != DW_EJECT_IN || !d[i].had_calls ||
+		/* one back in this step was judged on its calls from before: not again now */
+		if (d[i].e->state != DW_EJECT_IN || (changed & (1ULL << i)) || !d[i].had_calls ||
 		    !dw_eject_outlier(p, &d[i].j, &slow))
 			continue;
 		eject(p, d[i].e, slow, now);

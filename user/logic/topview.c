@@ -359,6 +359,39 @@ static void add_note(struct dw_top_frame *f, char *line)
 	f->notes[f->nnotes++][len] = 0;
 }
 
+/*
+ * "@ejected<TAB>dependency<TAB>destination<TAB>reason<TAB>state<TAB>left_s":
+ * a destination ejected from its dependency, marked above the table.
+ */
+static void add_ejected(struct dw_top_frame *f, char *line)
+{
+	char *fld[6], dep[64], dest[64], reason[DW_TOP_WORD_LEN], state[DW_TOP_WORD_LEN];
+	char note[DW_TOP_NOTE_LEN + 200];
+	double left;
+	size_t len;
+
+	if (split_tabs(line, fld, 6) != 6 || parse_real(fld[5], -1, HUGE_VAL, &left) ||
+	    strlen(fld[3]) >= sizeof(reason) || strlen(fld[4]) >= sizeof(state)) {
+		f->skipped++;
+		return;
+	}
+	f->ejected++;
+	if (f->nnotes == DW_TOP_NOTES)
+		return;
+	dw_top_clean(dep, sizeof(dep), fld[1], strlen(fld[1]));
+	dw_top_clean(dest, sizeof(dest), fld[2], strlen(fld[2]));
+	dw_top_clean(reason, sizeof(reason), fld[3], strlen(fld[3]));
+	dw_top_clean(state, sizeof(state), fld[4], strlen(fld[4]));
+	if (left >= 0)
+		snprintf(note, sizeof(note), "%s: %s EJECTED  [%s, probed in %.1fs]", dep, dest, reason,
+			 left < 1e6 ? left : 1e6);
+	else
+		snprintf(note, sizeof(note), "%s: %s EJECTED  [%s, %s]", dep, dest, reason, state);
+	len = strnlen(note, DW_TOP_NOTE_LEN - 1);
+	memcpy(f->notes[f->nnotes], note, len);
+	f->notes[f->nnotes++][len] = 0;
+}
+
 /* The next line of text[*off, len), NUL-terminated in place; its length in *n. */
 static char *next_line(char *text, size_t len, size_t *off, size_t *n)
 {
@@ -395,6 +428,8 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 			f->skipped++;
 		else if (!strncmp(line, "@service\t", 9))
 			add_note(f, line);
+		else if (!strncmp(line, "@ejected\t", 9))
+			add_ejected(f, line);
 		else if (!strncmp(line, "@caller\t", 8))
 			err = add_caller(f, line);
 		else

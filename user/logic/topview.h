@@ -122,7 +122,10 @@ struct dw_top_caller {
 	double p99_ms;			/* -1: none */
 };
 
-/* Services shown above the table, one line each ("@service" lines of the daemon's answer). */
+/*
+ * Services shown above the table, one line each ("@service" lines of the
+ * daemon's answer), then ejected destinations ("@ejected" lines).
+ */
 #define DW_TOP_NOTES 8
 #define DW_TOP_NOTE_LEN 160
 
@@ -135,6 +138,7 @@ struct dw_top_frame {
 	size_t open, half_open;
 	size_t burst;			/* rows whose percentiles are burst timings */
 	size_t desync;			/* rows with an HTTP/2 connection that lost step */
+	size_t ejected;			/* destinations ejected from their dependency ("@ejected" lines) */
 	struct dw_top_caller *callers;	/* by row (caller_first, ncallers) */
 	size_t ncallers, callers_cap;
 };
