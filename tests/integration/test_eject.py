@@ -206,6 +206,30 @@ class EjectTest(unittest.TestCase):
         self.assertGreater(row["slow_rate"], 0)
         self.assertTrue(all(x[2] for x in c.since(1, 0)), "the healthy replica failed")
 
+    def test_heavier_tail_never_ejected(self):
+        """A healthy replica whose tail is twice its siblings' (5% of its calls at 200 ms against
+        100 ms, all under slow_call) is no outlier: nothing is ejected in 2 minutes."""
+        servers = self.replicas(tails={0: (0.05, 0.1), 1: (0.05, 0.2), 2: (0.05, 0.1)})
+        d = self.daemon(servers)
+        c = self.client(servers)
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            st = d.status()
+            self.assertEqual(dependency(st, "pay")["ejected_dests"], 0, json.dumps(dependency(st, "pay")))
+            time.sleep(1.0)
+        self.assertEqual(events_of(d, "eject"), [])
+        rows = [self.dest(d, s) for s in servers]
+        # the tail really was twice as heavy, as the client saw each replica's calls
+        p99 = []
+        for i in range(3):
+            took = sorted(x[1] - x[0] for x in c.since(i, 0))
+            self.assertTrue(all(x[2] for x in c.since(i, 0)), "replica %d failed" % i)
+            p99.append(took[int(len(took) * 0.99)] * 1e3)
+        print("\n  tails: p99 %.0f / %.0f / %.0f ms (client), %s ms (depwatch, last window); nothing ejected"
+              % (p99[0], p99[1], p99[2], " / ".join("%.0f" % (r["p99_ms"] or 0) for r in rows)))
+        self.assertGreaterEqual(p99[1], 1.5 * max(p99[0], p99[2]))
+        self.assertLess(p99[1], SLOW_CALL * 1e3)
+
     def test_manual_eject_and_return(self):
         servers = self.replicas()
         d = self.daemon(servers)

@@ -426,6 +426,125 @@ static void test_reload_keeps_same_named_breakers(void **state)
 	teardown(&f);
 }
 
+static const char eject_conf[] =
+	"[dependency pay]\n"
+	"match = 10.0.5.1:80\n"
+	"match = 10.0.5.2:80\n"
+	"match = 10.0.5.3:80\n"
+	"slow_call = 500ms\n"
+	"eject = on\n"
+	"eject_for = 10s\n"
+	"eject_probe_calls = 3\n";
+
+/* The op for the ejection entry of dest in dependency dep_id (both set), or NULL. */
+static const struct dw_breaker_op *eject_op(const struct fixture *f, unsigned dep_id,
+					    const struct dw_dest_key *dest)
+{
+	for (unsigned i = 0; i < f->out.nops; i++) {
+		const struct dw_breaker_op *op = &f->out.ops[i];
+
+		if (op->key.dep_id == dep_id && !memcmp(&op->key.dest, dest, sizeof(*dest)))
+			return op;
+	}
+	return NULL;
+}
+
+static const struct dw_dep_event *eject_event(const struct fixture *f)
+{
+	for (unsigned i = 0; i < f->out.nev; i++)
+		if (f->out.ev[i].kind == DW_DEP_EJECT)
+			return &f->out.ev[i];
+	return NULL;
+}
+
+/*
+ * One slow replica of three: its own entry (dep_id and dest both set) is
+ * open under a lease while the dependency's stays closed, half_open with
+ * the probe budget once eject_for is over, removed when its probes pass;
+ * a reload that turns eject off removes it in the reload's own step.
+ */
+static void test_ejection_entries(void **state)
+{
+	struct fixture f;
+	struct dw_dest *d[3];
+	const struct dw_breaker_op *op;
+	const struct dw_dep_event *ev;
+	const struct dw_dep *pay;
+	struct dw_config cfg;
+	unsigned ids[DW_MAX_DEPS];
+	uint64_t t = T0;
+
+	(void)state;
+	setup(&f, eject_conf);
+	d[0] = dwt_outbound(&f.dests[0], "10.0.5.1", 80);
+	d[1] = dwt_outbound(&f.dests[1], "10.0.5.2", 80);
+	d[2] = dwt_outbound(&f.dests[2], "10.0.5.3", 80);
+	calls(d[0], t - SEC, 20, 0, 0);
+	calls(d[1], t - SEC, 0, 20, 0);
+	calls(d[2], t - SEC, 20, 0, 0);
+	poll(&f, t);
+	pay = named(&f, "pay");
+	assert_int_equal(pay->br.state, DW_BREAKER_CLOSED);
+	assert_int_equal(pay->ejected_dests, 1);
+	ev = eject_event(&f);
+	assert_non_null(ev);
+	assert_true(ev->out);
+	assert_false(ev->forced);
+	assert_memory_equal(&ev->dest, &d[1]->key, sizeof(ev->dest));
+	op = eject_op(&f, pay->id, &d[1]->key);
+	assert_non_null(op);
+	assert_false(op->remove);
+	assert_int_equal(op->v.state, DW_BREAKER_OPEN);
+	assert_int_equal(op->v.reason, DW_REASON_SLOW_RATE);
+	assert_int_equal(op->v.lease_expires_ns, t + LEASE);
+	assert_null(eject_op(&f, pay->id, &d[0]->key));
+	assert_int_equal(op_for(&f, pay->id, NULL)->v.state, DW_BREAKER_CLOSED);
+
+	/* out: renewed every poll, no event */
+	poll(&f, t + SEC);
+	assert_null(eject_event(&f));
+	assert_int_equal(eject_op(&f, pay->id, &d[1]->key)->v.lease_expires_ns, t + SEC + LEASE);
+	/* probing after eject_for: the kernel lets eject_probe_calls through */
+	poll(&f, t + 10 * SEC);
+	assert_null(eject_event(&f));
+	op = eject_op(&f, pay->id, &d[1]->key);
+	assert_int_equal(op->v.state, DW_BREAKER_HALF_OPEN);
+	assert_int_equal(op->v.probes_left, 3);
+	assert_int_equal(op->v.since_ns, t + 10 * SEC);
+	/* three good probes: back, its entry removed, and not judged again on what came before */
+	calls(d[0], t + 10 * SEC + 200 * MS, 20, 0, 0);
+	calls(d[1], t + 10 * SEC + 200 * MS, 3, 0, 0);
+	calls(d[2], t + 10 * SEC + 200 * MS, 20, 0, 0);
+	poll(&f, t + 11 * SEC);
+	ev = eject_event(&f);
+	assert_non_null(ev);
+	assert_false(ev->out);
+	assert_true(eject_op(&f, pay->id, &d[1]->key)->remove);
+	assert_int_equal(pay->ejected_dests, 0);
+	poll(&f, t + 12 * SEC);
+	assert_null(eject_op(&f, pay->id, &d[1]->key));
+
+	/* slow again, by hand this time; then a reload that turns eject off ends it at once */
+	assert_int_equal(dw_depset_eject(&f.deps, "pay", &d[1]->key, true, t + 13 * SEC, &f.out), 0);
+	assert_int_equal(eject_op(&f, pay->id, &d[1]->key)->v.reason, DW_REASON_FORCED);
+	assert_int_equal(d[1]->ej.e.ejections, 2);
+	dwt_parse("[dependency pay]\nmatch = 10.0.5.0/24:80\n", &cfg);
+	dw_depset_out_reset(&f.out);
+	assert_int_equal(dw_depset_prepare(&f.deps, &cfg, ids, &f.out), 0);
+	dw_depset_prepare_ejections(&f.deps, &cfg, f.dests, NDESTS, &f.out);
+	op = eject_op(&f, pay->id, &d[1]->key);
+	assert_non_null(op);
+	assert_true(op->remove);
+	dw_depset_commit(&f.deps, &cfg, ids, t + 14 * SEC, f.dests, NDESTS);
+	poll(&f, t + 14 * SEC);
+	ev = eject_event(&f);
+	assert_non_null(ev);
+	assert_true(ev->ended);
+	assert_int_equal(named(&f, "pay")->ejected_dests, 0);
+	assert_int_equal(dw_depset_eject(&f.deps, "pay", &d[1]->key, true, t + 15 * SEC, &f.out), -EINVAL);
+	teardown(&f);
+}
+
 /* A prepared reload that is not committed (the kernel refused it) leaves the set as it was. */
 static void test_reload_abandoned(void **state)
 {
@@ -529,6 +648,7 @@ int main(void)
 	    cmocka_unit_test(test_rejection_raised_once),
 	    cmocka_unit_test(test_reload_keeps_same_named_breakers),
 	    cmocka_unit_test(test_reload_abandoned),
+	    cmocka_unit_test(test_ejection_entries),
 	    cmocka_unit_test(test_retry_storm),
 	    cmocka_unit_test(test_next_slow_and_rejudge),
 	    cmocka_unit_test(test_row_kinds),
