@@ -94,7 +94,9 @@
 # 1: BPF-statistics runs per configuration and arm, the arms alternating;
 # the cost of a line two CPUs write moves with where the hypervisor puts the
 # vCPUs, so one run can be a lucky one), POOL (default 1: bench/pool.py, the
-# worker pool with depwatch off / connect / abort; 0: skip),
+# worker pool with depwatch off / connect / abort; 0: skip), REPLICAS
+# (default 1: bench/replicas.py, the same pool against three replicas, one
+# going slow, with depwatch off / eject = on / the breaker alone; 0: skip),
 # BENCH_QUICK (default 0; 1: PAIRS=1, RUN_SECONDS=1, WARMUP_MS=100,
 # DECIDE_TRIALS=2, DECIDE_FAST_TRIALS=0, QUIET_WAIT=1, QUIET_BUDGET=10,
 # H2_REQUESTS=40000, scale.py --quick).
@@ -163,6 +165,7 @@ ATTACHED_before="not run"
 ATTACHED_floor="not run"
 SCALE=${SCALE:-1}
 POOL=${POOL:-1}
+REPLICAS=${REPLICAS:-1}
 SIZES=${SIZES-1 4096}
 CHURN=${CHURN:-1}
 CHURN_THREADS=${CHURN_THREADS:-2}
@@ -595,6 +598,7 @@ command_line() {
 	[ "$H2_CLIENTS" = 2 ] || env+="H2_CLIENTS=$H2_CLIENTS "
 	[ "$H2_STREAMS" = 10 ] || env+="H2_STREAMS=$H2_STREAMS "
 	[ "$H2_PORT" = 18480 ] || env+="H2_PORT=$H2_PORT "
+	[ "$REPLICAS" = 1 ] || env+="REPLICAS=$REPLICAS "
 	[ "$SCALE" = 1 ] || env+="SCALE=$SCALE "
 	[ -z "${SCALE_CASES:-}" ] || env+="SCALE_CASES=$SCALE_CASES "
 	if [ -n "${MAKELEVEL:-}" ]; then
@@ -880,6 +884,16 @@ pool_phase() {
 	DEPWATCH=$DEPWATCH python3 bench/pool.py --out "$work" >/dev/null || die "bench/pool.py failed"
 }
 
+# Issue 25: the same pool against three replicas, one going from 200 ms to 9 s, depwatch off,
+# eject = on with enforce = abort, enforce = abort alone; replicas.md (with replicas.png) joins
+# the report.
+replicas_phase() {
+	[ "$REPLICAS" = 1 ] || return 0
+	echo "bench: worker pool against three replicas, off / eject / breaker alone" >&2
+	wait_quiet
+	DEPWATCH=$DEPWATCH python3 bench/replicas.py --out "$work" >/dev/null || die "bench/replicas.py failed"
+}
+
 scale_phase() {
 	local quick=()
 
@@ -916,6 +930,7 @@ main() {
 	h2_phase
 	decide_phase
 	pool_phase
+	replicas_phase
 	scale_phase
 	pages_phase
 	export LOAD_AFTER ELAPSED CMDLINE MACHINE DATE PAIRS RUN_SECONDS WARMUP_MS PIN \
@@ -941,6 +956,11 @@ main() {
 		printf '\n' >>"$work/report.md"
 		cat "$work/pool.md" >>"$work/report.md"
 		[ -f "$work/pool.png" ] && cp "$work/pool.png" "$(dirname "$RESULTS")/pool.png"
+	fi
+	if [ -f "$work/replicas.md" ]; then
+		printf '\n' >>"$work/report.md"
+		cat "$work/replicas.md" >>"$work/report.md"
+		[ -f "$work/replicas.png" ] && cp "$work/replicas.png" "$(dirname "$RESULTS")/replicas.png"
 	fi
 	if [ -s "$work/pages.md" ]; then
 		printf '\n## Bounded outputs (bench/pages.py)\n\n' >>"$work/report.md"
