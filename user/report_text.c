@@ -121,6 +121,28 @@ static void text_h2_note(struct dw_buf *out, const struct dw_dep *dep)
 		      (unsigned long long)dep->fig.streams_untracked);
 }
 
+/* Each destination ejected from the dependency (eject = on), and until when. */
+static void text_eject_note(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
+{
+	char dest[64];
+
+	for (const struct dw_dest *d = dep->dests; d && dep->ejected_dests; d = d->next_in_dep) {
+		const struct dw_eject *e = &d->ej.e;
+
+		if (d->ej.dep_id != dep->id || e->state == DW_EJECT_IN)
+			continue;
+		dw_dest_format(&d->key, dest, sizeof(dest));
+		dw_buf_printf(out, "warning: ");
+		dw_escape_text(out, dep->name, strlen(dep->name));
+		dw_buf_printf(out, ": %s ejected (%s, ejection %u)", dest,
+			      d->ej.forced ? "forced" : e->slow ? "slow_rate" : "failure_rate", e->ejections);
+		if (e->state == DW_EJECT_OUT && e->until_ns > now)
+			dw_buf_printf(out, ", probed in %.1fs\n", (e->until_ns - now) / 1e9);
+		else
+			dw_buf_printf(out, ", probing\n");
+	}
+}
+
 /* Returns whether a row is marked as burst timings. */
 static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,
 		      uint64_t now, unsigned cap)
@@ -146,8 +168,11 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 			      DW_TOPN_OTHER, "", "", "", "", (unsigned long long)sum.calls,
 			      (unsigned long long)sum.failed, (unsigned long long)sum.inflight, "-", "-", "-",
 			      nfolded);
-	for (unsigned i = 0; i < deps->n; i++)
+	for (unsigned i = 0; i < deps->n; i++) {
 		text_h2_note(out, &deps->deps[i]);
+		if (dw_dep_shown(&deps->deps[i]))
+			text_eject_note(out, &deps->deps[i], now);
+	}
 	free(fold);
 	free(callers);
 	dw_buf_putc(out, '\n');

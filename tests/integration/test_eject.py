@@ -247,6 +247,10 @@ class EjectTest(unittest.TestCase):
         st = d.status()
         self.assertTrue(self.dest(d, servers[2], st)["ejected"])
         self.assertEqual(self.dest(d, servers[2], st)["ejected_reason"], "forced")
+        # the table says so too
+        table = subprocess.run([DEPWATCH, "status", "--run-dir", d.run_dir], capture_output=True,
+                               text=True).stdout
+        self.assertIn("warning: pay: %s ejected (forced, ejection 1), probed in" % target, table)
         time.sleep(1.0)
         later = c.since(2, t_out + 0.05)
         self.assertTrue(later)
