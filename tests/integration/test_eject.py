@@ -8,13 +8,16 @@ slow, and a replica with only a heavier tail is never ejected."""
 
 import errno
 import json
+import os
+import signal
 import socket
 import subprocess
 import threading
 import time
 import unittest
+import urllib.request
 
-from harness import DEPWATCH, EMULATED, dependency, find_dest, fmt_dest, start_configured
+from harness import DEPWATCH, dependency, find_dest, fmt_dest, free_port, own_netns, start_configured
 from openloop import SlowServer, open_loop
 
 SLOW_CALL = 0.5
@@ -89,11 +92,26 @@ class EjectTest(unittest.TestCase):
             self.cleanups.append(s.close)
         return servers
 
-    def daemon(self, servers, extra=""):
-        conf = ("[dependency pay]\n" + "".join("match = 127.0.0.1:%d\n" % s.port for s in servers) +
-                "slow_call = 500ms\neject = on\nenforce = abort\n" + extra)
-        d = start_configured(self.cleanups.append, conf)
+    @staticmethod
+    def conf(servers, extra="", eject="on"):
+        return ("[dependency pay]\n" + "".join("match = 127.0.0.1:%d\n" % s.port for s in servers) +
+                "slow_call = 500ms\neject = %s\nenforce = abort\n" % eject + extra)
+
+    def daemon(self, servers, extra="", args=()):
+        d = start_configured(self.cleanups.append, self.conf(servers, extra), extra_args=args)
+        d.conf = d.events[:-len(".events")]
         return d
+
+    def reload(self, d, text):
+        before = d.stderr_text().count("reload")
+        with open(d.conf, "w") as f:
+            f.write(text)
+        d.proc.send_signal(signal.SIGHUP)
+        d.wait_for(lambda st: d.stderr_text().count("reload") > before, timeout=5, what="reload")
+
+    def breaker(self, d, *args):
+        return subprocess.run([DEPWATCH, "breaker"] + list(args) + ["--run-dir", d.run_dir],
+                              capture_output=True, text=True)
 
     def client(self, servers, rate=40):
         c = RoundRobinClient([s.port for s in servers], rate).start()
@@ -232,14 +250,14 @@ class EjectTest(unittest.TestCase):
 
     def test_manual_eject_and_return(self):
         servers = self.replicas()
-        d = self.daemon(servers)
+        mport = free_port()
+        d = self.daemon(servers, args=["--metrics", "127.0.0.1:%d" % mport])
         c = self.client(servers, rate=20)
         time.sleep(1.5)
         target = fmt_dest("127.0.0.1", servers[2].port)
 
         def breaker(*args):
-            return subprocess.run([DEPWATCH, "breaker"] + list(args) + ["--run-dir", d.run_dir],
-                                  capture_output=True, text=True)
+            return self.breaker(d, *args)
 
         r = breaker("eject", "pay", target)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -247,6 +265,20 @@ class EjectTest(unittest.TestCase):
         st = d.status()
         self.assertTrue(self.dest(d, servers[2], st)["ejected"])
         self.assertEqual(self.dest(d, servers[2], st)["ejected_reason"], "forced")
+        # Prometheus (the page of the next poll): 1 for the ejected one, 0 for its siblings;
+        # one ejection counted
+        want = ['depwatch_destination_ejected{dependency="pay",destination="127.0.0.1:%d",netns="%d"} %d'
+                % (srv.port, own_netns(), srv is servers[2]) for srv in servers]
+        want.append('depwatch_ejections_total{dependency="pay",destination="%s",netns="%d"} 1'
+                    % (target, own_netns()))
+        deadline = time.monotonic() + 2
+        while True:
+            body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5).read().decode()
+            missing = [w for w in want if w not in body]
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(missing, [], "\n".join(l for l in body.splitlines() if "eject" in l))
         # the table says so too
         table = subprocess.run([DEPWATCH, "status", "--run-dir", d.run_dir], capture_output=True,
                                text=True).stdout
@@ -268,6 +300,57 @@ class EjectTest(unittest.TestCase):
         r = breaker("eject", "pay", "nothost")
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("is not ADDR:PORT", r.stderr)
+
+    def test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing(self):
+        servers = self.replicas()
+        d = self.daemon(servers)
+        target = servers[2]
+        # a destination is known once something connected to it
+        self.assertEqual(try_connect(target.port), 0)
+        d.wait_for(lambda st: self.dest(d, target, st) is not None, timeout=2)
+        r = self.breaker(d, "eject", "pay", fmt_dest("127.0.0.1", target.port))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(try_connect(target.port), errno.ECONNREFUSED)
+        # a reload that keeps eject = on keeps the ejection; a rejected one changes nothing
+        self.reload(d, self.conf(servers, "slow_call = 600ms\n"))
+        self.assertTrue(self.dest(d, target)["ejected"])
+        self.assertEqual(try_connect(target.port), errno.ECONNREFUSED)
+        self.reload(d, self.conf(servers, "eject_fro = 1s\n"))
+        self.assertIn("reload rejected", d.stderr_text())
+        self.assertTrue(self.dest(d, target)["ejected"])
+        self.assertEqual(try_connect(target.port), errno.ECONNREFUSED)
+        # eject = off ends it at once, in the kernel with the reload itself
+        self.reload(d, self.conf(servers, eject="off"))
+        self.assertEqual(try_connect(target.port), 0)
+        d.wait_for(lambda st: events_of(d, "return"), timeout=2, what="the return's line")
+        self.assertFalse(self.dest(d, target)["ejected"])
+        back = events_of(d, "return")
+        self.assertEqual([e["reason"] for e in back], ["reload"])
+        r = self.breaker(d, "eject", "pay", fmt_dest("127.0.0.1", target.port))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("dependency 'pay' has eject = off", r.stdout + r.stderr)
+        # fail-open: a daemon killed with an ejection in force refuses nothing
+        self.reload(d, self.conf(servers))
+        r = self.breaker(d, "eject", "pay", fmt_dest("127.0.0.1", target.port))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(try_connect(target.port), errno.ECONNREFUSED)
+        d.proc.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 3
+        while try_connect(target.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(try_connect(target.port), 0)
+
+
+def try_connect(port):
+    """0, or the errno of a connect to 127.0.0.1:port."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.connect(("127.0.0.1", port))
+        return 0
+    except OSError as e:
+        return e.errno
+    finally:
+        s.close()
 
 
 if __name__ == "__main__":
