@@ -1,6 +1,7 @@
 """The daemon under valgrind --leak-check=full, through a short session with
-traffic (both ends: a dependency and a service), status requests (JSON and table), a forced breaker, a reload and a
-clean stop: no memory errors, no definite leaks."""
+traffic (both ends: a dependency and a service), status requests (JSON and
+table), an ejection by hand, a forced breaker, a reload and a clean stop: no
+memory errors, no definite leaks."""
 
 import os
 import re
@@ -36,7 +37,7 @@ class ValgrindTest(unittest.TestCase):
         self.addCleanup(srv.close)
         with open(conf, "w") as f:
             # the server's side is a service too: the inbound rows, services and forecast run
-            f.write("[dependency vg]\nmatch = 127.0.0.1:%d\nenforce = connect\ntimeout = 500ms\n"
+            f.write("[dependency vg]\nmatch = 127.0.0.1:%d\nenforce = connect\ntimeout = 500ms\neject = on\n"
                     "[service vgsvc]\nlisten = %d\npool = 10\ndeadline = 1s\npath = vg\n"
                     % (srv.port, srv.port))
         os.chmod(conf, 0o600)
@@ -54,6 +55,14 @@ class ValgrindTest(unittest.TestCase):
         subprocess.run([DEPWATCH, "status", "--run-dir", d.run_dir], capture_output=True, check=True)
         st = d.status()
         self.assertEqual(st["services"][0]["requests"], 20, st["services"])
+        # an ejection by hand: its entry, its line after the abort pass, status with it, its return
+        dest = "127.0.0.1:%d" % srv.port
+        subprocess.run([DEPWATCH, "breaker", "eject", "vg", dest, "--run-dir", d.run_dir], capture_output=True,
+                       check=True)
+        self.assertTrue(d.dest(dest)["ejected"])
+        subprocess.run([DEPWATCH, "status", "--run-dir", d.run_dir], capture_output=True, check=True)
+        subprocess.run([DEPWATCH, "breaker", "return", "vg", dest, "--run-dir", d.run_dir], capture_output=True,
+                       check=True)
         subprocess.run([DEPWATCH, "breaker", "open", "vg", "--run-dir", d.run_dir], capture_output=True, check=True)
         d.proc.send_signal(1)  # SIGHUP: reload the same file
         d.wait_for(lambda s: "reloaded" in d.stderr_text(), timeout=20)
