@@ -176,9 +176,10 @@ class Worker(threading.Thread):
         self.conn.close()
 
 
-def pool(cleanups, port, n):
-    """n Workers against port, started; their closing goes to cleanups."""
-    ws = [Worker(port) for _ in range(n)]
+def pool(cleanups, port, n, pause=0.02):
+    """n Workers against port, each pausing `pause` s between its calls, started; their closing
+    goes to cleanups."""
+    ws = [Worker(port, pause) for _ in range(n)]
     for w in ws:
         w.start()
         cleanups.append(w.close)

@@ -355,6 +355,8 @@ static void test_half_open_closes(void **state)
 			       t + 3 * SEC);
 	assert_int_equal(r.b.open_for_ns, 30 * SEC);
 	assert_int_equal(r.b.opens, 1);
+	/* the closed period is judged on its own calls, from the close */
+	assert_int_equal(r.b.judged_since_ns, t + 3 * SEC);
 }
 
 /* Each failed recovery doubles open_for, up to 8 times the configured 30 s; closing resets it. */

@@ -420,6 +420,54 @@ static void test_window(void **state)
 	assert_false(j.enough);
 }
 
+/*
+ * A closed period after an open one (since_ns: the close): the calls that
+ * opened it and those aborted while it was open are out, as if older than
+ * the window, and a call from before the close still young ends nothing.
+ * The pool reconnected, its calls in flight: too few decided to reopen.
+ */
+static void test_since(void **state)
+{
+	uint64_t since = at(BASE + 20) + 10 * MS, now = since + 250 * MS;
+	struct dw_judge_input in;
+	struct dw_judgement j;
+	struct fix f;
+
+	(void)state;
+	fix_init(&f);
+	add_slice(&f, BASE, 30, 0, 0, 30);	 /* aborted while open */
+	add_slice(&f, BASE + 19, 3, 3, 0, 0);	 /* half_open's probes */
+	add_pending(&f, at(BASE + 19) + 5 * MS); /* a probe's next call, young */
+	add_slice(&f, BASE + 20, 3, 2, 0, 0);	 /* straddles the close: in */
+	add_slice(&f, BASE + 21, 26, 0, 0, 0);	 /* the pool reconnected, in flight */
+	for (unsigned i = 0; i < 26; i++)
+		add_pending(&f, since + 100 * MS);
+
+	in = fix_input(&f, now);
+	in.since_ns = since;
+	dw_judge(&in, &j);
+	assert_double_eq(j.decided, 2);
+	assert_double_eq(j.failed, 0);
+	assert_false(j.enough);
+
+	/* without it the sample ends at the young probe call: the aborted calls are all it takes */
+	in.since_ns = 0;
+	dw_judge(&in, &j);
+	assert_double_eq(j.decided, 20);
+	assert_double_eq(j.failure_rate, 1);
+	assert_true(j.enough);
+
+	/* the pool's calls answered, fast: judged on them */
+	f.npending = 1;
+	f.slices[f.nslices - 1].fast = 26;
+	in = fix_input(&f, now);
+	in.since_ns = since;
+	dw_judge(&in, &j);
+	assert_double_eq(j.decided, 20);
+	assert_double_eq(j.failed, 0);
+	assert_true(j.enough);
+}
+
 static void test_failures(void **state)
 {
 	struct dw_judgement j;
@@ -1322,6 +1370,7 @@ int main(void)
 	    cmocka_unit_test(test_against_reference),
 	    cmocka_unit_test(test_probes_oldest_first),
 	    cmocka_unit_test(test_probes_fraction),
+	    cmocka_unit_test(test_since),
 	    cmocka_unit_test(test_probes_stop_at_undecided),
 	    cmocka_unit_test(test_probe_hanging),
 	    cmocka_unit_test(test_probes_zero_limit),

@@ -32,6 +32,7 @@ SUBSET=(
 	"60 test_calls.Test02P50Accuracy"
 	"60 test_realtraffic.Test6HTTP2.test_nghttpd"
 	"50 test_abort.NginxAbortTest."
+	"40 test_abort.AbortTest.test_abort_releases_hanging_pool"
 	"40 test_breaker.BreakerTest.test_slowdown_opens_fast_logs_and_recovers"
 	"40 test_h2.GrpcTest.test_counts_and_latency"
 	"40 test_realtraffic.Test1KeepAlive.test_wrk_keepalive"

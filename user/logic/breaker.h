@@ -33,6 +33,8 @@ struct dw_breaker {
 	uint64_t since_ns;	       /* of the current state */
 	uint64_t open_for_ns; /* current open period: doubles on reopen, capped, reset on close */
 	uint64_t half_open_since_ns;	   /* probes are judged from here */
+	/* closed after an open period: judged on the calls started since (0: the whole window) */
+	uint64_t judged_since_ns;
 	unsigned opens;			   /* closed/half_open -> open transitions */
 	bool warned_slow, warned_inflight; /* a warning is raised once until it clears */
 };

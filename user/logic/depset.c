@@ -409,6 +409,10 @@ static void judge(struct dw_dep *dep, struct judge_scratch *js, uint64_t now)
 {
 	struct dw_judge_input in = { .now_ns = now, .s = dep->s };
 
+	/* a closed period after an open one is judged on its own calls (breaker.c) */
+	if (dep->br.state == DW_BREAKER_CLOSED)
+		in.since_ns = dep->br.judged_since_ns;
+
 	js->nslices = js->npending = 0;
 	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
 		merge_slices(js, d, now >> DW_SLICE_SHIFT);

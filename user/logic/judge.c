@@ -193,31 +193,34 @@ static bool tally_chunk(struct tally *t, const struct walk *w, uint64_t before, 
 	return t->decided < t->limit;
 }
 
+/* The oldest slice the window still uses: the one holding now - window, or since_ns if later. */
+static uint64_t window_first_slice(const struct dw_judge_input *in)
+{
+	uint64_t first = 0, since = in->since_ns >> DW_SLICE_SHIFT;
+
+	if (in->now_ns > in->s->window_ns)
+		first = (in->now_ns - in->s->window_ns) >> DW_SLICE_SHIFT;
+	return since > first ? since : first;
+}
+
 /*
  * The oldest slice with a young outstanding call, or UINT64_MAX. Newer
  * slices may be decided, but using them would count their fast calls while
  * an older call may still turn slow: the sample would favour fast calls,
- * which are decided first. So the sample ends where the undecided begin.
+ * which are decided first. So the sample ends where the undecided begin;
+ * a call older than the window is no part of the sample, and ends nothing.
  */
 static uint64_t first_undecided_slice(const struct dw_judge_input *in)
 {
-	uint64_t first = UINT64_MAX, slice;
+	uint64_t first = UINT64_MAX, oldest = window_first_slice(in), slice;
 	unsigned i;
 
 	for (i = 0; i < in->npending; i++) {
 		slice = pending_slice(in, i);
-		if (slice < first && !pending_slow_now(in, i))
+		if (slice >= oldest && slice < first && !pending_slow_now(in, i))
 			first = slice;
 	}
 	return first;
-}
-
-/* The oldest slice the window still uses: the one holding now - window. */
-static uint64_t window_first_slice(const struct dw_judge_input *in)
-{
-	if (in->now_ns <= in->s->window_ns)
-		return 0;
-	return (in->now_ns - in->s->window_ns) >> DW_SLICE_SHIFT;
 }
 
 /*

@@ -44,6 +44,8 @@ struct dw_judge_input {
 	const uint64_t *pending_start_ns; /* any order */
 	unsigned npending;
 	const struct dw_dep_settings *s;
+	/* slices before the one holding it are out of the window, as if older (0: none) */
+	uint64_t since_ns;
 };
 
 struct dw_judgement {
@@ -61,8 +63,8 @@ struct dw_judgement {
 
 /*
  * The newest s->sample decided calls by start time, from slices that do
- * not start before now - s->window (the slice straddling that edge is
- * used). A slice with an outstanding call no older than slow_call is
+ * not start before now - s->window nor before since_ns (the slice
+ * straddling that edge is used). A slice with an outstanding call no older than slow_call is
  * undecided; it and every newer slice are passed over, decided or not.
  * Slices are walked newest first; the last one taken may be taken in part,
  * its slow and failed calls scaled by the same fraction, so that decided
