@@ -754,6 +754,8 @@ static void test_force(void **state)
 	assert_int_equal(r.b.since_ns, t + 3 * SEC);
 	assert_int_equal(r.b.open_for_ns, r.s.open_for_ns);
 	assert_int_equal(r.b.opens, 0);
+	/* on its calls from now: those a forced open aborted do not count */
+	assert_int_equal(r.b.judged_since_ns, t + 3 * SEC);
 	/* and the rules judge it again */
 	step(&r, t + 4 * SEC, &j, NULL, 0);
 	expect_only_transition(&r, DW_BREAKER_CLOSED, DW_BREAKER_OPEN, DW_REASON_SLOW_RATE,

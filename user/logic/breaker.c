@@ -239,6 +239,8 @@ void dw_breaker_force(struct dw_breaker *b, const struct dw_dep_settings *s, int
 {
 	if (state < 0) {
 		dw_breaker_init(b, s, now_ns);
+		/* as after a close: what a forced open aborted is not held against it */
+		b->judged_since_ns = now_ns;
 		return;
 	}
 	b->state = state;

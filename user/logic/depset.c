@@ -684,23 +684,13 @@ static void eject_reset(struct dw_deps *deps, struct dw_dest *d, unsigned dep_id
 static void eject_judge(const struct dw_dep *dep, struct dw_dest *d, struct judge_scratch *js,
 			uint64_t now)
 {
-	struct dw_judge_input in = { .now_ns = now, .s = dep->s };
 	const struct dw_eject *e = &d->ej.e;
-	uint64_t floor = e->state == DW_EJECT_IN ? e->since_ns : 0;
-	unsigned n = 0;
+	struct dw_judge_input in = { .now_ns = now, .s = dep->s,
+				     .since_ns = e->state == DW_EJECT_IN ? e->since_ns : 0 };
 
 	js->nslices = js->npending = 0;
 	merge_slices(js, d, now >> DW_SLICE_SHIFT);
 	merge_pending(js, d);
-	for (unsigned i = 0; i < js->nslices; i++)
-		if (js->slices[i].slice >= floor >> DW_SLICE_SHIFT)
-			js->slices[n++] = js->slices[i];
-	js->nslices = n;
-	n = 0;
-	for (unsigned i = 0; i < js->npending; i++)
-		if (js->pending[i] >= floor)
-			js->pending[n++] = js->pending[i];
-	js->npending = n;
 	in.slices = js->slices;
 	in.nslices = js->nslices;
 	in.pending_start_ns = js->pending;
