@@ -201,10 +201,12 @@ class EjectTest(unittest.TestCase):
         self.assertIn("aborted=", lines[0])
 
     def test_max_ejected_two_slow_of_three(self):
-        # slow_rate 70%: with two of three slow the dependency (~0.67) stays below it, so
-        # both are outliers; max_ejected 50% of three is one
+        # slow_rate 75%: with two of three slow the dependency stays below it (round-robin puts 13
+        # or 14 of any 20 calls in a row on the slow two: 70% would be reached, and the breaker
+        # rightly open, a third of the time, seen in the 6.1 guest), so both are outliers;
+        # max_ejected 50% of three is one
         servers = self.replicas()
-        d = self.daemon(servers, "slow_rate = 70%\n")
+        d = self.daemon(servers, "slow_rate = 75%\n")
         c = self.client(servers)
         time.sleep(3.0)
         servers[0].delay = servers[2].delay = HANG

@@ -22,7 +22,8 @@ VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # Test ids (run.py -k substrings), each with its rough cost in guest seconds,
 # which balances the shards: the call model, failures, in flight, the
 # breaker, the stall, enforcement (connect, abort on the sock_diag path and
-# its fallback), the daemon's life, status, metrics, HTTP/2 streams (the
+# its fallback), ejection (per destination: refused, aborted on the sock_diag
+# path, behind nginx), the daemon's life, status, metrics, HTTP/2 streams (the
 # syscalls backend's walk of the user buffers, 6.1's verifier on the stream
 # layer), and the real-traffic cases that fit.
 SUBSET=(
@@ -67,6 +68,11 @@ SUBSET=(
 	"20 test_h2.H2WireTest.test_goaway_then_close"
 	"20 test_h2.H2WireTest.test_streams_over_the_limit"
 	"20 test_control.ControlClientsTest.test_control_cut_answer_is_an_error"
+	"60 test_eject_nginx."
+	"20 test_eject.EjectTest.test_slow_replica_ejected_aborted_refused_and_back"
+	"20 test_eject.EjectTest.test_max_ejected_two_slow_of_three"
+	"15 test_eject.EjectTest.test_manual_eject_and_return"
+	"10 test_eject.EjectTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
 )
 
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1
