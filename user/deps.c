@@ -240,7 +240,7 @@ static void eject_line(struct dw_deps_io *io, const struct dw_dep_event *ev)
 		dw_alert_eject(&a);
 		return;
 	}
-	a.reason = ev->forced ? "forced" : !ev->out ? "probes" : d->ej.e.slow ? "slow_rate" : "failure_rate";
+	a.reason = ev->forced ? "forced" : !ev->out ? "probes" : dw_dest_eject_reason(&d->ej);
 	a.slow_rate = d->ej.j.slow_rate;
 	a.failure_rate = d->ej.j.failure_rate;
 	a.siblings_slow_rate = d->ej.siblings_slow_rate;

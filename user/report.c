@@ -125,7 +125,7 @@ static void json_ejection(struct dw_buf *out, const struct dw_dest *d, const str
 	}
 	dw_buf_printf(out, ",\"ejections\":%u,\"ejected_reason\":", judged ? e->ejections : 0);
 	if (ejected)
-		dw_buf_printf(out, "\"%s\"", d->ej.forced ? "forced" : e->slow ? "slow_rate" : "failure_rate");
+		dw_buf_printf(out, "\"%s\"", dw_dest_eject_reason(&d->ej));
 	else
 		dw_buf_printf(out, "null");
 	dw_buf_printf(out, ",\"aborted_eject\":%llu,\"own_slow_rate\":",

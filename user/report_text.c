@@ -121,21 +121,27 @@ static void text_h2_note(struct dw_buf *out, const struct dw_dep *dep)
 		      (unsigned long long)dep->fig.streams_untracked);
 }
 
+/* The first destination of dep ejected from it (eject = on) from d on, or NULL. */
+static const struct dw_dest *ejected_from(const struct dw_dep *dep, const struct dw_dest *d)
+{
+	for (; d && dep->ejected_dests; d = d->next_in_dep)
+		if (d->ej.dep_id == dep->id && d->ej.e.state != DW_EJECT_IN)
+			return d;
+	return NULL;
+}
+
 /* Each destination ejected from the dependency (eject = on), and until when. */
 static void text_eject_note(struct dw_buf *out, const struct dw_dep *dep, uint64_t now)
 {
 	char dest[64];
 
-	for (const struct dw_dest *d = dep->dests; d && dep->ejected_dests; d = d->next_in_dep) {
+	for (const struct dw_dest *d = ejected_from(dep, dep->dests); d; d = ejected_from(dep, d->next_in_dep)) {
 		const struct dw_eject *e = &d->ej.e;
 
-		if (d->ej.dep_id != dep->id || e->state == DW_EJECT_IN)
-			continue;
 		dw_dest_format(&d->key, dest, sizeof(dest));
 		dw_buf_printf(out, "warning: ");
 		dw_escape_text(out, dep->name, strlen(dep->name));
-		dw_buf_printf(out, ": %s ejected (%s, ejection %u)", dest,
-			      d->ej.forced ? "forced" : e->slow ? "slow_rate" : "failure_rate", e->ejections);
+		dw_buf_printf(out, ": %s ejected (%s, ejection %u)", dest, dw_dest_eject_reason(&d->ej), e->ejections);
 		if (e->state == DW_EJECT_OUT && e->until_ns > now)
 			dw_buf_printf(out, ", probed in %.1fs\n", (e->until_ns - now) / 1e9);
 		else
@@ -301,15 +307,12 @@ static void tsv_ejected(struct dw_buf *out, const struct dw_dep *dep, uint64_t n
 {
 	char dest[64];
 
-	for (const struct dw_dest *d = dep->dests; d && dep->ejected_dests; d = d->next_in_dep) {
+	for (const struct dw_dest *d = ejected_from(dep, dep->dests); d; d = ejected_from(dep, d->next_in_dep)) {
 		const struct dw_eject *e = &d->ej.e;
 
-		if (d->ej.dep_id != dep->id || e->state == DW_EJECT_IN)
-			continue;
 		dw_dest_format(&d->key, dest, sizeof(dest));
 		/* config names and dest strings: no tab, newline or escape can be in them */
-		dw_buf_printf(out, "@ejected\t%s\t%s\t%s\t%s\t%.1f\n", dep->name, dest,
-			      d->ej.forced ? "forced" : e->slow ? "slow_rate" : "failure_rate",
+		dw_buf_printf(out, "@ejected\t%s\t%s\t%s\t%s\t%.1f\n", dep->name, dest, dw_dest_eject_reason(&d->ej),
 			      e->state == DW_EJECT_OUT ? "out" : "probing",
 			      e->state == DW_EJECT_OUT && e->until_ns > now ? (e->until_ns - now) / 1e9 : -1.0);
 	}

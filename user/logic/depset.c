@@ -405,6 +405,15 @@ static int merge_pending(struct judge_scratch *js, const struct dw_dest *d)
 	return 0;
 }
 
+/* What the scratch space gathered, as the judge's input. */
+static void judge_scratch_input(const struct judge_scratch *js, struct dw_judge_input *in)
+{
+	in->slices = js->slices;
+	in->nslices = js->nslices;
+	in->pending_start_ns = js->pending;
+	in->npending = js->npending;
+}
+
 static void judge(struct dw_dep *dep, struct judge_scratch *js, uint64_t now)
 {
 	struct dw_judge_input in = { .now_ns = now, .s = dep->s };
@@ -418,10 +427,7 @@ static void judge(struct dw_dep *dep, struct judge_scratch *js, uint64_t now)
 		merge_slices(js, d, now >> DW_SLICE_SHIFT);
 		merge_pending(js, d);
 	}
-	in.slices = js->slices;
-	in.nslices = js->nslices;
-	in.pending_start_ns = js->pending;
-	in.npending = js->npending;
+	judge_scratch_input(js, &in);
 	dw_judge(&in, &dep->j);
 	memset(&dep->probes, 0, sizeof(dep->probes));
 	if (dep->br.state == DW_BREAKER_HALF_OPEN)
@@ -691,10 +697,7 @@ static void eject_judge(const struct dw_dep *dep, struct dw_dest *d, struct judg
 	js->nslices = js->npending = 0;
 	merge_slices(js, d, now >> DW_SLICE_SHIFT);
 	merge_pending(js, d);
-	in.slices = js->slices;
-	in.nslices = js->nslices;
-	in.pending_start_ns = js->pending;
-	in.npending = js->npending;
+	judge_scratch_input(js, &in);
 	dw_judge(&in, &d->ej.j);
 	memset(&d->ej.probes, 0, sizeof(d->ej.probes));
 	if (e->state == DW_EJECT_PROBING)

@@ -16,6 +16,11 @@ uint64_t dw_dest_key_hash(const struct dw_dest_key *key)
 	return h;
 }
 
+const char *dw_dest_eject_reason(const struct dw_dest_eject *ej)
+{
+	return ej->forced ? "forced" : ej->e.slow ? "slow_rate" : "failure_rate";
+}
+
 void dw_dest_set_key(struct dw_dest *d, const struct dw_dest_key *key)
 {
 	d->key = *key;

@@ -34,6 +34,9 @@ struct dw_dest_eject {
 	uint64_t pass_aborted;		/* connections the abort passes since aborted (abort.c) */
 };
 
+/* Why it is out: "forced" (by hand), "slow_rate" (or its stall), or "failure_rate". */
+const char *dw_dest_eject_reason(const struct dw_dest_eject *ej);
+
 struct dw_dest {
 	struct dw_dest_key key;
 	enum dw_row_kind kind;		/* dw_row_kind_of(&key) (dwtypes.h), set with the key */
