@@ -112,7 +112,7 @@ static void json_ejection(struct dw_buf *out, const struct dw_dest *d, const str
 {
 	const struct dw_eject *e = &d->ej.e;
 	bool judged = dep && d->ej.dep_id == dep->id && dep->id;
-	bool ejected = judged && e->state != DW_EJECT_IN;
+	bool ejected = judged && dw_dest_ejected(d, dep->id);
 	struct timespec ts;
 
 	dw_buf_printf(out, ",\"ejected\":%s,\"ejected_state\":\"%s\",\"ejected_until\":",

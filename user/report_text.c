@@ -125,7 +125,7 @@ static void text_h2_note(struct dw_buf *out, const struct dw_dep *dep)
 static const struct dw_dest *ejected_from(const struct dw_dep *dep, const struct dw_dest *d)
 {
 	for (; d && dep->ejected_dests; d = d->next_in_dep)
-		if (d->ej.dep_id == dep->id && d->ej.e.state != DW_EJECT_IN)
+		if (dw_dest_ejected(d, dep->id))
 			return d;
 	return NULL;
 }

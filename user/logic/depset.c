@@ -744,6 +744,16 @@ static void eject_began(const struct dw_dep *dep, struct dw_dest *d, enum dw_eje
 	d->ej.siblings_slow_rate = siblings_slow_rate(dep, d);
 }
 
+/* Of dep's destinations, those out or probing. */
+static unsigned ejected_count(const struct dw_dep *dep)
+{
+	unsigned n = 0;
+
+	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep)
+		n += dw_dest_ejected(d, dep->id);
+	return n;
+}
+
 /* A step of the ejection of dep's destinations (a configured dependency with eject = on). */
 static void eject_dep(struct dw_deps *deps, struct dw_dep *dep, struct judge_scratch *js,
 		      uint64_t now, struct dw_depset_out *out)
@@ -757,7 +767,6 @@ static void eject_dep(struct dw_deps *deps, struct dw_dep *dep, struct judge_scr
 
 	bool on = dep->id && dep->s->eject;
 
-	dep->ejected_dests = 0;
 	for (struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
 		if (d->ej.dep_id != dep->id ||
 		    (!on && (d->ej.published || d->ej.e.state != DW_EJECT_IN)))
@@ -785,9 +794,9 @@ static void eject_dep(struct dw_deps *deps, struct dw_dep *dep, struct judge_scr
 				eject_event(deps, dep, d, false, now, out);
 			}
 		}
-		dep->ejected_dests += d->ej.e.state != DW_EJECT_IN;
 		eject_publish(deps, dep, d, now, out);
 	}
+	dep->ejected_dests = ejected_count(dep);
 }
 
 int dw_depset_eject(struct dw_deps *deps, const char *name, const struct dw_dest_key *dest, bool out,
@@ -816,9 +825,7 @@ int dw_depset_eject(struct dw_deps *deps, const char *name, const struct dw_dest
 			eject_began(dep, d, was);
 		d->ej.forced = out;
 		eject_event(deps, dep, d, true, now, out_ops);
-		dep->ejected_dests = 0;
-		for (const struct dw_dest *o = dep->dests; o; o = o->next_in_dep)
-			dep->ejected_dests += o->ej.dep_id == dep->id && o->ej.e.state != DW_EJECT_IN;
+		dep->ejected_dests = ejected_count(dep);
 		/* the kernel acts on it now, not at the next poll */
 		eject_publish(deps, dep, d, now, out_ops);
 		return 0;

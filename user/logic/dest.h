@@ -75,6 +75,12 @@ struct dw_dest {
 /* A row's key, and its kind decoded from it: the one way a row gets its key. */
 void dw_dest_set_key(struct dw_dest *d, const struct dw_dest_key *key);
 
+/* Out or probing in the dependency with id dep_id (0: none, never ejected). */
+static inline bool dw_dest_ejected(const struct dw_dest *d, unsigned dep_id)
+{
+	return dep_id && d->ej.dep_id == dep_id && d->ej.e.state != DW_EJECT_IN;
+}
+
 static inline bool dw_dest_is_outbound(const struct dw_dest *d)
 {
 	return d->kind == DW_ROW_OUTBOUND;
