@@ -432,12 +432,35 @@ static void read_caller(struct dw_collector *c, struct dw_bpf *b, unsigned r)
 	dw_caller_take(&a->fig.calls, &a->win, a->seen, row.call);
 	a->fig.failed = row.calls_failed;
 	a->fig.slow = row.calls_slow;
+	/* recent is per poll (the series' top-N weight): a refresh leaves it to the next poll */
+	if (c->refreshing)
+		return;
 	ended = a->fig.calls + a->fig.failed;
 	a->fig.recent = ended - a->prev_ended;
 	a->prev_ended = ended;
 }
 
-/* Every caller row in use; then their cgroups named (at most one walk of the tree). */
+/* A caller row's destination is re-read by the refresh under way. */
+static bool caller_hot(const struct dw_collector *c, const struct dw_caller_acc *a)
+{
+	const struct dw_dest *d = slot_for(c->dests, c->cap, &a->key);
+
+	return d->used && d->hot;
+}
+
+/*
+ * What a poll reads of the callers: every row. A refresh reads the rows of
+ * its hot destinations, and rows new since the poll: the calls it finds in
+ * flight are counted to their callers, so that a breaker opening on them
+ * names the callers that hold them (a caller whose first calls came after
+ * the poll included).
+ */
+static bool caller_to_read(const struct dw_collector *c, unsigned r)
+{
+	return !c->refreshing || !c->callers[r].used || caller_hot(c, &c->callers[r]);
+}
+
+/* Caller rows read, their calls in flight cleared for the pending walk to count. */
 static int read_callers(struct dw_collector *c, struct dw_bpf *b)
 {
 	unsigned n;
@@ -451,27 +474,25 @@ static int read_callers(struct dw_collector *c, struct dw_bpf *b)
 		return -ENOMEM;
 	if (n > c->ncallers)
 		c->ncallers = n;
-	for (unsigned r = 1; r < n; r++)
-		read_caller(c, b, r);
-	if (!c->cgroups)
-		return 0;
 	ids = malloc((size_t)n * sizeof(*ids));
 	if (!ids)
 		return -ENOMEM;
-	for (unsigned r = 1; r < n; r++)
-		if (c->callers[r].used && c->callers[r].fig.cgroup_id)
-			ids[nids++] = c->callers[r].fig.cgroup_id;
-	dw_cgroups_resolve(c->cgroups, ids, nids);
+	for (unsigned r = 1; r < n; r++) {
+		struct dw_caller_acc *a = &c->callers[r];
+
+		if (!caller_to_read(c, r))
+			continue;
+		read_caller(c, b, r);
+		a->fig.inflight = 0;
+		a->fig.oldest_ns = 0;
+		if (a->used && a->fig.cgroup_id)
+			ids[nids++] = a->fig.cgroup_id;
+	}
+	/* their cgroups named: at most one walk of the tree */
+	if (c->cgroups)
+		dw_cgroups_resolve(c->cgroups, ids, nids);
 	free(ids);
 	return 0;
-}
-
-static void callers_clear_pending(struct dw_collector *c)
-{
-	for (unsigned r = 0; r < c->ncallers; r++) {
-		c->callers[r].fig.inflight = 0;
-		c->callers[r].fig.oldest_ns = 0;
-	}
 }
 
 static void caller_pending(struct dw_collector *c, const struct dw_pending_entry *rec)
@@ -569,9 +590,8 @@ static void on_pending(const struct dw_pending_entry *rec, const struct dw_dest_
 		/* waits are counted once per poll (a refresh re-reads only some destinations) */
 		if (rec->caller_port && !c->refreshing)
 			wait_add(c, rec, d);
-		/* so are callers' calls in flight */
-		if (!c->refreshing)
-			caller_pending(c, rec);
+		/* callers' rows on d were cleared by this read (read_callers) */
+		caller_pending(c, rec);
 		/* a multiplexed connection's may be a control frame nothing answers: shown, not judged */
 		if (!(rec->flags & DW_PEND_MULTIPLEXED))
 			pending_push(d, rec->call_start_ns);
@@ -630,7 +650,6 @@ int dw_collect_poll(struct dw_collector *c, struct dw_bpf *b)
 	int err;
 
 	start_interval(c);
-	callers_clear_pending(c);
 	err = read_dests(c, b);
 	if (!err)
 		err = read_callers(c, b);
@@ -666,7 +685,9 @@ int dw_collect_refresh(struct dw_collector *c, struct dw_bpf *b)
 		if (!bpf_map_lookup_elem(b->stats_fd, &d->slot, per_cpu))
 			refresh_dest(c, b, d, per_cpu, detail);
 	}
-	err = dw_bpf_scan_pending(b, on_pending, c);
+	err = read_callers(c, b);
+	if (!err)
+		err = dw_bpf_scan_pending(b, on_pending, c);
 	c->refreshing = false;
 	c->now_ns = dw_monotonic_ns();
 	c->refreshes++;

@@ -212,6 +212,55 @@ class TestCallers(unittest.TestCase):
                         opened[0])
         hold.release()
 
+    def test_open_between_polls_names_callers_new_since_the_poll(self):
+        """A breaker that opens on a re-read between polls names the callers of the calls that
+        re-read found, a caller whose first calls came after the poll included. One caller's held
+        call is seen by a poll; a second caller starts and holds its call; the re-read when the
+        first call turns slow (before the next poll) finds two in flight and opens the breaker
+        (max_inflight = 2): its open line names both."""
+        interval, slow_call = 5, 6
+        host = "127.%d.%d.%d" % (random.randint(80, 250), random.randint(1, 250), random.randint(2, 250))
+        srv = LoopbackServer(host, mode="delay", delay=0.001)
+        self.addCleanup(srv.close)
+        hold = LoopbackServer(host, mode="hold")
+        self.addCleanup(hold.close)
+        d = start_configured(self.addCleanup, "[dependency store]\nmatch = %s\nmax_inflight = 2\n"
+                             "slow_call = %ds\n" % (host, slow_call), ["--interval", "%ds" % interval])
+        first, second = (os.path.join(self.slice, n + ".service") for n in ("first", "second"))
+        for cg in (first, second):
+            os.mkdir(cg)
+
+        def next_poll(after):
+            """Waits for the poll after the one status showed as `after` (uptime_s); its status."""
+            deadline = time.monotonic() + interval + 5
+            while time.monotonic() < deadline:
+                st = d.status()
+                if st["uptime_s"] > after + interval / 2:
+                    return st
+                time.sleep(0.05)
+            raise AssertionError("no poll within %d s" % (interval + 5))
+
+        # the first caller's held call begins just after a poll: the next poll sees it, not yet slow
+        st = next_poll(d.status()["uptime_s"])
+        self.start_client(first, host, srv, hold, 4)
+        st = next_poll(st["uptime_s"])
+        self.assertEqual(dependency(st, "store")["inflight"], 1, dependency(st, "store"))
+        # the second caller's calls all come after that poll, ~1 s before the first call turns slow
+        self.start_client(second, host, srv, hold, 2)
+        seen = time.monotonic()
+        opened = []
+        while not opened and time.monotonic() < seen + interval:
+            time.sleep(0.1)
+            with open(d.events) as f:
+                opened = [e for e in map(json.loads, filter(str.strip, f))
+                          if e.get("event") == "transition" and e.get("state") == "open"]
+        self.assertTrue(opened, "no open event")
+        self.assertEqual(opened[0]["inflight"], 2, opened[0])
+        # the re-read comes as the first call turns slow, the next poll ~4 s after
+        self.assertLess(opened[0]["oldest_ms"], slow_call * 1000 + 2000, "opened on a poll, not the re-read")
+        self.assertEqual(opened[0]["callers"].split(","), ["first.service:1", "second.service:1"], opened[0])
+        hold.release()
+
     @staticmethod
     def table_caller(d, name):
         """The cells of a caller's line in the status table (the last two: p50, p99)."""
