@@ -453,7 +453,7 @@ struct dest_family_def {
 	const char *name, *type, *help;
 	const char *label;		/* "dest", or "destination" for the ejection's families */
 	bool (*want)(const struct dw_dest *d, const struct dw_deps *deps);
-	uint64_t (*value)(const struct dw_dest *d, size_t off);
+	uint64_t (*value)(const struct dw_dest *d, const struct dw_deps *deps, size_t off);
 	size_t off;			/* for counter_at: of the counter in struct dw_dest_stats */
 };
 
@@ -462,8 +462,9 @@ static bool any_dest(const struct dw_dest *d, const struct dw_deps *deps)
 	return dest_exported(d, deps);
 }
 
-static uint64_t counter_at(const struct dw_dest *d, size_t off)
+static uint64_t counter_at(const struct dw_dest *d, const struct dw_deps *deps, size_t off)
 {
+	(void)deps;
 	return *(const __u64 *)((const char *)&d->sum + off);
 }
 
@@ -482,7 +483,7 @@ static void dest_family(struct dw_buf *o, const struct dw_collector *c, const st
 			continue;
 		/* a destination of a dependency the cap folded: summed into ~other */
 		if ((size_t)d->dep < pg.fold_cap && pg.fold[d->dep]) {
-			other += f->value(d, f->off);
+			other += f->value(d, deps, f->off);
 			folded = true;
 			continue;
 		}
@@ -495,7 +496,7 @@ static void dest_family(struct dw_buf *o, const struct dw_collector *c, const st
 		put_str(o, "\",netns=\"");
 		put_u64(o, d->key.netns);
 		put(o, "\"} ", 3);
-		put_u64(o, f->value(d, f->off));
+		put_u64(o, f->value(d, deps, f->off));
 		put(o, "\n", 1);
 	}
 	if (!folded)
@@ -517,14 +518,16 @@ static bool ejectable(const struct dw_dest *d, const struct dw_deps *deps)
 	return dep->id && dep->s && dep->s->eject;
 }
 
-static uint64_t ejected_now(const struct dw_dest *d, size_t off)
+/* Out or probing in its dependency as configured now (an ejection a reload ended reads 0). */
+static uint64_t ejected_now(const struct dw_dest *d, const struct dw_deps *deps, size_t off)
 {
 	(void)off;
-	return d->ej.e.state != DW_EJECT_IN;
+	return dw_dest_ejected(d, deps->deps[d->dep].id);
 }
 
-static uint64_t ejections(const struct dw_dest *d, size_t off)
+static uint64_t ejections(const struct dw_dest *d, const struct dw_deps *deps, size_t off)
 {
+	(void)deps;
 	(void)off;
 	return d->ej.e.ejections;
 }
