@@ -3,8 +3,9 @@
 # ASan/UBSan), the integration tests against the real kernel, once per
 # tracing backend (sock, syscalls), and the kernel stage: the kernel-facing
 # integration tests on Debian's own kernel in a VM (tests/vm/kernels.sh,
-# KERNELS). Prints one closing line, "N passed, M failed", counting all of
-# them, and exits non-zero if anything failed.
+# KERNELS). Names the tests that failed under each stage's count, then
+# prints one closing line, "N passed, M failed", counting all of them, and
+# exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -57,6 +58,10 @@ for backend in sock syscalls; do
 	count_line "$rc" "$line"
 	summary="$summary
    integration, backend $backend: ${line:-no result line (exit status $rc)}"
+	# run.py's "failed: ID" lines, under the count
+	names=$(sed -n 's/^failed: /      failed: /p' "$log")
+	[ -z "$names" ] || summary="$summary
+$names"
 done
 
 echo "== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
@@ -66,6 +71,7 @@ line=$(closing "kernels: ")
 count_line "$rc" "$line"
 echo "== integration per backend:$summary
    kernels: ${line:-no result line (exit status $rc)}"
+grep '^      failed: ' "$log" || true
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

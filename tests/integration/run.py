@@ -5,7 +5,8 @@ real kernel, as root, from the repository root:
     python3 tests/integration/run.py [-k PATTERN]
 
 Prints the unittest report (verbosity 2), then as its very last line
-"N passed, M failed" (", K skipped" when something was skipped), and exits
+"N passed, M failed" (", K skipped" when something was skipped) after a line
+"failed: ID" per failed test, and exits
 non-zero if anything failed. Python 3 standard library only.
 """
 
@@ -68,6 +69,15 @@ class CountingResult(unittest.TextTestResult):
         self._mark(test, "fail")
 
 
+def failed_ids(result):
+    """The ids of the tests that failed, then the fixtures (setUpClass ...) that did."""
+    ids = sorted(tid for tid, what in result.outcome.items() if what == "fail")
+    for test, _ in result.errors + result.failures:
+        if test.id() not in result.outcome and str(test) not in ids:
+            ids.append(str(test))
+    return ids
+
+
 def print_durations(took, n):
     per_file = {}
     for tid, s in took.items():
@@ -114,6 +124,9 @@ def main():
     if args.durations:
         print_durations(result.took, args.durations)
     print("integration: %.1f s" % (time.monotonic() - start))
+    # what failed, by name, just above the count: the lines a stage's summary repeats
+    for tid in failed_ids(result):
+        print("failed: " + tid)
     line = "%d passed, %d failed" % (passed, failed)
     if skipped:
         line += ", %d skipped" % skipped

@@ -6,10 +6,11 @@
 # (default linux-image-amd64: Debian 12's own, 6.1). Which tests run, and
 # why the others don't: tests/README.md. The subset is split over SHARDS
 # guests of one vCPU each, run side by side (one per host CPU: two vCPUs in
-# one guest livelocked under TCG, tests/vm/vm.py). Prints each kernel's
-# closing line, then "kernels: N passed, M failed" over all of them, and
-# exits non-zero if anything failed (a guest that did not boot or ran out
-# of time counts as a failure).
+# one guest livelocked under TCG, tests/vm/vm.py). Prints each guest's
+# closing line and, under it, the tests that failed there by name, then
+# "kernels: N passed, M failed" over all of them, and exits non-zero if
+# anything failed (a guest that did not boot or ran out of time counts as a
+# failure).
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -126,6 +127,10 @@ for k in $KERNELS; do
 		if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
 		summary="$summary
    $k vm $i (Linux ${kernel:-?}, backend ${backend:-?}): ${line:-no result line (vm.py exit $rc)}"
+		# run.py's "failed: ID" lines, under the guest's count
+		names=$(sed -n 's/^failed: /      failed: /p' "$logs/$i")
+		[ -z "$names" ] || summary="$summary
+$names"
 	done
 	summary="$summary
    $k: $took s"
