@@ -164,22 +164,29 @@ def held(samples):
     return out
 
 
-def series(arm):
-    """Per BIN: (t, busy % held for HOLD s, served, failed, max waiting, health p99 ms)."""
-    out = []
-    nbins = int(arm["seconds"] / BIN)
+def bins(arm):
+    """Per BIN: (end s, worker counts held for HOLD s, waiting counts, requests finished,
+    health-check latencies ms): the walk both benches' series share."""
     t0 = arm["t_start"]
     kept = held(arm["samples"])
-    for b in range(nbins):
+    for b in range(int(arm["seconds"] / BIN)):
         lo, hi = b * BIN, (b + 1) * BIN
         busy = [h[1] for h in kept if lo <= h[0] < hi]
         wait = [s[2] for s in arm["samples"] if lo <= s[0] < hi]
         fin = [d for d in arm["done"] if d[3] is not None and lo <= d[2] - t0 < hi and d[0] == "req"]
         health = [(d[2] - d[1]) * 1e3 for d in arm["done"] if d[0] == "health" and lo <= d[1] - t0 < hi]
-        # None: no sample in the bin (the process was not scheduled)
-        out.append((hi, 100.0 * max(busy) / POOL if busy else None, sum(1 for d in fin if d[3]),
-                    sum(1 for d in fin if not d[3]), max(wait or [0]), p99(health)))
-    return out
+        yield hi, busy, wait, fin, health
+
+
+def busy_pct(busy):
+    """None: no sample in the bin (the process was not scheduled)"""
+    return 100.0 * max(busy) / POOL if busy else None
+
+
+def series(arm):
+    """Per BIN: (t, busy % held for HOLD s, served, failed, max waiting, health p99 ms)."""
+    return [(hi, busy_pct(busy), sum(1 for d in fin if d[3]), sum(1 for d in fin if not d[3]),
+             max(wait or [0]), p99(health)) for hi, busy, wait, fin, health in bins(arm)]
 
 
 def exhaustion(arm):

@@ -52,7 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from workpool import KeepAlive, StandInProcess  # noqa: E402
 # the pool's story's own measures, the same here (bench/pool.py)
-from pool import arrivals, exhaustion, fmt, held, p99  # noqa: E402
+from pool import arrivals, bins, busy_pct, exhaustion, fmt, held, p99  # noqa: E402
 DEPWATCH = os.environ.get("DEPWATCH", os.path.join(HERE, "..", "build", "depwatch"))
 POOL, RATE, HEALTH_RATE = 50, 100.0, 10.0
 REPLICAS, SLOW_REPLICA = 3, 1
@@ -203,21 +203,9 @@ def run_arm(name, seconds, tmp, pin_dir):
 
 def series(arm):
     """Per BIN: (t, busy % held for HOLD s, served, failed, retried, max waiting, health p99 ms)."""
-    out = []
-    nbins = int(arm["seconds"] / BIN)
-    t0 = arm["t_start"]
-    kept = held(arm["samples"])
-    for b in range(nbins):
-        lo, hi = b * BIN, (b + 1) * BIN
-        busy = [h[1] for h in kept if lo <= h[0] < hi]
-        wait = [s[2] for s in arm["samples"] if lo <= s[0] < hi]
-        fin = [d for d in arm["done"] if d[3] is not None and lo <= d[2] - t0 < hi and d[0] == "req"]
-        health = [(d[2] - d[1]) * 1e3 for d in arm["done"] if d[0] == "health" and lo <= d[1] - t0 < hi]
-        # None: no sample in the bin (the process was not scheduled)
-        out.append((hi, 100.0 * max(busy) / POOL if busy else None, sum(1 for d in fin if d[3]),
-                    sum(1 for d in fin if not d[3]), sum(1 for d in fin if d[4]), max(wait or [0]),
-                    p99(health)))
-    return out
+    return [(hi, busy_pct(busy), sum(1 for d in fin if d[3]), sum(1 for d in fin if not d[3]),
+             sum(1 for d in fin if d[4]), max(wait or [0]), p99(health))
+            for hi, busy, wait, fin, health in bins(arm)]
 
 
 def mean_busy(arm, lo, hi):
