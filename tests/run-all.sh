@@ -69,8 +69,9 @@ bash tests/vm/kernels.sh 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 line=$(closing "kernels: ")
 count_line "$rc" "$line"
+shown=${line#kernels: }
 echo "== integration per backend:$summary
-   kernels: ${line:-no result line (exit status $rc)}"
+   kernels: ${shown:-no result line (exit status $rc)}"
 grep '^      failed: ' "$log" || true
 
 echo "$passed passed, $failed failed"
