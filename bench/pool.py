@@ -179,7 +179,7 @@ def bins(arm):
 
 
 def busy_pct(busy):
-    """None: no sample in the bin (the process was not scheduled)"""
+    """A bin's most workers busy, in % of POOL; None: no sample in it (the process was not scheduled)."""
     return 100.0 * max(busy) / POOL if busy else None
 
 
