@@ -3,9 +3,11 @@ controls, and a client that starts calls at a fixed rate whether or not
 earlier ones have come back (as real traffic does), on pooled keep-alive
 connections. Used by the breaker tests and by `make demo`."""
 
+import errno
 import queue
 import random
 import socket
+import sys
 import threading
 import time
 
@@ -19,13 +21,27 @@ def loopback_listener(host="127.0.0.1", backlog=1024):
     return sock, sock.getsockname()[1]
 
 
+# accept() errors that end one connection or pass (accept(2): pending network errors are passed
+# on by accept; descriptors or memory short for a moment), not the listener
+PASSING_ACCEPT_ERRORS = (errno.ECONNABORTED, errno.EPROTO, errno.EINTR, errno.EMFILE, errno.ENFILE,
+                         errno.ENOBUFS, errno.ENOMEM)
+
+
 def accept_loop(sock, stopped, on_conn):
-    """Hands each accepted connection to on_conn until `stopped` or the socket closes."""
+    """Hands each accepted connection to on_conn until `stopped` or the socket closes. A passing
+    accept() error is said on stderr and the loop goes on: a stand-in that stopped accepting would
+    fail its callers' later calls for the test's own reason, not depwatch's."""
+    port = sock.getsockname()[1]
     while not stopped.is_set():
         try:
             conn, _ = sock.accept()
-        except OSError:
-            return
+        except OSError as e:
+            if e.errno not in PASSING_ACCEPT_ERRORS or stopped.is_set():
+                return
+            print("stand-in on port %d: accept: %s, going on" % (port, e),
+                  file=sys.stderr)
+            stopped.wait(0.01)
+            continue
         on_conn(conn)
 
 
@@ -56,7 +72,11 @@ class SlowServer:
 
     def _serve_new(self, conn):
         self.conns.append(conn)
-        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        try:
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        except RuntimeError as e:	# no thread for it: that caller fails, the listener goes on
+            print("stand-in on port %d: %s" % (self.port, e), file=sys.stderr)
+            conn.close()
 
     def _pick_delay(self):
         if self.tail and self.rng.random() < self.tail[0]:
