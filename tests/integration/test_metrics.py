@@ -234,7 +234,18 @@ class Test01MetricsBody(MetricsTestCase):
 
 class Test02MetricsHttp(MetricsTestCase):
     def test_other_paths_are_404_and_ipv6_listens(self):
-        mport = free_port("::1")
+        # The same port on 127.0.0.1 is held bound (not listening) for the test, so that a connect
+        # there is refused unless depwatch listens on IPv4: a port free on ::1 alone may be another
+        # test's IPv4 listener (CI once connected to one).
+        v4 = socket.socket()
+        self.addCleanup(v4.close)
+        while True:
+            mport = free_port("::1")
+            try:
+                v4.bind(("127.0.0.1", mport))
+                break
+            except OSError:
+                continue
         self.start_metrics_daemon(free_port(), "[::1]:%d" % mport, "max_inflight = 10\n")
         status, ctype, body = http_get(mport, "/metrics", host="::1")
         self.assertEqual(status, 200)
