@@ -149,7 +149,7 @@ unit: $(UNIT_BINS)
 integration: $(OUT)/depwatch
 	$(Q)python3 tests/integration/run.py
 
-# libFuzzer (clang) over the config parser; `make fuzz FUZZ_SECONDS=600` for a long run.
+# libFuzzer (clang) over the config parser and the HTTP/1 status-line reader; `make fuzz FUZZ_SECONDS=600` for a long run.
 FUZZ_SECONDS ?= 60
 # Compiled from the sources in one call (its own flags: -O1, libFuzzer).
 $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
@@ -158,7 +158,14 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
 		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lm -o $@
 
-fuzz: $(OUT)/fuzz_config
+# The HTTP/1 status-line reader (bpf/http1.h), pure: the header alone.
+$(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/http1.h bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
+	$(call msg,FUZZ,$@)
+	$(Q)$(call need,$(CLANG),clang)
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
+		-fsanitize=fuzzer,address,undefined $< -o $@
+
+fuzz: $(OUT)/fuzz_config $(OUT)/fuzz_http1
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The load generator of the integration suite's load test (tests/integration/test_load.py).
@@ -173,7 +180,7 @@ integration: $(OUT)/loadgen
 # runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
 # again and says why.
 DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
-test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen | deps
+test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/loadgen | deps
 	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
 	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 
