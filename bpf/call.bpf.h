@@ -14,6 +14,7 @@
 #define DEPWATCH_CALL_BPF_H
 
 #include "slots.bpf.h"
+#include "outcome.bpf.h"
 #include "rows.h"
 
 enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED };
@@ -161,14 +162,23 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 	struct dw_dep_cfg *cfg = 0;
 	struct dw_dest_stats *st;
 	__u32 field = DW_END_FAILED;
-	int late = 0, sliced;
+	int late = 0, sliced, status = outcome_take(conn);
+	bool status_failed = false;
 	__u64 dur;
 
 	/* a racing end may have read its clock before this call's start was claimed */
 	dur = now > start ? now - start : 0;
 	conn->last_ns = now;
-	if (outcome == OUTCOME_COMPLETED) {
+	/* an answer whose status is a failure fails its call (outcome.bpf.h) */
+	if (outcome == OUTCOME_COMPLETED && status >= 100) {
 		cfg = dep_cfg_of(conn);
+		status_failed = outcome_fails(cfg, status);
+		if (status_failed)
+			outcome = OUTCOME_FAILED;
+	}
+	if (outcome == OUTCOME_COMPLETED) {
+		if (!cfg)
+			cfg = dep_cfg_of(conn);
 		field = cfg && cfg->slow_call_ns && dur > cfg->slow_call_ns ? DW_END_SLOW : DW_END_FAST;
 	}
 	sliced = outcome == OUTCOME_FAILED || !burst || (cfg && cfg->multiplexed);
@@ -183,6 +193,8 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 		return;
 	if (late)
 		st->calls_late++;
+	if (status)
+		outcome_count(st, status, status_failed);
 	if (outcome == OUTCOME_DROPPED) {
 		st->calls_dropped++;
 		return;
@@ -200,7 +212,12 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 /* Ends the connection's outstanding call at now (CLOCK_MONOTONIC), if nobody else did. */
 static __always_inline void call_end(struct dw_conn *conn, enum call_outcome outcome, __u64 now)
 {
-	__u64 start = call_release(conn);
+	__u64 start;
+
+	/* answered, its outcome owed to the reader's copy: only answer_settle() ends it (answer.bpf.h) */
+	if (*(volatile __u64 *)&conn->answer_ns)
+		return;
+	start = call_release(conn);
 
 	if (start)
 		count_end(conn, start, outcome, now, conn->multiplexed);

@@ -59,6 +59,7 @@
 
 #include "closing.bpf.h"
 #include "streams.bpf.h"
+#include "answer.bpf.h"
 
 static __always_inline void dw_on_connect_start(const struct sock *sk)
 {
@@ -251,11 +252,14 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	if (!conn || h2_on_send_msg(sk, conn, msg))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
+		answer_inbound_msg(conn, msg);
 		inbound_answer(sk, conn, 0);
 		return;
 	}
 	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
+	/* a request behind an answer nobody read: that call ends, its outcome unknown */
+	answer_settle(conn);
 	if (conn->call_start_ns) {
 		if (conn->tls)
 			tls_note_send(conn, bpf_ktime_get_ns(), msg ? msg->msg_iter.count : 0);
@@ -263,8 +267,8 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	}
 	if (!can_be_answered(sk, DW_SK_BTF))
 		return;
-	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
-	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0,
+	/* rcv_seq: where its answer begins, for its status line (answer.bpf.h; answer_came() ignores it here) */
+	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, tcp_of(sk)->rcv_nxt,
 		       msg ? msg->msg_iter.count : DW_TLS_SMALL + 1);
 }
 
@@ -338,8 +342,9 @@ static __always_inline void dw_on_data(const struct sock *sk)
 	}
 	/* measured at every arrival, outstanding call or not: the bytes of this one alone */
 	rx_len = rx_new(sk, conn);
-	if (conn->call_start_ns && call_answered(sk, conn, DW_SK_BTF, rx_len)) {
-		call_complete(conn, rx_time(sk, conn->call_start_ns));
+	if (conn->call_start_ns && !conn->answer_ns && call_answered(sk, conn, DW_SK_BTF, rx_len)) {
+		/* completes now, or at the read of its status line (answer.bpf.h) */
+		answer_came_at(conn, rx_time(sk, conn->call_start_ns));
 		tls_next_burst(conn);
 	}
 }
@@ -464,6 +469,7 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
 	if (newstate == TCP_CLOSE) {
+		answer_settle(conn);	/* nobody reads an owed answer's status any more */
 		conn_closed(conn);
 		h2_forget(conn);
 	}

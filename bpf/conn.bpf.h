@@ -61,9 +61,14 @@ struct dw_conn {
 	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
 	__u8 h2_seen;			/* DW_H2_SEEN_* bits: which directions' first bytes were looked at */
 	__u8 tls;			/* its first bytes were a TLS hello (bpf/tls.h) */
-	__u8 pad[2];
+	__u8 http1;			/* enum dw_http1_state: whether its answers' status lines are read (outcome.bpf.h) */
+	__u8 answer_looks;		/* sock backend: copies looked at for the owed answer's status line */
 	__u32 rx_mark;			/* multiplexed TLS, sock backend: rcv_nxt at the last data_ready */
 	__u64 tls_next_ns;		/* multiplexed TLS: a request sent during the burst, the next burst's start */
+	/* call outcomes (outcome.bpf.h, answer.bpf.h) */
+	__u64 answer_ns;		/* sock backend: the outstanding call was answered then; its outcome is owed to the read */
+	__s32 status;			/* the answer's status, read before its call ends (0: none; 1: unknown) */
+	__u32 pad;
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */

@@ -146,6 +146,19 @@ struct dw_dest_stats {
 	__u64 streams_untracked;	/* streams seen but not timed: their connection's table was full (no call counted) */
 	__u64 calls_cancelled;		/* of the failed: the client reset its stream (RST_STREAM: a gRPC deadline, a cancel) */
 	__u64 conns_aborted_eject;	/* established connections aborted while this destination was ejected: enforce = abort */
+	/*
+	 * Call outcomes (issue 33, bpf/outcome.bpf.h): the HTTP/1 status line
+	 * at each answer's first bytes, on cleartext connections. An answer
+	 * whose status is in its dependency's failure_status (default 5xx) is
+	 * failed, not completed.
+	 */
+	__u64 answers_2xx;		/* answers read, by class */
+	__u64 answers_3xx;
+	__u64 answers_4xx;
+	__u64 answers_5xx;
+	__u64 answers_unknown;		/* answers of an HTTP/1 connection whose status could not be read (a short or missed read) */
+	__u64 answers_bad;		/* of those, bytes that start like a status line and break its grammar */
+	__u64 calls_failed_status;	/* of the failed: their answer's status is a failure (failure_status) */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -157,7 +170,7 @@ struct dw_dest_stats {
 	__u64 last_conn_ns;		/* CLOCK_MONOTONIC of that connect (or note), 0: none seen */
 	__u32 last_pid;			/* thread group id of the connecting process */
 	char last_comm[DW_COMM_LEN];	/* its command name, as the kernel has it (not escaped) */
-	__u32 pad;
+	__u32 last_fail_status;		/* the newest failing status this CPU counted (calls_failed_status), 0: none */
 };
 
 struct dw_slice {
@@ -215,6 +228,7 @@ struct dw_dep_cfg {
 	__u32 enforce;		/* DW_ENFORCE_* bits; 0: nothing */
 	__u32 multiplexed;	/* 1: calls timed on multiplexed connections count in the slow-call rate (multiplexed = judge) */
 	__u64 abort_after_ns;	/* abort a connection whose call is older than this; 0: never */
+	__u64 fail_status[8];	/* failure_status: bit (status - 100) set, the answer fails its call (bpf/http1.h) */
 };
 
 /*

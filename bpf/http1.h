@@ -23,8 +23,8 @@
 
 #include "depwatch.h"
 
-/* Bytes a reader copies from the answer's start: the line's first 12, and room. */
-#define DW_HTTP1_PEEK 16
+/* Bytes a reader copies from the answer's start: the line's first 12, and a 1xx before it. */
+#define DW_HTTP1_PEEK 64
 #define DW_HTTP1_LINE_MIN 12
 
 /* What dw_http1_line() says, besides a final status 200-599. */
@@ -77,6 +77,28 @@ static __always_inline int dw_http1_line(const __u8 *p, __u32 n)
 		return DW_HTTP1_BAD;
 	code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	return code < 200 ? DW_HTTP1_INTERIM : code;
+}
+
+/*
+ * The answer's final status in p[0..n), n at most DW_HTTP1_PEEK: its
+ * status line's, or, after a 1xx whose head ends within these bytes (a
+ * "100 Continue" and its blank line), the next line's. INTERIM: a 1xx
+ * whose end, or the next line, is beyond them.
+ */
+static __always_inline int dw_http1_final(const __u8 *p, __u32 n)
+{
+	int r = dw_http1_line(p, n);
+	__u32 i;
+
+	if (r != DW_HTTP1_INTERIM)
+		return r;
+	if (n > DW_HTTP1_PEEK)
+		n = DW_HTTP1_PEEK;
+	/* i stays under PEEK - 16: the next line's 12 bytes are within the buffer, as the verifier sees it */
+	for (i = DW_HTTP1_LINE_MIN; i < DW_HTTP1_PEEK - 16 && i + 4 <= n; i++)
+		if (p[i] == '\r' && p[i + 1] == '\n' && p[i + 2] == '\r' && p[i + 3] == '\n')
+			return dw_http1_line(p + i + 4, n - i - 4);
+	return DW_HTTP1_INTERIM;
 }
 
 /* An answer's class, 2 to 5 (2xx ... 5xx) for a status 200-599. */

@@ -62,12 +62,14 @@ int BPF_PROG(dw_data_ready, const struct sock *sk)
 /*
  * A copy of received bytes to user space: the stream layer reads h2c
  * connections' frames here (streams.bpf.h), in order, as the reader takes
- * them. Every copy of every socket passes here; it leaves at once unless
- * an h2c connection, or a first read still to be looked at, exists.
+ * them, and an answered call's status line (answer.bpf.h). Every copy of
+ * every socket passes here; it leaves at once unless an h2c connection, a
+ * first read still to be looked at, or an owed answer exists.
  */
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(dw_h2_copy, const struct sk_buff *skb, int len)
 {
 	h2_on_copy(skb, len);
+	answer_on_copy(skb, len);
 	return 0;
 }

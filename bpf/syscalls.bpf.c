@@ -84,6 +84,14 @@ static __always_inline const struct sock *sys_sock_of_fd(__u64 fd_arg)
 	return BPF_CORE_READ(sock, sk);
 }
 
+/* The call's bytes carry an answer whose status is read (answer.bpf.h): outbound receives, inbound sends. */
+static __always_inline bool sys_answer_wanted(const struct dw_conn *conn, __u32 op)
+{
+	if (!conn->call_start_ns || !outcome_wanted(conn))
+		return false;
+	return op == DW_SYS_RECV ? conn->role == DW_ROLE_OUTBOUND : conn->role == DW_ROLE_INBOUND;
+}
+
 /*
  * A tracked connection; or, for a send, a TCP socket not connected yet: with
  * TCP Fast Open the send itself connects (and adopts) it, and carries the
@@ -97,7 +105,7 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *byt
 	*bytes = false;
 	if (conn) {
 		*bytes = h2_took(conn) || ((conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_TLS) &&
-					   !(conn->h2_seen & seen));
+					   !(conn->h2_seen & seen)) || sys_answer_wanted(conn, op);
 		return conn->role != DW_ROLE_NONE;
 	}
 	return op == DW_SYS_SEND && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE &&
@@ -254,6 +262,30 @@ static __always_inline bool sys_h2(const struct dw_sys_call *call, int ret, cons
 }
 
 /*
+ * An answer's status, from the call's buffer, before the call model
+ * completes the call with it (answer.bpf.h): an outbound receive that
+ * begins where the answer does, an inbound service's send. The
+ * connection, to clear what its call did not take; 0 if nothing was read.
+ */
+static __always_inline struct dw_conn *sys_answer(const struct dw_sys_call *call, int ret, __u32 op)
+{
+	const struct sock *sk = (const struct sock *)(unsigned long)call->sk;
+	struct h2_bytes b = { .addr = call->buf, .nseg = call->nseg, .len = ret,
+			      .kind = call->nseg ? H2_SRC_IOV_USER : H2_SRC_USER };
+	struct dw_conn *conn;
+
+	if (!call->bytes || ret <= 0 || !op || call->op != op)
+		return 0;
+	conn = conn_of(sk);
+	if (!conn || !sys_answer_wanted(conn, op))
+		return 0;
+	if (op == DW_SYS_RECV && ((call->flags & MSG_PEEK) || call->seq != conn->rcv_seq))
+		return 0;
+	answer_read_user(conn, &b);
+	return conn;
+}
+
+/*
  * A traced system call's exit: op, DW_SYS_SEND or DW_SYS_RECV, for the exit
  * programs of one direction (their bytes go to the stream layer first), 0
  * for splice's, which may be either and whose bytes are not read.
@@ -263,6 +295,7 @@ static __always_inline int sys_exit(const struct dw_sys_exit_args *ctx, __u32 op
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dw_sys_call *p = bpf_map_lookup_elem(&sys_calls, &id);
 	struct dw_sys_call call;
+	struct dw_conn *conn;
 	__s64 ret = ctx->ret;
 	int r;
 
@@ -273,11 +306,14 @@ static __always_inline int sys_exit(const struct dw_sys_exit_args *ctx, __u32 op
 	r = ret > 0x7fffffff ? 0x7fffffff : (int)ret;	/* sendfile, splice: maybe more than 2 GiB */
 	if (op && call.op == op && sys_h2(&call, r, op))
 		return 0;
+	conn = sys_answer(&call, r, op);
 	if (call.op == DW_SYS_SEND)
 		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, call.rcv_seq,
 			   DW_SK_PROBED);
 	else
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
+	if (conn)
+		conn->status = 0;	/* read for a call that did not end here: not the next one's */
 	return 0;
 }
 

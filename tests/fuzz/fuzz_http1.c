@@ -39,6 +39,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (r != DW_HTTP1_NOT && r != DW_HTTP1_BAD) {
 		abort();
 	}
+	/* the final status: a status only where some line of the bytes is one, and in range */
+	r = dw_http1_final(p, (__u32)(size > DW_HTTP1_PEEK ? DW_HTTP1_PEEK : size));
+	if (r >= 100 && (r < 200 || r > 599))
+		abort();
+	if (r < 100 && r != DW_HTTP1_SHORT && r != DW_HTTP1_NOT && r != DW_HTTP1_BAD &&
+	    r != DW_HTTP1_INTERIM)
+		abort();
 	free(p);
 	return 0;
 }

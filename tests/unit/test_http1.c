@@ -44,6 +44,26 @@ static void test_interim(void **state)
 	assert_int_equal(line("HTTP/1.1 101 Switching Protocols\r\n"), DW_HTTP1_INTERIM);
 }
 
+static int final(const char *s)
+{
+	return dw_http1_final((const __u8 *)s, (__u32)strlen(s));
+}
+
+/* nginx answers Expect: 100-continue with its 1xx and the final answer in one read, often */
+static void test_final_after_interim(void **state)
+{
+	(void)state;
+	assert_int_equal(final("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Service Unavailable\r\n"), 503);
+	assert_int_equal(final("HTTP/1.1 200 OK\r\n"), 200);
+	/* the final line cut: unknown, not a status */
+	assert_int_equal(final("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 5"), DW_HTTP1_SHORT);
+	/* a 1xx alone, or one whose head is longer than the look */
+	assert_int_equal(final("HTTP/1.1 100 Continue\r\n\r\n"), DW_HTTP1_SHORT);
+	assert_int_equal(final("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\nHTTP/1.1 200 OK\r\n"),
+			 DW_HTTP1_INTERIM);
+	assert_int_equal(final("HTTP/1.1 100 Continue\r\n\r\nGARBAGE-------"), DW_HTTP1_NOT);
+}
+
 /* Every prefix of a good line is SHORT, never a status nor BAD. */
 static void test_prefixes(void **state)
 {
@@ -106,7 +126,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_real_lines), cmocka_unit_test(test_interim),
 		cmocka_unit_test(test_prefixes), cmocka_unit_test(test_not_and_bad),
-		cmocka_unit_test(test_fail_set),
+		cmocka_unit_test(test_fail_set), cmocka_unit_test(test_final_after_interim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
  *	abort_after = 300ms		0 (off) | a duration: the kernel aborts older calls
  *	multiplexed = judge		ignore (default) | judge: burst timings in slow_rate
  *	eject = on			off (default) | on: eject one slow destination (replica)
+ *	failure_status = 5xx, 429	HTTP statuses that fail a call: classes, codes, or none
  *	[service shop]			NAME as above, unique among services and dependencies
  *	listen = 8080			PORT, LOW-HIGH or cgroup:/PATH; exactly one
  *	pool = 200			optional: its thread or connection pool
@@ -42,6 +43,7 @@
 #include <stdint.h>
 
 #include "jsonw.h"
+#include "outcome.h"
 
 /* Matches (match.h) point into the config, and their lookups take it: match.h includes this. */
 struct dw_match;
@@ -81,6 +83,8 @@ struct dw_dep_settings {
 	double max_ejected;
 	uint64_t eject_for_ns;
 	unsigned eject_probe_calls;
+	/* failure_status (outcome.h): the answers' HTTP statuses that fail a call; default 5xx */
+	struct dw_status_set failure_status;
 };
 
 struct dw_dep_config {

@@ -38,6 +38,9 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 	case KIND_SWITCH:
 		dw_buf_printf(out, "%s", *(const bool *)field ? "on" : "off");
 		return;
+	case KIND_STATUSES:
+		dw_status_set_format(field, out);
+		return;
 	}
 }
 

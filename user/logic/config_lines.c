@@ -34,6 +34,7 @@ const char dw_default_config[] =
 	"max_ejected = 50%       # at most this share of the destinations with calls is out at once\n"
 	"eject_for = 30s         # the first ejection's time; each next one twice as long, up to 8x\n"
 	"eject_probe_calls = 5   # calls let through and judged before an ejected one is back\n"
+	"failure_status = 5xx    # HTTP answers that fail their call: classes (5xx), codes (429), or none\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
 /*
@@ -257,6 +258,8 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 			return -EINVAL;
 		*(bool *)field = strcasecmp(val, "judge") == 0;
 		return 0;
+	case KIND_STATUSES:
+		return dw_status_set_parse(val, field);
 	}
 	return -EINVAL;
 }

@@ -40,6 +40,7 @@ const struct key_def cfg_keys[] = {
 	{ "max_ejected", KIND_PERCENT, FIELD(max_ejected), 0, 0 },
 	{ "eject_for", KIND_DURATION, FIELD(eject_for_ns), NS_PER_S, 24 * NS_PER_H },
 	{ "eject_probe_calls", KIND_UINT, FIELD(eject_probe_calls), 1, 1000 },
+	{ "failure_status", KIND_STATUSES, FIELD(failure_status), 0, 0 },
 };
 
 /* The syslog facilities; declared with NFACILITIES entries, as cfg_keys. */
@@ -198,6 +199,9 @@ int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val)
 		return fail(p, "%s: '%s' is not off, connect or abort", k->name, val);
 	case KIND_MULTIPLEXED:
 		return fail(p, "%s: '%s' is not ignore or judge", k->name, val);
+	case KIND_STATUSES:
+		return fail(p, "%s: '%s' is not a list of HTTP statuses (classes 1xx-5xx, codes 100-599: \"5xx, 429\") or none",
+			    k->name, val);
 	}
 	return -EINVAL;
 }

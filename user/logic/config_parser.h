@@ -24,9 +24,9 @@
 
 #define IS_SPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\r')
 
-/* KIND_SWITCH: a KIND_BOOL written on | off */
+/* KIND_SWITCH: a KIND_BOOL written on | off; KIND_STATUSES: a struct dw_status_set (outcome.h) */
 enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE, KIND_MULTIPLEXED,
-		KIND_SWITCH };
+		KIND_SWITCH, KIND_STATUSES };
 
 struct key_def {
 	const char *name;
@@ -36,7 +36,7 @@ struct key_def {
 };
 
 /* The per-dependency keys (config_parser.c), in the order describe prints them. */
-#define NKEYS 17
+#define NKEYS 18
 extern const struct key_def cfg_keys[NKEYS];
 /* The places in cfg_keys[] of the keys config_resolve.c checks against each other. */
 #define KEY_SAMPLE 3

@@ -32,6 +32,8 @@ static size_t kind_size(enum key_kind kind)
 	case KIND_ENFORCE:
 	case KIND_MULTIPLEXED:
 		return sizeof(bool);
+	case KIND_STATUSES:
+		return sizeof(struct dw_status_set);
 	}
 	return 0;
 }

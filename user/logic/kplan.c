@@ -62,9 +62,14 @@ static __u32 enforce_bits(const struct dw_dep_settings *s)
 
 struct dw_dep_cfg dw_kplan_dep_cfg_of(const struct dw_dep_settings *s)
 {
-	return (struct dw_dep_cfg){ .slow_call_ns = s->slow_call_ns, .enforce = enforce_bits(s),
-				    .multiplexed = s->judge_multiplexed,
-				    .abort_after_ns = s->abort_after_ns };
+	struct dw_dep_cfg c = { .slow_call_ns = s->slow_call_ns, .enforce = enforce_bits(s),
+				.multiplexed = s->judge_multiplexed,
+				.abort_after_ns = s->abort_after_ns };
+
+	_Static_assert(sizeof(c.fail_status) == sizeof(s->failure_status.bits),
+		       "the kernel's failure_status bits are outcome.h's");
+	memcpy(c.fail_status, s->failure_status.bits, sizeof(c.fail_status));
+	return c;
 }
 
 struct dw_dep_cfg dw_kplan_dest_dep_cfg(const struct dw_config *cfg, const struct dw_dest_key *dest)

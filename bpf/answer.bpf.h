@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Where an answer's first bytes are read for its outcome (outcome.bpf.h),
+ * beside the stream layer, which reads the same places for HTTP/2:
+ * - syscalls backend, outbound: the receive that completes the call, its
+ *   user buffer at the system call's exit, where its first byte is the
+ *   first the peer sent after the request began (copied_seq at the
+ *   receive's entry = rcv_nxt at the send's entry);
+ * - either backend, inbound: the service's first send after a request,
+ *   which completes it (the sock backend's msghdr at tcp_sendmsg_locked,
+ *   the syscalls backend's buffer at the exit);
+ * - sock backend, outbound: the call completes at sk_data_ready, when the
+ *   bytes reach the socket, before anyone can read them. Its latency is
+ *   that moment's; its outcome is owed (conn->answer_ns) until the
+ *   reader's copy (skb_copy_datagram_iovec) of the answer's first byte,
+ *   where the call is counted, with its first-byte time and its status.
+ *   Whatever else would end it meanwhile (the peer's FIN behind a
+ *   Connection: close answer) leaves it to the copy; the next request on
+ *   the connection, or its TCP_CLOSE, settles it unread (outcome unknown).
+ *   An owed call is out of the pending table (not outstanding to the
+ *   judge) and still in flight in the counters until its copy.
+ * Only the first DW_HTTP1_PEEK bytes of one buffer (the first iovec) are
+ * read; a status line split across two is unknown, never guessed.
+ */
+#ifndef DEPWATCH_ANSWER_BPF_H
+#define DEPWATCH_ANSWER_BPF_H
+
+#include "call.bpf.h"
+#include "h2conn.bpf.h"
+
+/* Calls answered whose outcome is owed to a copy (sock backend): the copy hook leaves at once while 0. */
+__u32 dw_answers_owed __weak;
+
+/* Looks at copies after a 1xx for the final status line, before the outcome is unknown. */
+#define DW_ANSWER_LOOKS 3
+
+/*
+ * Up to DW_HTTP1_PEEK bytes of b's first buffer into buf (a user buffer,
+ * or the first iovec of an array in user or kernel memory); how many, 0
+ * if none could be read.
+ */
+static __always_inline __u32 answer_peek_user(const struct h2_bytes *b, __u8 *buf)
+{
+	__u64 at = b->addr + b->off;
+	__u32 n = b->len;
+	struct iovec v;
+	long err;
+
+	if (b->kind == H2_SRC_IOV_USER || b->kind == H2_SRC_IOV_KERNEL) {
+		if (!b->nseg)
+			return 0;
+		err = b->kind == H2_SRC_IOV_KERNEL ?
+			      bpf_probe_read_kernel(&v, sizeof(v), (const void *)b->addr) :
+			      bpf_probe_read_user(&v, sizeof(v), (const void *)b->addr);
+		if (err || v.iov_len <= b->off)
+			return 0;
+		at = (__u64)(unsigned long)v.iov_base + b->off;
+		if (v.iov_len - b->off < n)
+			n = v.iov_len - b->off;
+	}
+	if (n > DW_HTTP1_PEEK)
+		n = DW_HTTP1_PEEK;
+	barrier_var(n);
+	if (n == 0 || n > DW_HTTP1_PEEK)
+		return 0;
+	if (bpf_probe_read_user(buf, n, (const void *)at))
+		return 0;
+	return n;
+}
+
+/* An answer's first bytes in user memory, for the outstanding call's outcome. */
+static __always_inline void answer_read_user(struct dw_conn *conn, const struct h2_bytes *b)
+{
+	__u8 buf[DW_HTTP1_PEEK] = {};
+	__u32 n = answer_peek_user(b, buf);
+
+	if (n)
+		outcome_http1(conn, buf, n);
+	else if (conn->http1 == DW_HTTP1_YES)
+		conn->status = DW_STATUS_UNKNOWN;
+}
+
+/* A send's bytes at tcp_sendmsg_locked (sock backend), as h2_on_send_msg() finds them; false: none. */
+static __always_inline bool answer_msg_bytes(const struct msghdr *msg, struct h2_bytes *b)
+{
+	__u8 type;
+
+	if (!msg)
+		return false;
+	type = msg->msg_iter.iter_type;
+	b->len = msg->msg_iter.count;
+	b->off = msg->msg_iter.iov_offset;
+	if (type == bpf_core_enum_value(enum iter_type, ITER_UBUF)) {
+		b->kind = H2_SRC_USER;
+		bpf_core_read(&b->addr, sizeof(b->addr), &msg->msg_iter.ubuf);
+		return true;
+	}
+	if (type == bpf_core_enum_value(enum iter_type, ITER_IOVEC)) {
+		b->kind = H2_SRC_IOV_KERNEL;
+		bpf_core_read(&b->addr, sizeof(b->addr), &msg->msg_iter.__iov);
+		b->nseg = msg->msg_iter.nr_segs;
+		return true;
+	}
+	return false;	/* kernel memory (sendfile, splice): not read, the outcome stays unknown */
+}
+
+/* An inbound answer begins (sock backend): its status, before the request completes. */
+static __always_inline void answer_inbound_msg(struct dw_conn *conn, const struct msghdr *msg)
+{
+	struct h2_bytes b = {};
+
+	if (!conn->call_start_ns || !outcome_wanted(conn))
+		return;
+	if (answer_msg_bytes(msg, &b))
+		answer_read_user(conn, &b);
+	else if (conn->http1 == DW_HTTP1_YES)
+		conn->status = DW_STATUS_UNKNOWN;
+}
+
+/*
+ * The outstanding call was answered at at (sock backend, sk_data_ready):
+ * where its outcome can be read, it is owed to the copy; otherwise it
+ * completes now.
+ */
+static __always_inline void answer_came_at(struct dw_conn *conn, __u64 at)
+{
+	struct dw_pending_entry *e;
+	__u64 start = conn->call_start_ns;
+
+	if (!outcome_wanted(conn) || !start) {
+		call_complete(conn, at);
+		return;
+	}
+	conn->answer_looks = 0;
+	conn->answer_ns = at;
+	__sync_fetch_and_add(&dw_answers_owed, 1);
+	/* answered: no longer outstanding to the judge, whenever the reader comes */
+	e = pend_of(conn);
+	if (e)
+		__sync_val_compare_and_swap(&e->call_start_ns, start, 0);
+}
+
+/* The owed call ends: counted at its answer's time, with the status read (none: unknown). */
+static __always_inline void answer_settle(struct dw_conn *conn)
+{
+	__u64 at = *(volatile __u64 *)&conn->answer_ns;
+
+	if (!at || __sync_val_compare_and_swap(&conn->answer_ns, at, 0) != at)
+		return;
+	__sync_fetch_and_add(&dw_answers_owed, -1);
+	if (!conn->status && conn->http1 == DW_HTTP1_YES)
+		conn->status = DW_STATUS_UNKNOWN;
+	call_end(conn, OUTCOME_COMPLETED, at);
+	conn->status = 0;
+}
+
+/*
+ * A copy to the reader (sock backend, skb_copy_datagram_iovec): if it
+ * begins at an owed answer's first byte, the status line is read there.
+ * A 1xx first: the next copies are looked at (DW_ANSWER_LOOKS).
+ */
+static __always_inline void answer_on_copy(const struct sk_buff *skb, int len)
+{
+	__u8 buf[DW_HTTP1_PEEK] = {};
+	const struct sock *sk;
+	struct dw_conn *conn;
+	struct bpf_dynptr d;
+	__u32 seq, off, n;
+	int r;
+
+	if (!*(volatile __u32 *)&dw_answers_owed || !skb || len <= 0)
+		return;
+	sk = skb->sk;
+	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
+		return;
+	conn = conn_of(sk);
+	if (!conn || !conn->answer_ns)
+		return;
+	seq = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
+	if (!conn->answer_looks) {
+		if ((__s32)(seq - conn->rcv_seq) < 0)
+			return;		/* bytes from before the request, still being read */
+		if (seq != conn->rcv_seq) {
+			answer_settle(conn);	/* its first byte went by unseen */
+			return;
+		}
+	}
+	n = len < DW_HTTP1_PEEK ? len : DW_HTTP1_PEEK;
+	off = seq - BPF_CORE_READ((const struct tcp_skb_cb *)skb->cb, seq);
+	if (BPF_CORE_READ((const struct tcp_skb_cb *)skb->cb, tcp_flags) & 0x02 /* TCPHDR_SYN */)
+		off--;
+	if (!bpf_dynptr_from_skb || bpf_dynptr_from_skb((struct __sk_buff *)skb, 0, &d) ||
+	    bpf_dynptr_read(buf, n, &d, off, 0)) {
+		answer_settle(conn);
+		return;
+	}
+	r = outcome_http1(conn, buf, n);
+	if (r == DW_HTTP1_INTERIM && conn->answer_looks < DW_ANSWER_LOOKS) {
+		conn->answer_looks++;
+		conn->status = 0;
+		return;
+	}
+	answer_settle(conn);
+}
+
+#endif /* DEPWATCH_ANSWER_BPF_H */

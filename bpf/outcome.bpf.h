@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A call's outcome from its answer (issue 33): the status an answer's
+ * first bytes carry, counted by class and, where the dependency's
+ * failure_status holds it (default 5xx), a failed call instead of a
+ * completed one, as a reset is: in calls_failed, its start slice's failed
+ * (so in failure_rate and in ejection's judgement) and its caller's row,
+ * with calls_failed_status saying why.
+ *
+ * The status reaches the connection (conn->status) before its call ends,
+ * from whoever read the answer's bytes (answer.bpf.h: the syscalls
+ * backend's receive, an inbound answer's send, the sock backend's copy to
+ * the reader; later TLS plaintext), through outcome_http1(conn, bytes,
+ * len); count_end() (call.bpf.h) takes it with the call's end. Here:
+ * that entry and the counting. The reading of the line is bpf/http1.h's.
+ */
+#ifndef DEPWATCH_OUTCOME_BPF_H
+#define DEPWATCH_OUTCOME_BPF_H
+
+#include "slots.bpf.h"
+#include "http1.h"
+
+/* dw_conn.http1: whether the connection's answers are HTTP/1 responses. */
+enum dw_http1_state {
+	DW_HTTP1_UNSEEN = 0,	/* no answer read yet */
+	DW_HTTP1_YES = 1,	/* an answer was a status line: each answer's is read */
+	DW_HTTP1_NEVER = 2,	/* its first answer read was no status line: never looked at again */
+};
+
+/* dw_conn.status besides 100-599: what was read of the answer that is no status. */
+#define DW_STATUS_UNKNOWN 1	/* an HTTP/1 answer whose line could not be read */
+#define DW_STATUS_BAD 2		/* one whose line breaks the grammar */
+
+/*
+ * The answer's first bytes p[0..n) (n at most DW_HTTP1_PEEK) for the
+ * connection's outstanding call: its status goes to conn->status, for the
+ * call's end to count. The one entry for every reader, TLS plaintext's
+ * too. Returns what dw_http1_final() read.
+ */
+static __always_inline int outcome_http1(struct dw_conn *conn, const __u8 *p, __u32 n)
+{
+	int r = dw_http1_final(p, n);
+
+	if (r >= 200) {
+		conn->http1 = DW_HTTP1_YES;
+		conn->status = r;
+	} else if (r == DW_HTTP1_BAD) {
+		conn->http1 = DW_HTTP1_YES;
+		conn->status = DW_STATUS_BAD;
+	} else if (r == DW_HTTP1_NOT && conn->http1 == DW_HTTP1_UNSEEN) {
+		conn->http1 = DW_HTTP1_NEVER;	/* no HTTP/1 server: no more looks, no count */
+	} else if (conn->http1 == DW_HTTP1_YES) {
+		conn->status = DW_STATUS_UNKNOWN;	/* short, a 1xx whose answer is beyond, or no line */
+	}
+	return r;
+}
+
+/* Whether the connection's answers are still to be read: cleartext, one call at a time. */
+static __always_inline bool outcome_wanted(const struct dw_conn *conn)
+{
+	return conn->http1 != DW_HTTP1_NEVER && !conn->tls && !conn->multiplexed &&
+	       (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER);
+}
+
+/* The status read for the call now ending, taken: 0 if none. */
+static __always_inline int outcome_take(struct dw_conn *conn)
+{
+	int status = conn->status;
+
+	conn->status = 0;
+	return status;
+}
+
+/* Whether status fails its call by the dependency's failure_status (no config: 5xx). */
+static __always_inline bool outcome_fails(const struct dw_dep_cfg *cfg, int status)
+{
+	if (status < 100)
+		return false;
+	if (!cfg)
+		return status >= 500;
+	return dw_status_fails(cfg->fail_status, status);
+}
+
+/* An answer's status in its destination's counters (failed: it failed its call). */
+static __always_inline void outcome_count(struct dw_dest_stats *st, int status, bool failed)
+{
+	if (status < 100) {
+		st->answers_unknown++;
+		st->answers_bad += status == DW_STATUS_BAD;
+	} else {
+		switch (dw_http1_class(status)) {
+		case 2: st->answers_2xx++; break;
+		case 3: st->answers_3xx++; break;
+		case 4: st->answers_4xx++; break;
+		case 5: st->answers_5xx++; break;
+		default: break;
+		}
+	}
+	if (failed) {
+		st->calls_failed_status++;
+		st->last_fail_status = status;
+	}
+}
+
+#endif /* DEPWATCH_OUTCOME_BPF_H */
