@@ -12,7 +12,8 @@
  * - sock backend, outbound: the call completes at sk_data_ready, when the
  *   bytes reach the socket, before anyone can read them. Its latency is
  *   that moment's; its outcome is owed (conn->answer_ns) until the
- *   reader's copy (skb_copy_datagram_iovec) of the answer's first byte,
+ *   reader's copy (skb_copy_datagram_iovec) of the answer's first byte
+ *   (copied_seq when it came: what was there before had been read),
  *   where the call is counted, with its first-byte time and its status.
  *   Whatever else would end it meanwhile (the peer's FIN behind a
  *   Connection: close answer) leaves it to the copy; the next request on
@@ -35,49 +36,51 @@ __u32 dw_answers_owed __weak;
 #define DW_ANSWER_LOOKS 3
 
 /*
- * Up to DW_HTTP1_PEEK bytes of b's first buffer into buf (a user buffer,
- * or the first iovec of an array in user or kernel memory); how many, 0
- * if none could be read.
+ * An answer's first bytes in user memory (b's first buffer: a user buffer,
+ * or the first iovec of an array in user or kernel memory), read for the
+ * outstanding call's outcome. Global, verified once (see dw_outcome_peek()).
  */
-static __always_inline __u32 answer_peek_user(const struct h2_bytes *b, __u8 *buf)
+__weak __noinline int dw_answer_read_user(struct dw_conn *conn, struct h2_bytes *b)
 {
-	__u64 at = b->addr + b->off;
-	__u32 n = b->len;
+	struct dw_peek pk = {};
+	__u64 at;
+	__u32 n;
 	struct iovec v;
 	long err;
 
+	if (!conn || !b)
+		return 0;
+	at = b->addr + b->off;
+	n = b->len;
 	if (b->kind == H2_SRC_IOV_USER || b->kind == H2_SRC_IOV_KERNEL) {
-		if (!b->nseg)
-			return 0;
-		err = b->kind == H2_SRC_IOV_KERNEL ?
+		err = !b->nseg ? -1 :
+		      b->kind == H2_SRC_IOV_KERNEL ?
 			      bpf_probe_read_kernel(&v, sizeof(v), (const void *)b->addr) :
 			      bpf_probe_read_user(&v, sizeof(v), (const void *)b->addr);
-		if (err || v.iov_len <= b->off)
-			return 0;
-		at = (__u64)(unsigned long)v.iov_base + b->off;
-		if (v.iov_len - b->off < n)
-			n = v.iov_len - b->off;
+		if (err || v.iov_len <= b->off) {
+			n = 0;
+		} else {
+			at = (__u64)(unsigned long)v.iov_base + b->off;
+			if (v.iov_len - b->off < n)
+				n = v.iov_len - b->off;
+		}
 	}
 	if (n > DW_HTTP1_PEEK)
 		n = DW_HTTP1_PEEK;
 	barrier_var(n);
-	if (n == 0 || n > DW_HTTP1_PEEK)
+	if (n == 0 || n > DW_HTTP1_PEEK || bpf_probe_read_user(pk.b, n, (const void *)at)) {
+		if (conn->http1 == DW_HTTP1_YES)
+			conn->status = DW_STATUS_UNKNOWN;
 		return 0;
-	if (bpf_probe_read_user(buf, n, (const void *)at))
-		return 0;
-	return n;
+	}
+	pk.n = n;
+	dw_outcome_peek(conn, &pk);
+	return 0;
 }
 
-/* An answer's first bytes in user memory, for the outstanding call's outcome. */
-static __always_inline void answer_read_user(struct dw_conn *conn, const struct h2_bytes *b)
+static __always_inline void answer_read_user(struct dw_conn *conn, struct h2_bytes *b)
 {
-	__u8 buf[DW_HTTP1_PEEK] = {};
-	__u32 n = answer_peek_user(b, buf);
-
-	if (n)
-		outcome_http1(conn, buf, n);
-	else if (conn->http1 == DW_HTTP1_YES)
-		conn->status = DW_STATUS_UNKNOWN;
+	dw_answer_read_user(conn, b);
 }
 
 /* A send's bytes at tcp_sendmsg_locked (sock backend), as h2_on_send_msg() finds them; false: none. */
@@ -111,10 +114,9 @@ static __always_inline void answer_inbound_msg(struct dw_conn *conn, const struc
 
 	if (!conn->call_start_ns || !outcome_wanted(conn))
 		return;
-	if (answer_msg_bytes(msg, &b))
-		answer_read_user(conn, &b);
-	else if (conn->http1 == DW_HTTP1_YES)
-		conn->status = DW_STATUS_UNKNOWN;
+	/* no bytes (b.len 0): the outcome is unknown */
+	answer_msg_bytes(msg, &b);
+	answer_read_user(conn, &b);
 }
 
 /*
@@ -122,7 +124,7 @@ static __always_inline void answer_inbound_msg(struct dw_conn *conn, const struc
  * where its outcome can be read, it is owed to the copy; otherwise it
  * completes now.
  */
-static __always_inline void answer_came_at(struct dw_conn *conn, __u64 at)
+static __always_inline void answer_came_at(const struct sock *sk, struct dw_conn *conn, __u64 at)
 {
 	struct dw_pending_entry *e;
 	__u64 start = conn->call_start_ns;
@@ -132,6 +134,8 @@ static __always_inline void answer_came_at(struct dw_conn *conn, __u64 at)
 		return;
 	}
 	conn->answer_looks = 0;
+	/* its first byte: the reader has taken all before it (HTTP/1 answers one request at a time) */
+	conn->rcv_seq = tcp_of(sk)->copied_seq;
 	conn->answer_ns = at;
 	__sync_fetch_and_add(&dw_answers_owed, 1);
 	/* answered: no longer outstanding to the judge, whenever the reader comes */
@@ -140,18 +144,36 @@ static __always_inline void answer_came_at(struct dw_conn *conn, __u64 at)
 		__sync_val_compare_and_swap(&e->call_start_ns, start, 0);
 }
 
-/* The owed call ends: counted at its answer's time, with the status read (none: unknown). */
-static __always_inline void answer_settle(struct dw_conn *conn)
+/*
+ * The owed call ends: counted at its answer's time, with the status read
+ * (none: unknown). A global function, verified once on its own: inlined
+ * into each hook it would be a whole call end more for the verifier to
+ * walk in each (tcp_sendmsg_locked's program is near its limit).
+ */
+__weak __noinline int dw_answer_settle_owed(struct dw_conn *conn)
 {
-	__u64 at = *(volatile __u64 *)&conn->answer_ns;
+	__u64 at;
 
+	if (!conn)
+		return 0;
+	at = *(volatile __u64 *)&conn->answer_ns;
 	if (!at || __sync_val_compare_and_swap(&conn->answer_ns, at, 0) != at)
-		return;
+		return 0;
 	__sync_fetch_and_add(&dw_answers_owed, -1);
 	if (!conn->status && conn->http1 == DW_HTTP1_YES)
 		conn->status = DW_STATUS_UNKNOWN;
 	call_end(conn, OUTCOME_COMPLETED, at);
 	conn->status = 0;
+	return 0;
+}
+
+/*
+ * The owed call, if any, ends. Called without a test of its own: a branch
+ * here would double the verifier's walk of all that follows in the hook.
+ */
+static __always_inline void answer_settle(struct dw_conn *conn)
+{
+	dw_answer_settle_owed(conn);
 }
 
 /*
@@ -161,7 +183,7 @@ static __always_inline void answer_settle(struct dw_conn *conn)
  */
 static __always_inline void answer_on_copy(const struct sk_buff *skb, int len)
 {
-	__u8 buf[DW_HTTP1_PEEK] = {};
+	struct dw_peek pk = {};
 	const struct sock *sk;
 	struct dw_conn *conn;
 	struct bpf_dynptr d;
@@ -185,16 +207,21 @@ static __always_inline void answer_on_copy(const struct sk_buff *skb, int len)
 			return;
 		}
 	}
-	n = len < DW_HTTP1_PEEK ? len : DW_HTTP1_PEEK;
+	n = (__u32)len < DW_HTTP1_PEEK ? (__u32)len : DW_HTTP1_PEEK;
+	barrier_var(n);
+	n &= DW_HTTP1_PEEK * 2 - 1;	/* at most 64 already: the mask says so to the verifier */
+	if (n > DW_HTTP1_PEEK)
+		n = DW_HTTP1_PEEK;
 	off = seq - BPF_CORE_READ((const struct tcp_skb_cb *)skb->cb, seq);
 	if (BPF_CORE_READ((const struct tcp_skb_cb *)skb->cb, tcp_flags) & 0x02 /* TCPHDR_SYN */)
 		off--;
 	if (!bpf_dynptr_from_skb || bpf_dynptr_from_skb((struct __sk_buff *)skb, 0, &d) ||
-	    bpf_dynptr_read(buf, n, &d, off, 0)) {
+	    bpf_dynptr_read(pk.b, n, &d, off, 0)) {
 		answer_settle(conn);
 		return;
 	}
-	r = outcome_http1(conn, buf, n);
+	pk.n = n;
+	r = dw_outcome_peek(conn, &pk);
 	if (r == DW_HTTP1_INTERIM && conn->answer_looks < DW_ANSWER_LOOKS) {
 		conn->answer_looks++;
 		conn->status = 0;

@@ -17,7 +17,7 @@
 #include "outcome.bpf.h"
 #include "rows.h"
 
-enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED };
+/* enum call_outcome: outcome.bpf.h */
 
 static __always_inline struct dw_cpu_row *row_claim(const struct dw_conn *conn)
 {
@@ -162,23 +162,14 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 	struct dw_dep_cfg *cfg = 0;
 	struct dw_dest_stats *st;
 	__u32 field = DW_END_FAILED;
-	int late = 0, sliced, status = outcome_take(conn);
-	bool status_failed = false;
+	int late = 0, sliced;
 	__u64 dur;
 
 	/* a racing end may have read its clock before this call's start was claimed */
 	dur = now > start ? now - start : 0;
 	conn->last_ns = now;
-	/* an answer whose status is a failure fails its call (outcome.bpf.h) */
-	if (outcome == OUTCOME_COMPLETED && status >= 100) {
-		cfg = dep_cfg_of(conn);
-		status_failed = outcome_fails(cfg, status);
-		if (status_failed)
-			outcome = OUTCOME_FAILED;
-	}
 	if (outcome == OUTCOME_COMPLETED) {
-		if (!cfg)
-			cfg = dep_cfg_of(conn);
+		cfg = dep_cfg_of(conn);
 		field = cfg && cfg->slow_call_ns && dur > cfg->slow_call_ns ? DW_END_SLOW : DW_END_FAST;
 	}
 	sliced = outcome == OUTCOME_FAILED || !burst || (cfg && cfg->multiplexed);
@@ -193,8 +184,6 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 		return;
 	if (late)
 		st->calls_late++;
-	if (status)
-		outcome_count(st, status, status_failed);
 	if (outcome == OUTCOME_DROPPED) {
 		st->calls_dropped++;
 		return;
@@ -207,6 +196,19 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 	st->calls_burst += burst;
 	st->calls_slow += field == DW_END_SLOW;
 	st->call_ns_sum += dur;
+}
+
+/*
+ * count_end() for a call whose answer's status was read (outcome.bpf.h).
+ * A global function, verified once: inlined, each of the many call ends
+ * would have the verifier walk count_end() once for each outcome.
+ */
+__weak __noinline int dw_call_end_status(struct dw_conn *conn, __u64 start, int outcome, __u64 now)
+{
+	if (!conn)
+		return 0;
+	count_end(conn, start, outcome_end(conn, outcome), now, conn->multiplexed);
+	return 0;
 }
 
 /* Ends the connection's outstanding call at now (CLOCK_MONOTONIC), if nobody else did. */

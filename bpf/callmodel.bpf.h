@@ -267,8 +267,8 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	}
 	if (!can_be_answered(sk, DW_SK_BTF))
 		return;
-	/* rcv_seq: where its answer begins, for its status line (answer.bpf.h; answer_came() ignores it here) */
-	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, tcp_of(sk)->rcv_nxt,
+	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
+	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0,
 		       msg ? msg->msg_iter.count : DW_TLS_SMALL + 1);
 }
 
@@ -344,7 +344,7 @@ static __always_inline void dw_on_data(const struct sock *sk)
 	rx_len = rx_new(sk, conn);
 	if (conn->call_start_ns && !conn->answer_ns && call_answered(sk, conn, DW_SK_BTF, rx_len)) {
 		/* completes now, or at the read of its status line (answer.bpf.h) */
-		answer_came_at(conn, rx_time(sk, conn->call_start_ns));
+		answer_came_at(sk, conn, rx_time(sk, conn->call_start_ns));
 		tls_next_burst(conn);
 	}
 }

@@ -47,14 +47,21 @@ static __always_inline int dw_http1_digit(__u8 c)
  */
 static __always_inline int dw_http1_line(const __u8 *p, __u32 n)
 {
-	__u32 i, m = n < DW_HTTP1_LINE_MIN ? n : DW_HTTP1_LINE_MIN;
+	__u32 i;
 	int code;
 
-	/* "HTTP/1." d SP d d d: check what is there, decide once all of it is */
-	for (i = 0; i < m; i++) {
-		__u8 c = p[i];
+	/*
+	 * "HTTP/1." d SP d d d: check what is there, decide once all of it is.
+	 * A constant bound, n tested inside: the verifier sees each p[i] at
+	 * i < 12 whatever clang makes of n.
+	 */
+	for (i = 0; i < DW_HTTP1_LINE_MIN; i++) {
+		__u8 c;
 		int ok;
 
+		if (i >= n)
+			break;
+		c = p[i];
 		switch (i) {
 		case 0: ok = c == 'H'; break;
 		case 1: ok = c == 'T'; break;

@@ -17,8 +17,11 @@
 #ifndef DEPWATCH_OUTCOME_BPF_H
 #define DEPWATCH_OUTCOME_BPF_H
 
+#include "conn.bpf.h"
 #include "slots.bpf.h"
 #include "http1.h"
+
+enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED };
 
 /* dw_conn.http1: whether the connection's answers are HTTP/1 responses. */
 enum dw_http1_state {
@@ -55,20 +58,29 @@ static __always_inline int outcome_http1(struct dw_conn *conn, const __u8 *p, __
 	return r;
 }
 
+/* An answer's first bytes as the readers copy them. */
+struct dw_peek {
+	__u8 b[DW_HTTP1_PEEK];
+	__u32 n;	/* how many of b are the answer's */
+	__u32 pad;
+};
+
+/*
+ * outcome_http1() on a copy, out of line: a global function the verifier
+ * walks once, not once for every path of each hook that reads an answer.
+ */
+__weak __noinline int dw_outcome_peek(struct dw_conn *conn, struct dw_peek *pk)
+{
+	if (!conn || !pk)
+		return DW_HTTP1_NOT;
+	return outcome_http1(conn, pk->b, pk->n < DW_HTTP1_PEEK ? pk->n : DW_HTTP1_PEEK);
+}
+
 /* Whether the connection's answers are still to be read: cleartext, one call at a time. */
 static __always_inline bool outcome_wanted(const struct dw_conn *conn)
 {
 	return conn->http1 != DW_HTTP1_NEVER && !conn->tls && !conn->multiplexed &&
 	       (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER);
-}
-
-/* The status read for the call now ending, taken: 0 if none. */
-static __always_inline int outcome_take(struct dw_conn *conn)
-{
-	int status = conn->status;
-
-	conn->status = 0;
-	return status;
 }
 
 /* Whether status fails its call by the dependency's failure_status (no config: 5xx). */
@@ -81,25 +93,41 @@ static __always_inline bool outcome_fails(const struct dw_dep_cfg *cfg, int stat
 	return dw_status_fails(cfg->fail_status, status);
 }
 
-/* An answer's status in its destination's counters (failed: it failed its call). */
-static __always_inline void outcome_count(struct dw_dest_stats *st, int status, bool failed)
+/*
+ * The call now ending had its answer's status read (conn->status, taken
+ * here): counted in its destination's counters by class; a failure turns
+ * a completed call into a failed one. Returns the call's outcome. Only
+ * call_end() comes here: an HTTP/2 stream's end (count_end() directly)
+ * has no status line.
+ */
+static __always_inline enum call_outcome outcome_end(struct dw_conn *conn, enum call_outcome outcome)
 {
-	if (status < 100) {
-		st->answers_unknown++;
-		st->answers_bad += status == DW_STATUS_BAD;
-	} else {
-		switch (dw_http1_class(status)) {
-		case 2: st->answers_2xx++; break;
-		case 3: st->answers_3xx++; break;
-		case 4: st->answers_4xx++; break;
-		case 5: st->answers_5xx++; break;
-		default: break;
+	int status = conn->status;
+	struct dw_dest_stats *st;
+	bool failed;
+
+	conn->status = 0;
+	failed = outcome == OUTCOME_COMPLETED && outcome_fails(dep_cfg_of(conn), status);
+	st = stats_of(conn);
+	if (st) {
+		if (status < 100) {
+			st->answers_unknown++;
+			st->answers_bad += status == DW_STATUS_BAD;
+		} else if (status < 300) {
+			st->answers_2xx += status >= 200;
+		} else if (status < 400) {
+			st->answers_3xx++;
+		} else if (status < 500) {
+			st->answers_4xx++;
+		} else {
+			st->answers_5xx++;
+		}
+		if (failed) {
+			st->calls_failed_status++;
+			st->last_fail_status = status;
 		}
 	}
-	if (failed) {
-		st->calls_failed_status++;
-		st->last_fail_status = status;
-	}
+	return failed ? OUTCOME_FAILED : outcome;
 }
 
 #endif /* DEPWATCH_OUTCOME_BPF_H */

@@ -125,6 +125,8 @@ static void sum_cpus(const struct dw_dest_stats *per_cpu, int ncpus, struct dw_d
 			out->last_pid = s->last_pid;
 			memcpy(out->last_comm, s->last_comm, sizeof(out->last_comm));
 		}
+		if (s->last_fail_status)
+			out->last_fail_status = s->last_fail_status;
 	}
 }
 

@@ -174,6 +174,12 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
 	json_streams(out, &d->sum);
 	dw_buf_printf(out, ",\"cancelled\":%llu", (unsigned long long)d->sum.calls_cancelled);
+	{
+		uint64_t a[DW_ANS_N] = {};
+
+		dw_answers_add(a, &d->sum);
+		dw_answers_json(out, a, d->sum.calls_failed_status);
+	}
 	json_ejection(out, d, dw_depset_at(deps, d->dep), now);
 	dw_buf_printf(out, ",\"last_caller\":");
 	if (!d->sum.last_conn_ns) {
@@ -346,6 +352,7 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      (unsigned long long)dep->fig.streams, (unsigned long long)dep->fig.h2_conns,
 		      (unsigned long long)dep->fig.h2_desync, (unsigned long long)dep->fig.streams_untracked,
 		      (unsigned long long)dep->fig.cancelled);
+	dw_answers_json(out, dep->fig.answers, dep->fig.failed_status);
 	json_callers(out, c, cl, now);
 	dw_buf_putc(out, '}');
 }

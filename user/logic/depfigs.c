@@ -30,6 +30,8 @@ void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 	f->h2_desync += d->sum.h2_desync;
 	f->streams_untracked += d->sum.streams_untracked;
 	f->cancelled += d->sum.calls_cancelled;
+	dw_answers_add(f->answers, &d->sum);
+	f->failed_status += d->sum.calls_failed_status;
 	f->call_ns_sum += d->sum.call_ns_sum;
 	f->connect_ns_sum += d->sum.connect_ns_sum;
 	for (unsigned i = 0; i < DW_HIST_COARSE; i++) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "dest.h"
 #include "hist.h"
+#include "outcome.h"
 
 struct dw_dep_figs {
 	uint64_t oldest_call_ns;	/* start of the oldest outstanding call, 0: none */
@@ -27,6 +28,8 @@ struct dw_dep_figs {
 	/* HTTP/2 (doc/callmodel.md): calls on streams, h2c connections, those that lost step,
 	 * streams not timed (a connection's table full), of the failed those the client cancelled */
 	uint64_t streams, h2_conns, h2_desync, streams_untracked, cancelled;
+	/* answers by class (outcome.h), and of the failed, those failed by their status */
+	uint64_t answers[DW_ANS_N], failed_status;
 	/* completed calls' and successful connects' durations: summed, and by coarse bucket */
 	uint64_t call_ns_sum, connect_ns_sum;
 	uint64_t cum_call[DW_HIST_COARSE], cum_connect[DW_HIST_COARSE];

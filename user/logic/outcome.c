@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "outcome.h"
+#include "depwatch.h"
 
 static void set_bit(struct dw_status_set *s, int status)
 {
@@ -103,4 +104,26 @@ void dw_status_set_format(const struct dw_status_set *set, struct dw_buf *out)
 	}
 	if (!any)
 		dw_buf_printf(out, "none");
+}
+
+const char *const dw_answer_names[DW_ANS_N] = {
+#define DW_ANSWER_NAME(name, field, help) #name,
+	DW_ANSWER_KINDS(DW_ANSWER_NAME)
+#undef DW_ANSWER_NAME
+};
+
+void dw_answers_add(uint64_t *a, const struct dw_dest_stats *st)
+{
+#define DW_ANSWER_ADD(name, field, help) a[DW_ANS_##name] += st->field;
+	DW_ANSWER_KINDS(DW_ANSWER_ADD)
+#undef DW_ANSWER_ADD
+}
+
+void dw_answers_json(struct dw_buf *out, const uint64_t *a, uint64_t failed_status)
+{
+	dw_buf_printf(out, ",\"answers\":{");
+	for (int k = 0; k < DW_ANS_N; k++)
+		dw_buf_printf(out, "%s\"%s\":%llu", k ? "," : "", dw_answer_names[k],
+			      (unsigned long long)a[k]);
+	dw_buf_printf(out, "},\"failed_status\":%llu", (unsigned long long)failed_status);
 }

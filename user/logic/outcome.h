@@ -35,4 +35,33 @@ void dw_status_set_format(const struct dw_status_set *set, struct dw_buf *out);
 
 bool dw_status_set_has(const struct dw_status_set *set, int status);
 
+/*
+ * Answers by what was read of them, as every output names them (JSON keys,
+ * the class label of /metrics): bounded, a class or a kind, never a path.
+ */
+#define DW_ANSWER_KINDS(X)                                                                      \
+	X(2xx, answers_2xx, "answers read with a 2xx status")                                  \
+	X(3xx, answers_3xx, "answers read with a 3xx status")                                  \
+	X(4xx, answers_4xx, "answers read with a 4xx status")                                  \
+	X(5xx, answers_5xx, "answers read with a 5xx status")                                  \
+	X(unknown, answers_unknown, "answers of HTTP/1 connections whose status was not read") \
+	X(bad, answers_bad, "of those, a malformed status line")
+
+enum dw_answer_kind {
+#define DW_ANSWER_ENUM(name, field, help) DW_ANS_##name,
+	DW_ANSWER_KINDS(DW_ANSWER_ENUM)
+#undef DW_ANSWER_ENUM
+	DW_ANS_N,
+};
+
+extern const char *const dw_answer_names[DW_ANS_N];
+
+struct dw_dest_stats;
+
+/* A row's answer counts, a[DW_ANS_N], from its summed counters (adds to a). */
+void dw_answers_add(uint64_t *a, const struct dw_dest_stats *st);
+
+/* ,"answers":{"2xx":N,...,"bad":N},"failed_status":N */
+void dw_answers_json(struct dw_buf *out, const uint64_t *a, uint64_t failed_status);
+
 #endif /* DW_OUTCOME_H */
