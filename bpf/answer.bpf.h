@@ -179,9 +179,11 @@ static __always_inline void answer_settle(struct dw_conn *conn)
 /*
  * A copy to the reader (sock backend, skb_copy_datagram_iovec): if it
  * begins at an owed answer's first byte, the status line is read there.
- * A 1xx first: the next copies are looked at (DW_ANSWER_LOOKS).
+ * A 1xx first: the next copies are looked at (DW_ANSWER_LOOKS). True if
+ * the copy was an owed answer's connection's: the stream layer has nothing
+ * to do there (an HTTP/1 connection), and the hook leaves.
  */
-static __always_inline void answer_on_copy(const struct sk_buff *skb, int len)
+static __always_inline bool answer_on_copy(const struct sk_buff *skb, int len)
 {
 	struct dw_peek pk = {};
 	const struct sock *sk;
@@ -191,20 +193,20 @@ static __always_inline void answer_on_copy(const struct sk_buff *skb, int len)
 	int r;
 
 	if (!*(volatile __u32 *)&dw_answers_owed || !skb || len <= 0)
-		return;
+		return false;
 	sk = skb->sk;
 	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
-		return;
+		return false;
 	conn = conn_of(sk);
 	if (!conn || !conn->answer_ns)
-		return;
+		return false;
 	seq = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
 	if (!conn->answer_looks) {
 		if ((__s32)(seq - conn->rcv_seq) < 0)
-			return;		/* bytes from before the request, still being read */
+			return true;		/* bytes from before the request, still being read */
 		if (seq != conn->rcv_seq) {
 			answer_settle(conn);	/* its first byte went by unseen */
-			return;
+			return true;
 		}
 	}
 	n = (__u32)len < DW_HTTP1_PEEK ? (__u32)len : DW_HTTP1_PEEK;
@@ -218,16 +220,17 @@ static __always_inline void answer_on_copy(const struct sk_buff *skb, int len)
 	if (!bpf_dynptr_from_skb || bpf_dynptr_from_skb((struct __sk_buff *)skb, 0, &d) ||
 	    bpf_dynptr_read(pk.b, n, &d, off, 0)) {
 		answer_settle(conn);
-		return;
+		return true;
 	}
 	pk.n = n;
 	r = dw_outcome_peek(conn, &pk);
 	if (r == DW_HTTP1_INTERIM && conn->answer_looks < DW_ANSWER_LOOKS) {
 		conn->answer_looks++;
 		conn->status = 0;
-		return;
+		return true;
 	}
 	answer_settle(conn);
+	return true;
 }
 
 #endif /* DEPWATCH_ANSWER_BPF_H */

@@ -69,7 +69,8 @@ int BPF_PROG(dw_data_ready, const struct sock *sk)
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(dw_h2_copy, const struct sk_buff *skb, int len)
 {
-	h2_on_copy(skb, len);
-	answer_on_copy(skb, len);
+	/* first: an owed answer's connection is HTTP/1, none of the stream layer's (answer.bpf.h) */
+	if (!answer_on_copy(skb, len))
+		h2_on_copy(skb, len);
 	return 0;
 }
