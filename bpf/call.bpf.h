@@ -220,9 +220,14 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	if (*(volatile __u64 *)&conn->answer_ns)
 		return;
 	start = call_release(conn);
-
-	if (start)
-		count_end(conn, start, outcome, now, conn->multiplexed);
+	if (!start)
+		return;
+	/* its answer's status, where one was read: counted, and a failure fails the call */
+	if (conn->status) {
+		dw_call_end_status(conn, start, outcome, now);
+		return;
+	}
+	count_end(conn, start, outcome, now, conn->multiplexed);
 }
 
 static __always_inline void call_complete(struct dw_conn *conn, __u64 now)
