@@ -199,15 +199,19 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 }
 
 /*
- * count_end() for a call whose answer's status was read (outcome.bpf.h).
- * A global function, verified once: inlined, each of the many call ends
- * would have the verifier walk count_end() once for each outcome.
+ * A connection's call ends (call_end()): its answer's status, where one
+ * was read (outcome.bpf.h), counted, a failure failing it; then
+ * count_end(). A global function, verified once: inlined, count_end()
+ * would be walked again at each of the many places a call can end, once
+ * per outcome.
  */
-__weak __noinline int dw_call_end_status(struct dw_conn *conn, __u64 start, int outcome, __u64 now)
+__weak __noinline int dw_call_end(struct dw_conn *conn, __u64 start, int outcome, __u64 now)
 {
 	if (!conn)
 		return 0;
-	count_end(conn, start, outcome_end(conn, outcome), now, conn->multiplexed);
+	if (conn->status)
+		outcome = outcome_end(conn, outcome);
+	count_end(conn, start, outcome, now, conn->multiplexed);
 	return 0;
 }
 
@@ -220,14 +224,8 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	if (*(volatile __u64 *)&conn->answer_ns)
 		return;
 	start = call_release(conn);
-	if (!start)
-		return;
-	/* its answer's status, where one was read: counted, and a failure fails the call */
-	if (conn->status) {
-		dw_call_end_status(conn, start, outcome, now);
-		return;
-	}
-	count_end(conn, start, outcome, now, conn->multiplexed);
+	if (start)
+		dw_call_end(conn, start, outcome, now);
 }
 
 static __always_inline void call_complete(struct dw_conn *conn, __u64 now)

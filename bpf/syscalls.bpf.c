@@ -264,25 +264,43 @@ static __always_inline bool sys_h2(const struct dw_sys_call *call, int ret, cons
 /*
  * An answer's status, from the call's buffer, before the call model
  * completes the call with it (answer.bpf.h): an outbound receive that
- * begins where the answer does, an inbound service's send. The
- * connection, to clear what its call did not take; 0 if nothing was read.
+ * begins where the answer does, an inbound service's send. Global, and
+ * called on every exit without a test: verified once, and no branch that
+ * would double the verifier's walk of the exit's call model after it.
  */
-static __always_inline struct dw_conn *sys_answer(const struct dw_sys_call *call, int ret, __u32 op)
+__noinline int dw_sys_answer(const struct dw_sys_call *call, int ret, __u32 op)
 {
-	const struct sock *sk = (const struct sock *)(unsigned long)call->sk;
-	struct h2_bytes b = { .addr = call->buf, .nseg = call->nseg, .len = ret,
-			      .kind = call->nseg ? H2_SRC_IOV_USER : H2_SRC_USER };
+	const struct sock *sk;
+	struct h2_bytes b = {};
 	struct dw_conn *conn;
 
-	if (!call->bytes || ret <= 0 || !op || call->op != op)
+	if (!call || !call->bytes || ret <= 0 || !op || call->op != op)
 		return 0;
+	sk = (const struct sock *)(unsigned long)call->sk;
 	conn = conn_of(sk);
 	if (!conn || !sys_answer_wanted(conn, op))
 		return 0;
 	if (op == DW_SYS_RECV && ((call->flags & MSG_PEEK) || call->seq != conn->rcv_seq))
 		return 0;
+	b.addr = call->buf;
+	b.nseg = call->nseg;
+	b.len = ret;
+	b.kind = call->nseg ? H2_SRC_IOV_USER : H2_SRC_USER;
 	answer_read_user(conn, &b);
-	return conn;
+	return 0;
+}
+
+/* After the call model: a status its call did not take is not the next call's (global, as above). */
+__noinline int dw_sys_answer_done(const struct dw_sys_call *call)
+{
+	struct dw_conn *conn;
+
+	if (!call || !call->bytes)
+		return 0;
+	conn = conn_of((const struct sock *)(unsigned long)call->sk);
+	if (conn)
+		conn->status = 0;
+	return 0;
 }
 
 /*
@@ -295,7 +313,6 @@ static __always_inline int sys_exit(const struct dw_sys_exit_args *ctx, __u32 op
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dw_sys_call *p = bpf_map_lookup_elem(&sys_calls, &id);
 	struct dw_sys_call call;
-	struct dw_conn *conn;
 	__s64 ret = ctx->ret;
 	int r;
 
@@ -306,14 +323,13 @@ static __always_inline int sys_exit(const struct dw_sys_exit_args *ctx, __u32 op
 	r = ret > 0x7fffffff ? 0x7fffffff : (int)ret;	/* sendfile, splice: maybe more than 2 GiB */
 	if (op && call.op == op && sys_h2(&call, r, op))
 		return 0;
-	conn = sys_answer(&call, r, op);
+	dw_sys_answer(&call, r, op);
 	if (call.op == DW_SYS_SEND)
 		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, call.rcv_seq,
 			   DW_SK_PROBED);
 	else
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
-	if (conn)
-		conn->status = 0;	/* read for a call that did not end here: not the next one's */
+	dw_sys_answer_done(&call);
 	return 0;
 }
 
