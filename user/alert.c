@@ -51,6 +51,8 @@ static void format_line(struct dw_buf *b, const struct dw_alert *a)
 		dw_buf_printf(b, " warning=%s state=%s", a->reason, a->state);
 	else
 		dw_buf_printf(b, " state=%s from=%s reason=%s", a->state, a->from, a->reason);
+	if (a->outcome)
+		dw_buf_printf(b, " outcome=%s", a->outcome);
 	dw_buf_printf(b, " slow_rate=%.2f failure_rate=%.2f slow_call=%s calls=%llu inflight=%llu",
 		      a->slow_rate, a->failure_rate, slow_call, (unsigned long long)a->calls,
 		      (unsigned long long)a->inflight);
@@ -81,6 +83,8 @@ static void format_json(struct dw_buf *b, const struct dw_alert *a)
 	dw_buf_printf(b, ",\"state\":\"%s\",\"reason\":\"%s\"", a->state, a->reason);
 	if (a->from)
 		dw_buf_printf(b, ",\"from\":\"%s\"", a->from);
+	if (a->outcome)
+		dw_buf_printf(b, ",\"outcome\":\"%s\"", a->outcome);
 	dw_buf_printf(b, ",\"slow_rate\":%.4f,\"failure_rate\":%.4f,\"slow_call_ms\":%.3f,"
 		      "\"calls\":%llu,\"inflight\":%llu,\"max_inflight\":%u",
 		      a->slow_rate, a->failure_rate, a->slow_call_ns / 1e6, (unsigned long long)a->calls,

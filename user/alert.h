@@ -27,6 +27,7 @@ struct dw_alert {
 	double call_rate, call_rate_baseline;	/* with retry_ratio: calls/s now and normally */
 	unsigned suppressed;		/* lines rate-limited away since the last one */
 	const char *callers;		/* an open: "unit:inflight,..." of the top 3 callers; NULL: none */
+	const char *outcome;		/* an open on failure_rate with answers failing: "http_503"; NULL: none */
 };
 
 /* A service's pool level changed, or its path's p99s crossed its deadline. */

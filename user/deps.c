@@ -151,7 +151,7 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 	const struct dw_dep *dep = &io->set.deps[ev->dep];
 	bool transition = ev->kind == DW_DEP_TRANSITION;
 	bool closing = transition && ev->state == DW_BREAKER_CLOSED;
-	char callers[3 * (DW_CG_NAME_LEN + 24)];
+	char callers[3 * (DW_CG_NAME_LEN + 24)], outcome[16];
 	struct dw_alert a = {
 		.dependency = dep->name,
 		.event = transition ? "transition" : "warning",
@@ -180,6 +180,8 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 	if (transition && ev->state == DW_BREAKER_OPEN) {
 		top_callers(io->coll, ev->dep, callers, sizeof(callers));
 		a.callers = callers[0] ? callers : NULL;
+		if (ev->reason == DW_REASON_FAILURE_RATE)
+			a.outcome = dw_dep_outcome(dep, outcome, sizeof(outcome));
 	}
 	dw_alert_emit(&a);
 }

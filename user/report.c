@@ -104,6 +104,15 @@ static void json_streams(struct dw_buf *out, const struct dw_dest_stats *st)
 		      (unsigned long long)st->h2_desync, (unsigned long long)st->streams_untracked);
 }
 
+/* A row's answers by class (outcome.h): ,"answers":{"2xx":N,...},"failed_status":N */
+static void json_answers(struct dw_buf *out, const struct dw_dest_stats *st)
+{
+	uint64_t a[DW_ANS_N] = {};
+
+	dw_answers_add(a, st);
+	dw_answers_json(out, a, st->calls_failed_status);
+}
+
 static const char *const eject_state_names[] = { "in", "out", "probing" };
 
 /* Its ejection (eject = on): whether it is out, until when (Unix time), how often, and why. */
@@ -174,12 +183,7 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
 	json_streams(out, &d->sum);
 	dw_buf_printf(out, ",\"cancelled\":%llu", (unsigned long long)d->sum.calls_cancelled);
-	{
-		uint64_t a[DW_ANS_N] = {};
-
-		dw_answers_add(a, &d->sum);
-		dw_answers_json(out, a, d->sum.calls_failed_status);
-	}
+	json_answers(out, &d->sum);
 	json_ejection(out, d, dw_depset_at(deps, d->dep), now);
 	dw_buf_printf(out, ",\"last_caller\":");
 	if (!d->sum.last_conn_ns) {
@@ -452,6 +456,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)f.dropped, (unsigned long long)f.inflight,
 			      (unsigned long long)f.connections);
 		json_streams(out, &d->sum);
+		json_answers(out, &d->sum);
 		dw_buf_printf(out, ",\"multiplexed_conns\":%llu", (unsigned long long)d->sum.conns_multiplexed);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);

@@ -722,3 +722,16 @@ const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep 
 		return "abort";
 	return dep->s->enforce_connect ? "connect" : "off";
 }
+
+const char *dw_dep_outcome(const struct dw_dep *dep, char *buf, size_t len)
+{
+	if (!dep->fig.failed_status)
+		return NULL;
+	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
+		if (!d->sum.last_fail_status)
+			continue;
+		snprintf(buf, len, "http_%u", d->sum.last_fail_status);
+		return buf;
+	}
+	return NULL;
+}

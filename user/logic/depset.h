@@ -183,4 +183,11 @@ double dw_rate_or_zero(double r);
 /* enforce in effect: "off", "connect", or "abort" (only where the kernel can abort). */
 const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep *dep);
 
+/*
+ * A breaker opened on failures names the answers that failed (outcome.h):
+ * "http_503", the newest failing status its destinations counted, into buf;
+ * NULL if none of its failures was an answer's status.
+ */
+const char *dw_dep_outcome(const struct dw_dep *dep, char *buf, size_t len);
+
 #endif /* DW_DEPSET_H */
