@@ -222,6 +222,9 @@ static const struct simple {
 	{ "depwatch_calls_cancelled_total", "counter",
 	  "Of the failed calls, HTTP/2 streams the client reset (a gRPC deadline or cancel).",
 	  offsetof(struct fig, f.cancelled), U64 },
+	{ "depwatch_call_failures_status_total", "counter",
+	  "Of the failed calls, those whose answer's HTTP status is in the dependency's failure_status.",
+	  offsetof(struct fig, f.failed_status), U64 },
 	{ "depwatch_call_rate", "gauge",
 	  "Calls started per second, averaged over about 2 s.",
 	  offsetof(struct fig, call_rate), DBL },
@@ -284,6 +287,24 @@ static void aborted_family(struct dw_buf *o, const struct fig *figs, size_t n)
 		put_u64(o, figs[i].dep->fig.aborted_timeout);
 		put(o, "\n", 1);
 	}
+}
+
+/* Answers by class (outcome.h): the label is a class or a kind, never a path. */
+static void answers_family(struct dw_buf *o, const struct fig *figs, size_t n)
+{
+	static const char name[] = "depwatch_answers_total";
+	char label[32];
+
+	family(o, name, "counter",
+	       "HTTP/1 answers from the dependency whose status line the kernel read, by class (2xx..5xx), "
+	       "and those it could not read (unknown; bad: a malformed line).");
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < DW_ANS_N; k++) {
+			snprintf(label, sizeof(label), ",class=\"%s\"", dw_answer_names[k]);
+			series(o, name, sizeof(name) - 1, &figs[i], label);
+			put_u64(o, figs[i].f.answers[k]);
+			put(o, "\n", 1);
+		}
 }
 
 static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)
@@ -640,6 +661,7 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 		simple_family(o, &simples[i], figs, n);
 	breaker_family(o, figs, n);
 	aborted_family(o, figs, n);
+	answers_family(o, figs, n);
 	limit_family(o, figs, n);
 	histogram(o, "depwatch_call_duration_seconds",
 		  "Durations of answered calls, request sent to first answer byte, since the daemon started.",

@@ -121,6 +121,28 @@ static void text_h2_note(struct dw_buf *out, const struct dw_dep *dep)
 		      (unsigned long long)dep->fig.streams_untracked);
 }
 
+/*
+ * A dependency's answers by class (doc/callmodel.md, outcomes) where the kernel read any: a line
+ * under the table, not a column of it (most dependencies are not HTTP/1).
+ */
+static void text_answers_note(struct dw_buf *out, const struct dw_dep *dep)
+{
+	uint64_t any = 0;
+
+	for (int k = 0; k < DW_ANS_N; k++)
+		any += dep->fig.answers[k];
+	if (!dw_dep_shown(dep) || !any)
+		return;
+	dw_buf_printf(out, "answers: ");
+	dw_escape_text(out, dep->name, strlen(dep->name));
+	dw_buf_printf(out, ":");
+	for (int k = 0; k < DW_ANS_N; k++)
+		if (dep->fig.answers[k])
+			dw_buf_printf(out, " %s %llu", dw_answer_names[k],
+				      (unsigned long long)dep->fig.answers[k]);
+	dw_buf_printf(out, " (failed by status %llu)\n", (unsigned long long)dep->fig.failed_status);
+}
+
 /* The first destination of dep ejected from it (eject = on) from d on, or NULL. */
 static const struct dw_dest *ejected_from(const struct dw_dep *dep, const struct dw_dest *d)
 {
@@ -176,6 +198,7 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 			      nfolded);
 	for (unsigned i = 0; i < deps->n; i++) {
 		text_h2_note(out, &deps->deps[i]);
+		text_answers_note(out, &deps->deps[i]);
 		if (dw_dep_shown(&deps->deps[i]))
 			text_eject_note(out, &deps->deps[i], now);
 	}

@@ -61,6 +61,8 @@ FAMILIES = {
     "depwatch_h2_desync_total": "counter",
     "depwatch_streams_untracked_total": "counter",
     "depwatch_calls_cancelled_total": "counter",
+    "depwatch_call_failures_status_total": "counter",
+    "depwatch_answers_total": "counter",
     "depwatch_breaker_state": "gauge",
     "depwatch_call_duration_seconds": "histogram",
     "depwatch_connect_duration_seconds": "histogram",
