@@ -14,11 +14,12 @@ import http.client
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 import unittest
 
-from harness import dependency, find_dest, fmt_dest, start_configured
+from harness import DEPWATCH, dependency, find_dest, fmt_dest, start_configured, write_config
 from realtraffic import nginx_server, parse_wrk, require, run_tool, start_nginx, tempdir
 
 FAIL_LOC = "            return 503;\n"
@@ -112,6 +113,9 @@ class OutcomeTest(unittest.TestCase):
         self.assertEqual(opened[0]["reason"], "failure_rate")
         self.assertEqual(opened[0].get("outcome"), "http_503", opened[0])
         self.assertLess(opened[0]["time"] - first_503, 1.0, (opened[0], first_503))
+        text = subprocess.run([DEPWATCH, "status", "--run-dir", self.d.run_dir], capture_output=True,
+                              text=True, timeout=10).stdout
+        self.assertRegex(text, r"answers: web: 5xx \d+ \(failed by status \d+\)", text)
         print("outcomes: wrk %d non-2xx (+1 ours), depwatch failed %d, 5xx %d; opened %.3f s after the "
               "first 503" % (w["requests"], failed, fives, opened[0]["time"] - first_503))
 
@@ -160,6 +164,20 @@ class OutcomeTest(unittest.TestCase):
         self.assertEqual(row["failed"], codes[self.replicas[0]][503], row)
         print("outcomes: replica %d ejected after %s of its answers, siblings %s" % (
             self.replicas[0], codes[self.replicas[0]], [codes[p] for p in self.replicas[1:]]))
+
+    def test_3_check_shows_the_effective_lists(self):
+        conf = write_config("[defaults]\nfailure_status = 503 5xx, 429\n[dependency a]\nmatch = 10.0.0.1:80\n"
+                            "[dependency b]\nmatch = 10.0.0.2:80\nfailure_status = none\n")
+        self.addCleanup(os.unlink, conf)
+        r = subprocess.run([DEPWATCH, "check", "-c", conf], capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("failure_status = 5xx, 429\n"), 2, r.stdout)  # [defaults], a
+        self.assertIn("failure_status = none\n", r.stdout)
+        bad = write_config("[dependency a]\nmatch = 10.0.0.1:80\nfailure_status = 5xx, 6xx\n")
+        self.addCleanup(os.unlink, bad)
+        r = subprocess.run([DEPWATCH, "check", "-c", bad], capture_output=True, text=True, timeout=10)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("%s:3: failure_status: '5xx, 6xx' is not a list of HTTP statuses" % bad, r.stderr)
 
 
 if __name__ == "__main__":
