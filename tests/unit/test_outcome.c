@@ -10,6 +10,7 @@
 
 #include "http1.h"
 #include "logic/outcome.h"
+#include "logic/kplan.h"
 
 static struct dw_status_set parsed(const char *text)
 {
@@ -100,11 +101,29 @@ static void test_config_key(void **state)
 	assert_non_null(strstr(err, "t.conf:3: failure_status: '5xx 6xx' is not a list of HTTP statuses"));
 }
 
+/* What the kernel gets (struct dw_dep_cfg.fail_status): the same bits, tested the kernel's way. */
+static void test_kernel_cfg(void **state)
+{
+	struct dw_config cfg;
+	struct dw_dep_cfg k;
+
+	(void)state;
+	dw_config_defaults(&cfg);
+	assert_int_equal(dw_status_set_parse("5xx, 429", &cfg.defaults.failure_status), 0);
+	k = dw_kplan_dep_cfg_of(&cfg.defaults);
+	assert_true(dw_status_fails(k.fail_status, 429));
+	assert_true(dw_status_fails(k.fail_status, 503));
+	assert_false(dw_status_fails(k.fail_status, 404));
+	assert_false(dw_status_fails(k.fail_status, 200));
+	dw_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lists), cmocka_unit_test(test_format),
 		cmocka_unit_test(test_bad), cmocka_unit_test(test_config_key),
+		cmocka_unit_test(test_kernel_cfg),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
