@@ -46,8 +46,11 @@ int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
 {
-	if (is_tcp(sk))
+	if (is_tcp(sk)) {
+		/* the stream layer first, as at the copy: an h2c connection's read is its */
+		h2_on_read(sk, ret, flags);
 		dw_on_recv(sk, ret, flags, DW_SK_BTF);
+	}
 	return 0;
 }
 
