@@ -66,7 +66,8 @@ int BPF_PROG(dw_data_ready, const struct sock *sk)
  * A copy of received bytes to user space: the stream layer reads h2c
  * connections' frames here (streams.bpf.h), in order, as the reader takes
  * them. Every copy of every socket passes here; it leaves at once unless
- * an h2c connection, or a first read still to be looked at, exists.
+ * an h2c connection, or a first read still to be looked at, exists. Not
+ * loaded on x86-64, where dw_recv reads them (h2_on_read, issue 36).
  */
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(dw_h2_copy, const struct sk_buff *skb, int len)

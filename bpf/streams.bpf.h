@@ -23,8 +23,10 @@
  * - sock backend, sends: the msghdr at tcp_sendmsg_locked (user memory,
  *   before the copy; a send the kernel takes only part of is walked whole
  *   and its unsent bytes skipped when they come again);
- * - sock backend, receives: the skb at skb_copy_datagram_iovec (a copy to
- *   user space: the bytes the reader takes, in order, at the read);
+ * - sock backend, receives: on x86-64 the read's user buffers at
+ *   sock_recv_length (h2_on_read, below); elsewhere the skb at
+ *   skb_copy_datagram_iovec (a copy to user space: the bytes the reader
+ *   takes, in order, at the read);
  * - syscalls backend: the user buffers of the system call, at its exit.
  * A stream starts at the client's HEADERS on a new odd stream id (when the
  * send began) and ends at the server's first HEADERS or DATA on it
