@@ -52,7 +52,8 @@ def start(label, binary, backend):
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     want = "floor: ready" if floor else "depwatch: started"
-    for _ in range(200):
+    # the verifier takes 20 s and more on a loaded 2-core machine: up to 3 minutes
+    for _ in range(1800):
         with open(path) as f:
             if want in f.read():
                 return proc

@@ -5,7 +5,8 @@
 # integration tests on Debian's own kernel in a VM (tests/vm/kernels.sh,
 # KERNELS). Names the tests that failed under each stage's count, then
 # prints one closing line, "N passed, M failed", counting all of them, and
-# exits non-zero if anything failed.
+# exits non-zero if anything failed. Every stage's closing line and the final summary say how
+# long it took (issue 36: the CI log says where the time goes).
 set -u
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,13 @@ count() {
 	if [ "$1" -ne 0 ] && [ "${3:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
 }
 
+# "12 min 3 s" since the stage began at $1 (bash's SECONDS).
+took() {
+	local s=$((SECONDS - $1))
+	if [ "$s" -ge 60 ]; then echo "$((s / 60)) min $((s % 60)) s"; else echo "$s s"; fi
+}
+all_start=$SECONDS
+
 # The log's last "N passed, M failed" line, after the prefix $1 ("" or "kernels: ").
 closing() {
 	grep -E "^$1[0-9]+ passed, [0-9]+ failed" "$log" | tail -n1
@@ -31,6 +39,7 @@ count_line() {
 		"$(echo "$2" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')"
 }
 
+start=$SECONDS before_p=$passed before_f=$failed
 for t in "$@"; do
 	echo "== unit: $t"
 	"$t" 2>&1 | tee "$log"
@@ -39,8 +48,14 @@ for t in "$@"; do
 		"$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n1)"
 done
 
-echo "== fuzz: short libFuzzer runs over the config parser and the HTTP/1 status-line reader (make fuzz for long ones)"
-if bash tests/fuzz/run.sh 15; then count 0 1 0; else count 1 0 1; fi
+unit_line="$# binaries, $((passed - before_p)) passed, $((failed - before_f)) failed, $(took $start)"
+echo "== unit: $unit_line"
+
+echo "== fuzz: short libFuzzer runs over the config parser and the other readers (make fuzz for long ones)"
+start=$SECONDS
+if bash tests/fuzz/run.sh 15; then count 0 1 0; fuzz_line="no crash"; else count 1 0 1; fuzz_line="FAILED"; fi
+fuzz_line="$fuzz_line, $(took $start)"
+echo "== fuzz: $fuzz_line"
 
 # The whole integration suite once per tracing backend, with the same assertions
 # (DW_BACKEND makes every daemon of the run start with --backend).
@@ -52,12 +67,14 @@ for backend in sock syscalls; do
 		continue
 	fi
 	echo "== integration, backend $backend (real kernel, real sockets)"
+	start=$SECONDS
 	DW_BACKEND=$backend python3 tests/integration/run.py 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	line=$(closing "")
 	count_line "$rc" "$line"
+	echo "== integration, backend $backend: ${line:-no result line (exit status $rc)}, $(took $start)"
 	summary="$summary
-   integration, backend $backend: ${line:-no result line (exit status $rc)}"
+   integration, backend $backend: ${line:-no result line (exit status $rc)}, $(took $start)"
 	# run.py's "failed: ID" lines, under the count
 	names=$(sed -n 's/^failed: /      failed: /p' "$log")
 	[ -z "$names" ] || summary="$summary
@@ -65,14 +82,20 @@ $names"
 done
 
 echo "== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
+start=$SECONDS
 bash tests/vm/kernels.sh 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 line=$(closing "kernels: ")
 count_line "$rc" "$line"
-shown=${line#kernels: }
-echo "== integration per backend:$summary
-   kernels: ${shown:-no result line (exit status $rc)}"
+shown="${line#kernels: }"
+shown="${shown:-no result line (exit status $rc)}, $(took $start)"
+echo "== kernels: $shown"
+echo "== stages:
+   unit: $unit_line
+   fuzz: $fuzz_line$summary
+   kernels: $shown"
 grep '^      failed: ' "$log" || true
+echo "   all: $(took $all_start)"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

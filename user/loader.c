@@ -79,8 +79,14 @@ static void decide_h2(struct dw_bpf *b, bool h2)
 	struct bpf_program *copy = b->skel->progs.dw_h2_copy;
 
 	b->h2_why[0] = 0;
+	/* x86-64: dw_recv reads the bytes (user/hooks.c, DW_RECV_READS_H2), the copy program is not loaded */
+	b->skel->rodata->dw_h2_at_read = b->backend == DW_BACKEND_SOCK && dw_bpf_superseded(b, "dw_h2_copy");
 	if (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(b->skel->progs.dw_sendmsg))
 		snprintf(b->h2_why, sizeof(b->h2_why), "no send program that sees the bytes (tcp_sendmsg_locked)");
+	else if (b->skel->rodata->dw_h2_at_read && dw_bpf_withheld(b, "skb_copy_datagram_iovec"))
+		snprintf(b->h2_why, sizeof(b->h2_why), "no receive reader (skb_copy_datagram_iovec absent (--without))");
+	else if (b->skel->rodata->dw_h2_at_read)
+		;
 	else if (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(copy))
 		snprintf(b->h2_why, sizeof(b->h2_why), "no receive program (skb_copy_datagram_iovec)");
 	else if (b->backend == DW_BACKEND_SOCK && !h2)

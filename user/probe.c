@@ -158,8 +158,8 @@ static int probe_syscalls(struct dw_bpf *b)
 	return err;
 }
 
-/* A program another one stands in for, which is loaded: it is not needed. */
-static bool superseded(const struct dw_bpf *b, const char *name)
+/* A program another one stands in for, which is loaded: it is not needed (probe.h). */
+bool dw_bpf_superseded(const struct dw_bpf *b, const char *name)
 {
 	for (int i = 0; i < b->nprogs; i++) {
 		const struct dw_prog_status *ps = &b->progs[i];
@@ -224,7 +224,7 @@ int dw_bpf_probe(struct dw_bpf *b, const char *want)
 		const struct dw_prog_spec *spec = &dw_prog_specs[i];
 		struct dw_prog_status *ps;
 
-		if (!(spec->backends & (1u << b->backend)) || superseded(b, spec->name)) {
+		if (!(spec->backends & (1u << b->backend)) || dw_bpf_superseded(b, spec->name)) {
 			dw_bpf_no_autoload(b, spec->name);
 			continue;
 		}

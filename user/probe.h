@@ -23,6 +23,8 @@ int dw_bpf_probe(struct dw_bpf *b, const char *want);
 
 /* Whether --without names hook: treat it as absent from this kernel. */
 bool dw_bpf_withheld(const struct dw_bpf *b, const char *hook);
+/* A program another loaded one stands in for (user/hooks.c, instead_of): not loaded. */
+bool dw_bpf_superseded(const struct dw_bpf *b, const char *name);
 
 /* The program called name is not loaded. */
 void dw_bpf_no_autoload(struct dw_bpf *b, const char *name);

@@ -69,6 +69,9 @@ def kernel_has_sock_destroy_kfunc():
 # seconds to wait for "depwatch: started": under emulation the verifier's walk of the stream
 # layer's programs is slow, and a start was seen past 20 s on one emulated CPU of a busy host
 START_TIMEOUT = 60.0 if EMULATED else 20.0
+# How long each daemon start of the run took, to its start line (mostly the verifier): what
+# run.py --durations sums, since every test that starts a daemon waits on it (issue 36).
+START_TIMES = []
 STOP_TIMEOUT = 10.0
 STATUS_DEADLINE = 5.0     # default deadline for a status condition to hold
 INTERVAL_MS = 250         # the daemon's default refresh interval
@@ -187,6 +190,7 @@ class Daemon:
             return "\n".join(self.stderr_lines)
 
     def start(self, timeout=START_TIMEOUT):
+        began = time.monotonic()
         if not os.path.exists(DEPWATCH):
             raise DaemonError("%s does not exist: run `make` first" % BUILT)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -199,6 +203,7 @@ class Daemon:
             self._started.wait(0.05)
             with self._lines_lock:
                 if any(l.startswith("depwatch: started (") for l in self.stderr_lines):
+                    START_TIMES.append(time.monotonic() - began)
                     return self
             if self.proc.poll() is not None:
                 self._reader.join(2)

@@ -86,6 +86,11 @@ def print_durations(took, n):
     for tid, s in sorted(took.items(), key=lambda kv: -kv[1])[:n]:
         print("  %6.1f s  %s" % (s, tid))
     print("per file: " + ", ".join("%s %.0f s" % kv for kv in sorted(per_file.items(), key=lambda kv: -kv[1])))
+    import harness
+    starts = sorted(harness.START_TIMES)
+    if starts:
+        print("daemon starts: %d, %.0f s in all, median %.1f s, slowest %.1f s"
+              % (len(starts), sum(starts), starts[len(starts) // 2], starts[-1]))
 
 
 def main():
