@@ -146,6 +146,11 @@ struct dw_dest_stats {
 	__u64 streams_untracked;	/* streams seen but not timed: their connection's table was full (no call counted) */
 	__u64 calls_cancelled;		/* of the failed: the client reset its stream (RST_STREAM: a gRPC deadline, a cancel) */
 	__u64 conns_aborted_eject;	/* established connections aborted while this destination was ejected: enforce = abort */
+	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35): a query is a call */
+	__u64 calls_dns;		/* of the started: DNS queries */
+	__u64 dns_nxdomain;		/* of the completed: NXDOMAIN answers (no failure) */
+	__u64 dns_timeouts;		/* of the failed: queries unanswered after dns_timeout */
+	__u64 dns_rcode_failed;		/* of the failed: SERVFAIL and REFUSED answers */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -215,6 +220,7 @@ struct dw_dep_cfg {
 	__u32 enforce;		/* DW_ENFORCE_* bits; 0: nothing */
 	__u32 multiplexed;	/* 1: calls timed on multiplexed connections count in the slow-call rate (multiplexed = judge) */
 	__u64 abort_after_ns;	/* abort a connection whose call is older than this; 0: never */
+	__u64 dns_timeout_ns;	/* a DNS query unanswered this long failed (reason timeout); 0: DW_DNS_TIMEOUT_DEFAULT_NS */
 };
 
 /*
@@ -370,6 +376,34 @@ struct dw_abandon_key {
 };
 
 /*
+ * DNS over UDP (issue 35, bpf/dnscall.bpf.h): each query outstanding, from
+ * its send until its answer or its dns_timeout, keyed by what its answer
+ * must repeat: the socket (its cookie), the resolver's address and port,
+ * the id and the question (bpf/dns.h's hash). A bounded hash: full, a query
+ * is not timed (dns_table_full).
+ */
+#define DW_DNS_QUERIES_DEFAULT 8192
+#define DW_DNS_TIMEOUT_DEFAULT_NS 5000000000ULL	/* glibc's: timeout:5 */
+#define DW_DNS_PORT_DEFAULT 53
+
+struct dw_dns_key {
+	__u64 cookie;		/* the client socket's cookie */
+	__u32 qhash;		/* the question (bpf/dns.h) */
+	__u16 id;
+	__u16 port;		/* the resolver's, host byte order */
+	__u8 addr[16];		/* the resolver's, IPv4 (and IPv4-mapped) in the first 4 bytes */
+};
+
+struct dw_dns_query {
+	__u64 start_ns;		/* the query's send (CLOCK_MONOTONIC) */
+	__u64 timeout_ns;	/* its dependency's dns_timeout */
+	__u32 slot;		/* the resolver's destination slot */
+	__u32 caller;		/* its caller row, 0: none */
+	__u32 pend;		/* its pending-table entry + 1, 0: none */
+	__u32 pad;
+};
+
+/*
  * The global counters of things that went wrong in the kernel side, the one
  * list of them: X(field, metric, help), in struct dw_global_stats's order
  * (an ABI: append only). field names the counter in status --json's
@@ -392,7 +426,16 @@ struct dw_abandon_key {
 	X(caller_map_full, caller_map_full,					\
 	  "Connections whose caller found no row left: their calls count for the destination only.") \
 	X(h2_state_full, h2_state_full,						\
-	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.")
+	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.") \
+	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35) */			\
+	X(dns_table_full, dns_table_full,					\
+	  "DNS queries not timed because the outstanding-query table was full.") \
+	X(dns_unread, dns_unread,						\
+	  "Datagrams on a DNS port that are no standard query or answer, or cut short, or whose question is longer than depwatch reads.") \
+	X(dns_unmatched, dns_unmatched,						\
+	  "DNS answers that matched no outstanding query (late, spoofed, from another address or port).") \
+	X(dns_retransmits, dns_retransmits,					\
+	  "DNS queries sent again with the same id and question on the same socket: one call, timed from the first.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

@@ -56,6 +56,9 @@ extern const size_t dw_nsyscalls_only;
 /* its two ways of destroying, each withheld on its own to test the other */
 #define HOOK_ABORT_KFUNC "bpf_sock_destroy"
 #define HOOK_ABORT_DIAG "sock_diag_destroy"
+/* DNS over UDP as calls (issue 35): the cgroup datagram hooks, and the sweep that times queries out */
+#define HOOK_DNS_EGRESS "cgroup_skb/egress"
+#define HOOK_DNS_INGRESS "cgroup_skb/ingress"
 
 struct dw_other_hook {
 	const char *name;

@@ -296,6 +296,100 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 		close(fd);
 }
 
+/*
+ * DNS over UDP (issue 35): the cgroup datagram programs on the same cgroup v2
+ * directory as enforcement (the root: every process), both or neither (a
+ * query whose answer is not seen would fail at its timeout). dns_ports
+ * starts as DW_DNS_PORT_DEFAULT; dw_bpf_dns_ports changes it.
+ */
+static void attach_dns(struct dw_bpf *b, const char *want)
+{
+	struct bpf_program *progs[2] = { b->skel->progs.dw_dns_egress, b->skel->progs.dw_dns_ingress };
+	static const char *const hooks[2] = { HOOK_DNS_EGRESS, HOOK_DNS_INGRESS };
+	const char *why = NULL;
+	char path[256], whybuf[sizeof(b->progs[0].why) - 8];
+	int fd = -1, err = 0;
+
+	if (want && *want)
+		snprintf(path, sizeof(path), "%s", want);
+	else
+		err = dw_cgroup2_mount(NULL, path, sizeof(path));
+	if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
+		snprintf(whybuf, sizeof(whybuf), "absent (--without): %s",
+			 dw_hook_loss(b->backend, HOOK_DNS_EGRESS, &(bool){ false }));
+		why = whybuf;
+	} else if (err || (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(whybuf, sizeof(whybuf), "no cgroup v2 directory %.200s: %s: DNS queries over UDP are not calls",
+			 err ? "mounted" : path, strerror(err ? -err : errno));
+		why = whybuf;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+		ps->name = bpf_program__name(progs[i]);
+		ps->hook = hooks[i];
+		if (why) {
+			snprintf(ps->why, sizeof(ps->why), "%s", why);
+			continue;
+		}
+		ps->link = bpf_program__attach_cgroup(progs[i], fd);
+		if (!ps->link) {
+			snprintf(ps->why, sizeof(ps->why), "attach to %.200s failed: %s: DNS queries over UDP are not calls",
+				 path, strerror(errno));
+			/* both or neither */
+			if (i == 1) {
+				struct dw_prog_status *first = ps - 1;
+
+				bpf_link__destroy(first->link);
+				first->link = NULL;
+				first->attached = false;
+				memcpy(first->why, ps->why, sizeof(first->why));
+			}
+			why = ps->why;
+			continue;
+		}
+		ps->attached = true;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!why) {
+		__u32 port = DW_DNS_PORT_DEFAULT;
+		__u8 on = 1;
+
+		bpf_map__update_elem(b->skel->maps.dns_ports, &port, sizeof(port), &on, sizeof(on), 0);
+	}
+}
+
+/* Whether DNS queries are calls: both datagram programs attached. */
+bool dw_bpf_dns_on(const struct dw_bpf *b)
+{
+	int n = 0;
+
+	for (int i = 0; i < b->nprogs; i++)
+		if (b->progs[i].attached && b->progs[i].hook &&
+		    (!strcmp(b->progs[i].hook, HOOK_DNS_EGRESS) || !strcmp(b->progs[i].hook, HOOK_DNS_INGRESS)))
+			n++;
+	return n == 2;
+}
+
+/*
+ * Once a poll: fails the DNS queries past their dns_timeout (the sweep, run
+ * in the kernel on this CPU by BPF_PROG_TEST_RUN; it is attached nowhere).
+ * Returns how many it failed, or a negative errno.
+ */
+int dw_bpf_dns_sweep(struct dw_bpf *b)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	int err;
+
+	if (!dw_bpf_dns_on(b))
+		return 0;
+	err = bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.dw_dns_sweep), &opts);
+	if (err)
+		return -errno;
+	return (int)b->skel->bss->dw_dns_swept;
+}
+
 /* iter/tcp adopts the connections open at start; it runs once, in dw_bpf_classify_existing. */
 static void note_adopt(struct dw_bpf *b)
 {
@@ -391,6 +485,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	}
 	if (!err) {
 		attach_enforce(b, opts->cgroup);
+		attach_dns(b, opts->cgroup);
 		note_adopt(b);
 		attach_abort(b);
 	}
