@@ -81,6 +81,8 @@ struct dw_dep_settings {
 	double max_ejected;
 	uint64_t eject_for_ns;
 	unsigned eject_probe_calls;
+	/* DNS over UDP (issue 35): a query unanswered this long failed, reason timeout */
+	uint64_t dns_timeout_ns;
 };
 
 struct dw_dep_config {

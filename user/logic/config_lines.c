@@ -34,6 +34,7 @@ const char dw_default_config[] =
 	"max_ejected = 50%       # at most this share of the destinations with calls is out at once\n"
 	"eject_for = 30s         # the first ejection's time; each next one twice as long, up to 8x\n"
 	"eject_probe_calls = 5   # calls let through and judged before an ejected one is back\n"
+	"dns_timeout = 5s        # a DNS query unanswered this long failed (reason timeout)\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
 /*

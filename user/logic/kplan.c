@@ -64,7 +64,7 @@ struct dw_dep_cfg dw_kplan_dep_cfg_of(const struct dw_dep_settings *s)
 {
 	return (struct dw_dep_cfg){ .slow_call_ns = s->slow_call_ns, .enforce = enforce_bits(s),
 				    .multiplexed = s->judge_multiplexed,
-				    .abort_after_ns = s->abort_after_ns };
+				    .abort_after_ns = s->abort_after_ns, .dns_timeout_ns = s->dns_timeout_ns };
 }
 
 struct dw_dep_cfg dw_kplan_dest_dep_cfg(const struct dw_config *cfg, const struct dw_dest_key *dest)
