@@ -27,6 +27,8 @@ struct dw_dep_figs {
 	/* HTTP/2 (doc/callmodel.md): calls on streams, h2c connections, those that lost step,
 	 * streams not timed (a connection's table full), of the failed those the client cancelled */
 	uint64_t streams, h2_conns, h2_desync, streams_untracked, cancelled;
+	/* DNS over UDP (issue 35): queries; of the completed NXDOMAIN; of the failed timeouts, SERVFAIL or REFUSED */
+	uint64_t dns_queries, dns_nxdomain, dns_timeouts, dns_rcode_failed;
 	/* completed calls' and successful connects' durations: summed, and by coarse bucket */
 	uint64_t call_ns_sum, connect_ns_sum;
 	uint64_t cum_call[DW_HIST_COARSE], cum_connect[DW_HIST_COARSE];
