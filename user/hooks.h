@@ -50,6 +50,9 @@ extern const size_t dw_nsyscalls_only;
 /* Hooks outside the tables above, by the names the start line gives them. */
 #define HOOK_CONNECT4 "cgroup/connect4"
 #define HOOK_CONNECT6 "cgroup/connect6"
+/* an unconnected UDP socket's sendmsg() to a resolver (issue 35) */
+#define HOOK_SENDMSG4 "cgroup/sendmsg4"
+#define HOOK_SENDMSG6 "cgroup/sendmsg6"
 #define HOOK_ADOPT "iter/tcp"
 /* the abort iterator (iter/tcp; bpf_sock_destroy, or sock_diag): enforce = abort, abort_after */
 #define HOOK_ABORT "sock_destroy"

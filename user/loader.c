@@ -124,6 +124,8 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 		return err;
 	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
+	bpf_program__set_autoload(b->skel->progs.dw_enforce_send4, enforce);
+	bpf_program__set_autoload(b->skel->progs.dw_enforce_send6, enforce);
 	decide_h2(b, h2);
 	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
@@ -255,9 +257,11 @@ static void attach_tracing(struct dw_bpf *b)
 /* Enforcement is optional: without it depwatch still watches, and the start line says why not. */
 static void attach_enforce(struct dw_bpf *b, const char *want)
 {
-	struct bpf_program *progs[2] = { b->skel->progs.dw_enforce4, b->skel->progs.dw_enforce6 };
-	static const char *const hooks[2] = { "cgroup/connect4", "cgroup/connect6" };
+	struct bpf_program *progs[4] = { b->skel->progs.dw_enforce4, b->skel->progs.dw_enforce6,
+					 b->skel->progs.dw_enforce_send4, b->skel->progs.dw_enforce_send6 };
+	static const char *const hooks[4] = { HOOK_CONNECT4, HOOK_CONNECT6, HOOK_SENDMSG4, HOOK_SENDMSG6 };
 	char path[256];
+	bool known;
 	int fd, err = 0;
 
 	if (want && *want)
@@ -265,7 +269,7 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 	else
 		err = dw_cgroup2_mount(NULL, path, sizeof(path));	/* /sys/fs/cgroup, or .../unified */
 	fd = err ? -1 : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 4; i++) {
 		struct dw_prog_status *ps = &b->progs[b->nprogs++];
 
 		ps->name = bpf_program__name(progs[i]);
@@ -276,7 +280,8 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 			continue;
 		}
 		if (dw_bpf_withheld(b, hooks[i])) {
-			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", dw_other_hooks[i].without);
+			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s",
+				 dw_hook_loss(b->backend, hooks[i], &known));
 			continue;
 		}
 		if (err || fd < 0) {

@@ -1,0 +1,175 @@
+"""DNS over UDP as calls (issue 35), against Debian's unbound in a network namespace of the test's
+own, with glibc's getaddrinfo and dig as clients: depwatch's calls are the queries unbound logged,
+its p50 is dig's own figure, SERVFAIL and REFUSED fail while NXDOMAIN is counted apart, a silent
+resolver is in flight at once, opens its breaker on the stall and fails its queries at dns_timeout,
+and with enforce = connect an open breaker on the first of two nameservers sends glibc to the
+second at once. One daemon serves every case; each case has its resolver (and dependency)."""
+
+import os
+import subprocess
+import time
+import unittest
+
+import harness
+from harness import dependency, median, start_configured
+from dnsnet import NET, UPSTREAM_ADDR, Lookups, Netns, SlowUpstream, Unbound, dig_times
+
+UPSTREAM = (UPSTREAM_ADDR, 5300)  # 5300: no DNS port, unbound's queries to it are not depwatch's calls
+SLOW_S = 0.050                    # the upstream's answer time: what dig and depwatch both time
+
+CONFIG = """[dependency dns_a]
+match = {net}.1:53
+dns_timeout = 2s
+[dependency dns_slow]
+match = {net}.2:53
+[dependency dns_silent]
+match = {net}.3:53
+slow_call = 300ms
+dns_timeout = 2s
+[dependency dns_first]
+match = {net}.4:53
+slow_call = 300ms
+dns_timeout = 2s
+enforce = connect
+open_for = 2s
+half_open_calls = 2
+[dependency dns_second]
+match = {net}.5:53
+""".format(net=NET)
+
+
+def have_tools():
+    return all(os.path.exists(p) for p in ("/usr/sbin/unbound", "/usr/bin/dig"))
+
+
+@unittest.skipUnless(have_tools(), "needs unbound and dig (scripts/deps.sh)")
+class DnsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._cleanups = []
+        try:
+            cls.ns = Netns([NET + ".1"])
+            cls._cleanups.append(cls.ns.close)
+            up = SlowUpstream(cls.ns, UPSTREAM[0], UPSTREAM[1], SLOW_S)
+            cls._cleanups.append(up.close)
+            cls.ub = {}
+            for i in (1, 2, 3, 4, 5):
+                u = Unbound(cls.ns, "%s.%d" % (NET, i), "%s@%d" % UPSTREAM)
+                cls._cleanups.append(u.close)
+                cls.ub[i] = u
+            cls.d = start_configured(cls._cleanups.append, CONFIG)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for fn in reversed(cls._cleanups):
+            try:
+                fn()
+            except Exception:
+                pass
+
+    def dep(self, name, st=None):
+        return dependency(st or self.d.status(), name)
+
+    def dest_row(self, st, addr):
+        rows = [r for r in st["destinations"] if r["dest"] == addr + ":53" and r["netns"] == self.ns.inode()]
+        return rows[0] if rows else None
+
+    # -- counts: calls are the queries unbound logged
+
+    def test_counts_match_the_resolver(self):
+        ub = self.ub[1]
+        self.ns.set_resolv([ub.addr], "timeout:2 attempts:1")
+        was_log, was = ub.queries(), self.dep("dns_a")
+        rows = Lookups(self.ns, "a.test", nthreads=2, count=50).wait()
+        self.assertEqual(len(rows), 100)
+        self.assertTrue(all(ok for _, _, ok in rows), "every lookup answered")
+        digs = dig_times(self.ns, ub.addr, ["a.test"] * 20)
+        self.assertEqual(len(digs), 20)
+        logged = ub.queries() - was_log
+        self.assertGreaterEqual(logged, 220, "unbound logged A and AAAA of each lookup and the digs")
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["dns_queries"] - was["dns_queries"] >= logged
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now = self.dep("dns_a", st)
+        queries = now["dns_queries"] - was["dns_queries"]
+        done = now["calls"] - was["calls"]
+        self.assertLessEqual(abs(queries - logged), logged * 0.01,
+                             "depwatch's queries %d, unbound logged %d" % (queries, logged))
+        self.assertLessEqual(abs(done - logged), logged * 0.01,
+                             "depwatch's answered calls %d, unbound logged %d" % (done, logged))
+        self.assertEqual(now["failed"] - was["failed"], 0)
+        self.assertEqual(now["dns_nxdomain"] - was["dns_nxdomain"], 0)
+        row = self.dest_row(st, ub.addr)
+        self.assertIsNotNone(row, "a destination row in the namespace's netns")
+        self.assertEqual(row["dependency"], "dns_a")
+        self.assertTrue(now["callers"], "callers by cgroup")
+
+    def test_p50_is_digs(self):
+        ub = self.ub[2]
+        names = ["q%d-%d.slow.example" % (os.getpid(), i) for i in range(40)]
+        times = dig_times(self.ns, ub.addr, names)
+        self.assertEqual(len(times), len(names))
+        st = self.d.wait_for(lambda s: self.dep("dns_slow", s)["calls"] >= len(names) + 1)
+        p50 = self.dep("dns_slow", st)["p50_ms"]
+        want = median(times)
+        self.assertGreaterEqual(want, SLOW_S * 1000 * 0.9, "dig timed the upstream's delay: %r" % times)
+        self.assertLessEqual(abs(p50 - want), want * 0.10, "depwatch p50 %.2f ms, dig's %.2f ms" % (p50, want))
+
+    # -- RCODEs: SERVFAIL and REFUSED fail, NXDOMAIN is counted apart
+
+    def test_rcodes(self):
+        ub = self.ub[1]
+        was = self.dep("dns_a")
+        for name, n in (("nx%d.test", 6), ("x%d.refused.test", 4), ("y%d.fail.example", 3)):
+            for i in range(n):
+                self.ns.run(["dig", "+tries=1", "+time=3", "@" + ub.addr, name % i], capture_output=True)
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["dns_queries"] - was["dns_queries"] >= 13
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now = self.dep("dns_a", st)
+        delta = {k: now[k] - was[k] for k in ("dns_queries", "calls", "failed", "dns_nxdomain",
+                                              "dns_rcode_failed", "dns_timeouts")}
+        self.assertEqual(delta, {"dns_queries": 13, "calls": 6, "failed": 7, "dns_nxdomain": 6,
+                                 "dns_rcode_failed": 7, "dns_timeouts": 0})
+
+    # -- a silent resolver: in flight at once, the breaker opens on the stall, queries fail at dns_timeout
+
+    def test_silent_resolver(self):
+        ub = self.ub[3]
+        self.ns.set_resolv([ub.addr], "timeout:2 attempts:1")
+        looks = Lookups(self.ns, "a.test", nthreads=4, count=100000, pause=0.02)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_silent", s)["calls"] >= 60, timeout=10)
+            was = self.dep("dns_silent")
+            self.assertEqual(was["breaker"], "closed")
+            ub.silence()
+            t0 = time.monotonic()
+            seen = {}
+            deadline = t0 + 4
+            while time.monotonic() < deadline and len(seen) < 3:
+                dep = self.dep("dns_silent")
+                t = time.monotonic() - t0
+                if "inflight" not in seen and dep["inflight"] >= 4:
+                    seen["inflight"] = t
+                if "open" not in seen and dep["breaker"] == "open":
+                    seen["open"] = t
+                if "timeout" not in seen and dep["dns_timeouts"] > was["dns_timeouts"]:
+                    seen["timeout"] = t
+                time.sleep(0.02)
+            self.assertIn("inflight", seen, "in flight while the resolver is silent: %r" % dep)
+            self.assertLess(seen["inflight"], 0.5, seen)
+            self.assertIn("open", seen, dep)
+            self.assertLess(seen["open"], 0.3 + 0.7, seen)
+            self.assertIn("timeout", seen, dep)
+            # failed at dns_timeout (2 s), counted at the next poll (250 ms) or so
+            self.assertGreaterEqual(seen["timeout"], 1.9, seen)
+            self.assertLess(seen["timeout"], 2.0 + 0.7, seen)
+            self.assertLess(seen["open"], seen["timeout"], "the breaker opened before any query timed out")
+        finally:
+            looks.stop()
+            ub.resume()
+
+
+if __name__ == "__main__":
+    unittest.main()
