@@ -170,6 +170,48 @@ class DnsTest(unittest.TestCase):
             looks.stop()
             ub.resume()
 
+    # -- enforcement: two nameservers, the first silent; enforce = connect sends glibc to the second at once
+
+    def test_enforce_skips_a_dead_first_nameserver(self):
+        first, second = self.ub[4], self.ub[5]
+        self.ns.set_resolv([first.addr, second.addr], "timeout:2 attempts:1")
+        looks = Lookups(self.ns, "a.test", nthreads=2, count=100000, pause=0.05)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_first", s)["calls"] >= 40, timeout=10)
+            first.silence()
+            t_silent = time.monotonic()
+            st = self.d.wait_for(lambda s: self.dep("dns_first", s)["breaker"] == "open", timeout=5)
+            self.assertEqual(self.dep("dns_first", st)["breaker"], "open", self.dep("dns_first", st))
+            t_open = time.monotonic()
+            # lookups started once it was open: the first nameserver's connect() is refused at once
+            deadline = t_open + 6
+            while time.monotonic() < deadline and len([r for r in looks.rows if r[0] > t_open + 0.05]) < 20:
+                time.sleep(0.05)
+            before = [r[1] for r in looks.rows if t_silent <= r[0] < t_open - 0.05]
+            after = [r[1] for r in looks.rows if r[0] > t_open + 0.05]
+            self.assertGreaterEqual(len(after), 20, "lookups once open: %r" % after)
+            self.assertTrue(all(r[2] for r in looks.rows if r[0] > t_open + 0.05), "answered by the second")
+            p50_before = median(before) if before else None
+            p50_after = median(after)
+            print("\n  dns enforce: lookup p50 %s s with the first nameserver silent, %.4f s once its breaker"
+                  " is open (%d and %d lookups)" % ("%.3f" % p50_before if before else "-", p50_after,
+                                                    len(before), len(after)))
+            if before:
+                self.assertGreaterEqual(p50_before, 1.9, "glibc waited its timeout before the open")
+            self.assertLess(p50_after, 0.100)
+            st = self.d.status()
+            self.assertGreater(self.dep("dns_first", st)["rejected"], 0, "the refused connects are counted")
+            # the first answers again: half_open's probes get through and it closes by itself
+            first.resume()
+            st = self.d.wait_for(lambda s: self.dep("dns_first", s)["breaker"] == "closed", timeout=12)
+            self.assertEqual(self.dep("dns_first", st)["breaker"], "closed", self.dep("dns_first", st))
+            was = self.dep("dns_first", st)["calls"]
+            st = self.d.wait_for(lambda s: self.dep("dns_first", s)["calls"] >= was + 10)
+            self.assertGreaterEqual(self.dep("dns_first", st)["calls"], was + 10, "the first is asked again")
+        finally:
+            looks.stop()
+            first.resume()
+
 
 if __name__ == "__main__":
     unittest.main()
