@@ -36,16 +36,36 @@ struct dns_dgram {
 	__u32 len;		/* the message's length */
 };
 
+/*
+ * len bytes at off: straight from the packet when its linear part holds
+ * them (no helper call: what every datagram and TCP segment pays), else
+ * through bpf_skb_load_bytes. 0 on success.
+ */
+#define dns_hdr(skb, off, dst)								\
+	({										\
+		void *data_ = (void *)(long)(skb)->data;				\
+		void *end_ = (void *)(long)(skb)->data_end;				\
+		int err_ = 0;								\
+		if (data_ + (off) + sizeof(*(dst)) <= end_)				\
+			__builtin_memcpy((dst), data_ + (off), sizeof(*(dst)));		\
+		else									\
+			err_ = bpf_skb_load_bytes((skb), (off), (dst), sizeof(*(dst)));	\
+		err_;									\
+	})
+
+/* Outstanding queries (inserted, not yet deleted): the daemon skips the sweep at 0. */
+__u32 dw_dns_live __weak;
+
 /* The UDP header's port on the resolver's side, if it is a DNS port: the whole cost for other UDP. */
 static __always_inline int dns_udp(struct __sk_buff *skb, __u32 l4, bool egress, struct dns_dgram *d)
 {
-	__u16 udp[4];
+	struct { __u16 v[4]; } udp;
 	__u32 port;
 	__u8 *on;
 
-	if (bpf_skb_load_bytes(skb, l4, udp, sizeof(udp)))
+	if (l4 > 60 || dns_hdr(skb, l4, &udp))
 		return 0;
-	port = bpf_ntohs(egress ? udp[1] : udp[0]);
+	port = bpf_ntohs(egress ? udp.v[1] : udp.v[0]);
 	on = bpf_map_lookup_elem(&dns_ports, &port);
 	if (!on || !*on)
 		return 0;
@@ -63,7 +83,7 @@ static __always_inline int dns_dgram_of(struct __sk_buff *skb, bool egress, stru
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		struct { __u8 vihl, tos; __u16 len, id, frag; __u8 ttl, proto; __u16 csum; __u32 saddr, daddr; } ip;
 
-		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)) || ip.proto != IPPROTO_UDP ||
+		if (dns_hdr(skb, 0, &ip) || ip.proto != IPPROTO_UDP ||
 		    (ip.frag & bpf_htons(0x3fff)))
 			return 0;
 		if (!dns_udp(skb, (ip.vihl & 0xf) * 4, egress, d))
@@ -75,7 +95,7 @@ static __always_inline int dns_dgram_of(struct __sk_buff *skb, bool egress, stru
 	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		struct { __u32 vtf; __u16 plen; __u8 next, hop; __u32 saddr[4], daddr[4]; } ip6;
 
-		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)) || ip6.next != IPPROTO_UDP)
+		if (dns_hdr(skb, 0, &ip6) || ip6.next != IPPROTO_UDP)
 			return 0;
 		if (!dns_udp(skb, sizeof(ip6), egress, d))
 			return 0;
@@ -168,6 +188,7 @@ static __always_inline void dns_query(struct __sk_buff *skb, struct dns_dgram *d
 			pend_release(q.pend);
 		return;
 	}
+	__sync_fetch_and_add(&dw_dns_live, 1);
 	e = pend_entry(q.pend);
 	if (e) {
 		e->connect_start_ns = 0;
@@ -192,6 +213,7 @@ static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end h
 	struct dw_dest_stats *st;
 	struct dw_conn c;
 
+	__sync_fetch_and_sub(&dw_dns_live, 1);
 	if (q->pend)
 		pend_release(q->pend);
 	dns_conn(&c, q->slot, q->caller);

@@ -387,7 +387,8 @@ int dw_bpf_dns_sweep(struct dw_bpf *b)
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 	int err;
 
-	if (!dw_bpf_dns_on(b))
+	/* nothing outstanding, nothing to sweep (the count is the kernel's, read in place) */
+	if (!dw_bpf_dns_on(b) || !*(volatile __u32 *)&b->skel->bss->dw_dns_live)
 		return 0;
 	err = bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.dw_dns_sweep), &opts);
 	if (err)

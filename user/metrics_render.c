@@ -161,6 +161,7 @@ static const struct simple {
 	const char *name, *type, *help;
 	size_t off;
 	enum val v;
+	bool dns;	/* series only for dependencies that had DNS queries (issue 35): the page stays small */
 } simples[] = {
 	{ "depwatch_calls_total", "counter",
 	  "Calls (request/response exchanges) to the dependency that ended, answered or failed.",
@@ -225,16 +226,16 @@ static const struct simple {
 	/* DNS over UDP (issue 35) */
 	{ "depwatch_dns_queries_total", "counter",
 	  "DNS queries over UDP to the dependency: each one a call.",
-	  offsetof(struct fig, f.dns_queries), U64 },
+	  offsetof(struct fig, f.dns_queries), U64, true },
 	{ "depwatch_dns_nxdomain_total", "counter",
 	  "Of the completed DNS queries, NXDOMAIN answers (no failure).",
-	  offsetof(struct fig, f.dns_nxdomain), U64 },
+	  offsetof(struct fig, f.dns_nxdomain), U64, true },
 	{ "depwatch_dns_timeouts_total", "counter",
 	  "Of the failed calls, DNS queries unanswered after the dependency's dns_timeout.",
-	  offsetof(struct fig, f.dns_timeouts), U64 },
+	  offsetof(struct fig, f.dns_timeouts), U64, true },
 	{ "depwatch_dns_rcode_failed_total", "counter",
 	  "Of the failed calls, DNS queries answered SERVFAIL or REFUSED.",
-	  offsetof(struct fig, f.dns_rcode_failed), U64 },
+	  offsetof(struct fig, f.dns_rcode_failed), U64, true },
 	{ "depwatch_call_rate", "gauge",
 	  "Calls started per second, averaged over about 2 s.",
 	  offsetof(struct fig, call_rate), DBL },
@@ -252,6 +253,8 @@ static void simple_family(struct dw_buf *o, const struct simple *s, const struct
 	for (size_t i = 0; i < n; i++) {
 		const char *p = (const char *)&figs[i] + s->off;
 
+		if (s->dns && !figs[i].f.dns_queries)
+			continue;
 		series(o, s->name, len, &figs[i], NULL);
 		if (s->v == U64)
 			put_u64(o, *(const uint64_t *)p);
