@@ -126,6 +126,12 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce_send4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce_send6, enforce);
+	if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
+		/* --without either: not even loaded (nor verified) */
+		bpf_program__set_autoload(b->skel->progs.dw_dns_egress, false);
+		bpf_program__set_autoload(b->skel->progs.dw_dns_ingress, false);
+		bpf_program__set_autoload(b->skel->progs.dw_dns_sweep, false);
+	}
 	decide_h2(b, h2);
 	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
