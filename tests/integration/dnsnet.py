@@ -93,13 +93,16 @@ class Netns:
 class Unbound:
     """unbound -d in the namespace on addr:53, logging every query it receives."""
 
-    def __init__(self, ns, addr, upstream):
+    def __init__(self, ns, addr, upstream, v6=None):
         self.ns, self.addr = ns, addr
         self.dir = tempfile.mkdtemp(prefix="dwdns-ub-")
         self.log = os.path.join(self.dir, "unbound.log")
         conf = os.path.join(self.dir, "unbound.conf")
+        text = UNBOUND_CONF.format(addr=addr, log=self.log, dir=self.dir, net=NET, upstream=upstream)
+        if v6:
+            text = text.replace("  port: 53\n", "  port: 53\n  interface: %s\n" % v6)
         with open(conf, "w") as f:
-            f.write(UNBOUND_CONF.format(addr=addr, log=self.log, dir=self.dir, net=NET, upstream=upstream))
+            f.write(text)
         # ip netns exec execs unbound: the pid is unbound's (SIGSTOP makes it silent)
         self.proc = ns.popen(["unbound", "-d", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
@@ -117,7 +120,8 @@ class Unbound:
         """Queries unbound logged ("info: CLIENT NAME TYPE IN"): its own count of what it received."""
         try:
             with open(self.log) as f:
-                return sum(1 for line in f if " info: 127." in line and line.rstrip().endswith(" IN"))
+                return sum(1 for line in f if (" info: 127." in line or " info: ::1 " in line)
+                           and line.rstrip().endswith(" IN"))
         except FileNotFoundError:
             return 0
 
@@ -225,6 +229,49 @@ class Lookups:
         self.proc.wait()
         self._t.join(5)
         return self.rows
+
+
+# Datagrams sent as the test says, from inside the namespace: a JSON list of [addr, port, hex, connect,
+# wait] on stdin; each one on a socket of its own (connect: connect()ed first), kept open for wait s
+# reading what comes (an answer must find its socket); prints, per datagram, "ok" or the errno name
+# of the first call that failed.
+SENDER = r'''
+import errno, json, socket, sys
+import time
+for addr, port, hexmsg, conn, wait in json.load(sys.stdin):
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        if conn:
+            s.connect((addr, port))
+            s.send(bytes.fromhex(hexmsg))
+        else:
+            s.sendto(bytes.fromhex(hexmsg), (addr, port))
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            s.settimeout(max(0.001, end - time.monotonic()))
+            try:
+                s.recv(4096)
+            except socket.timeout:
+                break
+        print("ok", flush=True)
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+    s.close()
+'''
+
+
+def send_datagrams(ns, items):
+    r = ns.run(["/usr/bin/python3", "-c", SENDER], input=json.dumps(items), capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def query(qid, name, qtype=1):
+    """A DNS query (RD set) for name as bytes."""
+    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for label in name.rstrip(".").split("."):
+        q += bytes([len(label)]) + label.encode()
+    return q + b"\0" + struct.pack("!HH", qtype, 1)
 
 
 def dig_times(ns, server, names):

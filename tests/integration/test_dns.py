@@ -12,7 +12,10 @@ import unittest
 
 import harness
 from harness import dependency, median, start_configured
-from dnsnet import NET, UPSTREAM_ADDR, Lookups, Netns, SlowUpstream, Unbound, dig_times
+import subprocess as sp
+
+from harness import DEPWATCH
+from dnsnet import NET, UPSTREAM_ADDR, Lookups, Netns, SlowUpstream, Unbound, dig_times, query, send_datagrams
 
 UPSTREAM = (UPSTREAM_ADDR, 5300)  # 5300: no DNS port, unbound's queries to it are not depwatch's calls
 SLOW_S = 0.050                    # the upstream's answer time: what dig and depwatch both time
@@ -35,7 +38,33 @@ open_for = 2s
 half_open_calls = 2
 [dependency dns_second]
 match = {net}.5:53
+[dependency dns_bad]
+match = {net}.6:53
+dns_timeout = 1s
+[dependency dns_flood]
+match = {net}.7:53
+dns_timeout = 1s
 """.format(net=NET)
+
+# A resolver that answers every query wrongly (on NET.6:53): the wrong id, another question, a
+# message cut short, and the right answer from another port; never the right one.
+LIAR = r'''
+import socket, sys
+addr = sys.argv[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((addr, 53))
+other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+other.bind((addr, 5353))
+print("ready", flush=True)
+while True:
+    q, peer = s.recvfrom(4096)
+    ans = q[:2] + bytes([0x81, 0x80]) + q[4:]
+    s.sendto(bytes([q[0] ^ 0x55, q[1]]) + ans[2:], peer)            # another id
+    s.sendto(ans[:13] + bytes([ans[13] ^ 0x20 ^ 0x01]) + ans[14:], peer)  # another name
+    s.sendto(ans[:10], peer)                                          # cut short
+    other.sendto(ans, peer)                                           # from port 5353
+'''
+
 
 
 def have_tools():
@@ -54,9 +83,12 @@ class DnsTest(unittest.TestCase):
             cls._cleanups.append(up.close)
             cls.ub = {}
             for i in (1, 2, 3, 4, 5):
-                u = Unbound(cls.ns, "%s.%d" % (NET, i), "%s@%d" % UPSTREAM)
+                u = Unbound(cls.ns, "%s.%d" % (NET, i), "%s@%d" % UPSTREAM, v6="::1" if i == 1 else None)
                 cls._cleanups.append(u.close)
                 cls.ub[i] = u
+            liar = cls.ns.popen(["/usr/bin/python3", "-c", LIAR, NET + ".6"], stdout=sp.PIPE, text=True)
+            cls._cleanups.append(lambda: (liar.kill(), liar.wait()))
+            assert liar.stdout.readline().strip() == "ready"
             cls.d = start_configured(cls._cleanups.append, CONFIG)
         except BaseException:
             cls.tearDownClass()
@@ -105,6 +137,67 @@ class DnsTest(unittest.TestCase):
         self.assertIsNotNone(row, "a destination row in the namespace's netns")
         self.assertEqual(row["dependency"], "dns_a")
         self.assertTrue(now["callers"], "callers by cgroup")
+
+    def test_ipv6_and_unconnected_sockets(self):
+        ub = self.ub[1]
+        was = self.dep("dns_a")
+        for i in range(5):
+            r = self.ns.run(["dig", "-6", "+tries=1", "+time=3", "@::1", "a.test", "AAAA"], capture_output=True, text=True)
+            self.assertIn("status: NOERROR", r.stdout)
+        self.assertEqual(send_datagrams(self.ns, [[ub.addr, 53, query(0x4242 + i, "a.test").hex(), False, 0.3]
+                                                  for i in range(3)]), ["ok"] * 3)
+        st = self.d.wait_for(lambda s: (self.dest_row(s, "[::1]") or {}).get("calls", 0) >= 5
+                             and self.dep("dns_a", s)["dns_queries"] >= was["dns_queries"] + 3
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        row = self.dest_row(st, "[::1]")
+        self.assertIsNotNone(row, "IPv6 resolver row")
+        self.assertEqual(row["calls"], 5)
+        self.assertEqual(row["dns_queries"], 5)
+        now = self.dep("dns_a", st)
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 3, "unconnected sendto() queries")
+        self.assertEqual(now["calls"] - was["calls"], 3)
+
+    def test_bad_input_invents_no_call(self):
+        was, k0 = self.dep("dns_bad"), self.d.status()["kernel"]
+        # five queries on one connected socket: the liar answers each four ways, none of them right
+        items = [[NET + ".6", 53, query(0x1000 + i, "b%d.test" % i).hex(), True, 0.3] for i in range(5)]
+        self.assertEqual(send_datagrams(self.ns, items), ["ok"] * 5)
+        st = self.d.wait_for(lambda s: self.dep("dns_bad", s)["dns_timeouts"] - was["dns_timeouts"] >= 5, timeout=4)
+        now, k = self.dep("dns_bad", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 5)
+        self.assertEqual(now["calls"] - was["calls"], 0, "no answer matched: no call completed")
+        self.assertEqual(now["failed"] - was["failed"], 5)
+        self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], 5)
+        self.assertGreaterEqual(k["dns_unmatched"] - k0["dns_unmatched"], 10, "another id, another name")
+        self.assertGreaterEqual(k["dns_unread"] - k0["dns_unread"], 5, "cut short")
+        # a flood of queries nobody answers, on sockets of their own: the table stays bounded, counted when full
+        was = self.dep("dns_flood", st)
+        flood = 9000
+        items = [[NET + ".7", 53, query(i & 0xffff, "f%d.test" % i).hex(), False, 0] for i in range(flood)]
+        send_datagrams(self.ns, items)
+        st = self.d.wait_for(lambda s: s["kernel"]["dns_table_full"] > k["dns_table_full"]
+                             and self.dep("dns_flood", s)["inflight"] == 0, timeout=6)
+        now, k2 = self.dep("dns_flood", st), st["kernel"]
+        self.assertGreater(k2["dns_table_full"], k["dns_table_full"])
+        started = now["dns_queries"] - was["dns_queries"]
+        # (the sweep may free the first ones while the flood is still being sent: started may pass 8192)
+        self.assertEqual(started + (k2["dns_table_full"] - k["dns_table_full"]), flood, "each query timed or counted")
+        self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], started)
+        self.assertEqual(now["inflight"], 0)
+
+    def test_enforce_refuses_connect_and_sendmsg(self):
+        first = self.ub[4]
+        r = sp.run([DEPWATCH, "breaker", "open", "dns_first", "--run-dir", self.d.run_dir], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_first", s)["breaker"] == "open")
+            q = query(0x7777, "a.test").hex()
+            said = send_datagrams(self.ns, [[first.addr, 53, q, True, 0], [first.addr, 53, q, False, 0],
+                                            [NET + ".5", 53, q, True, 0.3]])
+            self.assertEqual(said, ["ECONNREFUSED", "ECONNREFUSED", "ok"],
+                             "connect() and sendto() to the open resolver refused, the other let through")
+        finally:
+            sp.run([DEPWATCH, "breaker", "auto", "dns_first", "--run-dir", self.d.run_dir], capture_output=True)
 
     def test_p50_is_digs(self):
         ub = self.ub[2]
