@@ -86,7 +86,7 @@ static __always_inline int dns_dgram_of(struct __sk_buff *skb, bool egress, stru
 		if (dns_hdr(skb, 0, &ip) || ip.proto != IPPROTO_UDP ||
 		    (ip.frag & bpf_htons(0x3fff)))
 			return 0;
-		if (!dns_udp(skb, (ip.vihl & 0xf) * 4, egress, d))
+		if ((ip.vihl & 0xf) < 5 || !dns_udp(skb, (ip.vihl & 0xf) * 4, egress, d))
 			return 0;
 		d->peer.family = AF_INET;
 		addr[0] = egress ? ip.daddr : ip.saddr;
