@@ -21,6 +21,34 @@
 
 #include "depwatch.h"
 
+/*
+ * DNS over UDP (issue 35, bpf/dnscall.bpf.h): each query outstanding, from
+ * its send until its answer or its dns_timeout, keyed by what its answer
+ * must repeat: the socket (its cookie), the resolver's address and port,
+ * the id and the question (bpf/dns.h's hash). A bounded hash: full, a query
+ * is not timed (dns_table_full).
+ */
+#define DW_DNS_QUERIES_DEFAULT 8192
+#define DW_DNS_TIMEOUT_DEFAULT_NS 5000000000ULL	/* glibc's: timeout:5 */
+#define DW_DNS_PORT_DEFAULT 53
+
+struct dw_dns_key {
+	__u64 cookie;		/* the client socket's cookie */
+	__u32 qhash;		/* the question (bpf/dns.h) */
+	__u16 id;
+	__u16 port;		/* the resolver's, host byte order */
+	__u8 addr[16];		/* the resolver's, IPv4 (and IPv4-mapped) in the first 4 bytes */
+};
+
+struct dw_dns_query {
+	__u64 start_ns;		/* the query's send (CLOCK_MONOTONIC) */
+	__u64 timeout_ns;	/* its dependency's dns_timeout */
+	__u32 slot;		/* the resolver's destination slot */
+	__u32 caller;		/* its caller row, 0: none */
+	__u32 pend;		/* its pending-table entry + 1, 0: none */
+	__u32 pad;
+};
+
 #define DW_DNS_HDR 12
 /* bytes of a message read: the header and a question whose name is at most 110 bytes on the wire */
 #define DW_DNS_WINDOW 128

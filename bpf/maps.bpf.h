@@ -14,6 +14,7 @@
 
 #include "depwatch.h"
 #include "h2.h"
+#include "dns.h"
 
 /* Per-connection state. SK_STORAGE: freed with the socket, never evicted. */
 struct {

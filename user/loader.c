@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "depwatch.skel.h"
+#include "dns.h"
 #include "cgroups.h"
 #include "hooks.h"
 #include "loader.h"
