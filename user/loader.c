@@ -127,7 +127,7 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce_send4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce_send6, enforce);
-	if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
+	if (b->dns_refused || dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
 		/* --without either: not even loaded (nor verified) */
 		bpf_program__set_autoload(b->skel->progs.dw_dns_egress, false);
 		bpf_program__set_autoload(b->skel->progs.dw_dns_ingress, false);
@@ -163,6 +163,14 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 		depwatch_bpf__destroy(b->skel);
 		h2 = false;
 		err = load_skeleton(b, backend, true, true, false, &refused);
+	}
+	/* DNS (issue 35) next: a kernel that refuses its programs still gets everything else */
+	if (refused) {
+		dw_warn("the kernel refused the BPF object with the DNS programs (%s); loading it without them",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		b->dns_refused = true;
+		err = load_skeleton(b, backend, true, true, h2, &refused);
 	}
 	if (refused && !b->abort_why[0]) {
 		dw_warn("the kernel refused the BPF object with the abort iterator (%s); loading it without it",
@@ -326,7 +334,10 @@ static void attach_dns(struct dw_bpf *b, const char *want)
 		snprintf(path, sizeof(path), "%s", want);
 	else
 		err = dw_cgroup2_mount(NULL, path, sizeof(path));
-	if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
+	if (b->dns_refused) {
+		snprintf(whybuf, sizeof(whybuf), "the kernel refused the program: DNS queries over UDP are not calls");
+		why = whybuf;
+	} else if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
 		snprintf(whybuf, sizeof(whybuf), "absent (--without): %s",
 			 dw_hook_loss(b->backend, HOOK_DNS_EGRESS, &(bool){ false }));
 		why = whybuf;
