@@ -261,6 +261,21 @@ for addr, port, hexmsg, conn, wait in json.load(sys.stdin):
 '''
 
 
+# Queries as fast as one unconnected socket sends them: a JSON list of [addr, port, hex] on stdin.
+FLOODER = r'''
+import json, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for addr, port, hexmsg in json.load(sys.stdin):
+    s.sendto(bytes.fromhex(hexmsg), (addr, port))
+print("sent", flush=True)
+'''
+
+
+def flood(ns, items):
+    r = ns.run(["/usr/bin/python3", "-c", FLOODER], input=json.dumps(items), capture_output=True, text=True)
+    return r.stdout.split()
+
+
 def send_datagrams(ns, items):
     r = ns.run(["/usr/bin/python3", "-c", SENDER], input=json.dumps(items), capture_output=True, text=True)
     return r.stdout.split()

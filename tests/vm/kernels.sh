@@ -75,7 +75,7 @@ SUBSET=(
 	"20 test_eject.EjectTest.test_max_ejected_two_slow_of_three"
 	"15 test_eject.EjectTest.test_manual_eject_and_return"
 	"10 test_eject.EjectTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
-	"60 test_dns."
+	"130 test_dns."
 )
 
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1
