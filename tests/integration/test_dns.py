@@ -127,6 +127,8 @@ class DnsTest(unittest.TestCase):
         now = self.dep("dns_a", st)
         queries = now["dns_queries"] - was["dns_queries"]
         done = now["calls"] - was["calls"]
+        print("\n  dns counts: unbound logged %d queries; depwatch %d queries, %d answered calls"
+              % (logged, queries, done))
         self.assertLessEqual(abs(queries - logged), logged * 0.01,
                              "depwatch's queries %d, unbound logged %d" % (queries, logged))
         self.assertLessEqual(abs(done - logged), logged * 0.01,
@@ -207,6 +209,7 @@ class DnsTest(unittest.TestCase):
         st = self.d.wait_for(lambda s: self.dep("dns_slow", s)["calls"] >= len(names) + 1)
         p50 = self.dep("dns_slow", st)["p50_ms"]
         want = median(times)
+        print("\n  dns p50: dig's own %.1f ms (median of %d), depwatch %.2f ms" % (want, len(times), p50))
         self.assertGreaterEqual(want, SLOW_S * 1000 * 0.9, "dig timed the upstream's delay: %r" % times)
         self.assertLessEqual(abs(p50 - want), want * 0.10, "depwatch p50 %.2f ms, dig's %.2f ms" % (p50, want))
 
