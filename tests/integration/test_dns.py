@@ -201,6 +201,9 @@ class DnsTest(unittest.TestCase):
         finally:
             sp.run([DEPWATCH, "breaker", "auto", "dns_first", "--run-dir", self.d.run_dir], capture_output=True)
 
+    # Under TCG (the kernel stage) dig's own figure carries the emulated dig (75 ms against the
+    # 50 ms the upstream waits, depwatch 66 ms, on 6.1): a measure of the emulation, not of the calls.
+    @unittest.skipIf(harness.EMULATED, "dig's own figure under emulation is mostly the emulated dig")
     def test_p50_is_digs(self):
         ub = self.ub[2]
         names = ["q%d-%d.slow.example" % (os.getpid(), i) for i in range(40)]
