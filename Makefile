@@ -269,6 +269,12 @@ $(OUT)/pingpong: bench/pingpong.c | $(OUT)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@
 
+# UDP round trips (issue 35): a ping-pong on a port that is no DNS port, or queries to a resolver.
+# Not in make bench: bench/dns.py runs it, bench/RESULTS.md says how.
+$(OUT)/udpping: bench/udpping.c | $(OUT)
+	$(call msg,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS) -O2 -pthread $< -o $@
+
 # A unix socket pair's 1-byte write and read in a loop (issue 23): what the receive-copy hook
 # costs reads depwatch does not watch. Not in make bench: bench/RESULTS.md says how it was run.
 $(OUT)/copyloop: bench/copyloop.c | $(OUT)

@@ -159,6 +159,11 @@ struct dw_dest_stats {
 	__u64 answers_unknown;		/* answers of an HTTP/1 connection whose status could not be read (a short or missed read) */
 	__u64 answers_bad;		/* of those, bytes that start like a status line and break its grammar */
 	__u64 calls_failed_status;	/* of the failed: their answer's status is a failure (failure_status) */
+	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35): a query is a call */
+	__u64 calls_dns;		/* of the started: DNS queries */
+	__u64 dns_nxdomain;		/* of the completed: NXDOMAIN answers (no failure) */
+	__u64 dns_timeouts;		/* of the failed: queries unanswered after dns_timeout */
+	__u64 dns_rcode_failed;		/* of the failed: SERVFAIL and REFUSED answers */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at
@@ -229,6 +234,7 @@ struct dw_dep_cfg {
 	__u32 multiplexed;	/* 1: calls timed on multiplexed connections count in the slow-call rate (multiplexed = judge) */
 	__u64 abort_after_ns;	/* abort a connection whose call is older than this; 0: never */
 	__u64 fail_status[8];	/* failure_status: bit (status - 100) set, the answer fails its call (bpf/http1.h) */
+	__u64 dns_timeout_ns;	/* a DNS query unanswered this long failed (reason timeout); 0: DW_DNS_TIMEOUT_DEFAULT_NS */
 };
 
 /*
@@ -406,7 +412,16 @@ struct dw_abandon_key {
 	X(caller_map_full, caller_map_full,					\
 	  "Connections whose caller found no row left: their calls count for the destination only.") \
 	X(h2_state_full, h2_state_full,						\
-	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.")
+	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.") \
+	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35) */			\
+	X(dns_table_full, dns_table_full,					\
+	  "DNS queries not timed because the outstanding-query table was full.") \
+	X(dns_unread, dns_unread,						\
+	  "Datagrams on a DNS port that are no standard query or answer, or cut short, or whose question is longer than depwatch reads.") \
+	X(dns_unmatched, dns_unmatched,						\
+	  "DNS answers that matched no outstanding query (late, spoofed, from another address or port).") \
+	X(dns_retransmits, dns_retransmits,					\
+	  "DNS queries sent again with the same id and question on the same socket: one call, timed from the first.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

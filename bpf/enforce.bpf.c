@@ -18,6 +18,15 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SOCK_STREAM 1
+#define SOCK_DGRAM 2
+#define IPPROTO_UDP 17
+
+static __always_inline bool dns_port_on(__u32 port)
+{
+	__u8 *on = bpf_map_lookup_elem(&dns_ports, &port);
+
+	return on && *on;
+}
 #define CGROUP_ALLOW 1
 #define CGROUP_REJECT 0
 
@@ -95,9 +104,16 @@ static __always_inline int dw_enforce_connect(struct bpf_sock_addr *ctx, int fam
 	struct dw_dest_key dest;
 	enum verdict v;
 
-	if (ctx->type != SOCK_STREAM || ctx->protocol != IPPROTO_TCP)
+	if (ctx->type == SOCK_STREAM && ctx->protocol == IPPROTO_TCP) {
+		dest_of_connect(ctx, family, &dest);
+	} else if (ctx->type == SOCK_DGRAM && ctx->protocol == IPPROTO_UDP) {
+		/* a resolver (issue 35): glibc connects its UDP socket, others sendmsg() to it */
+		dest_of_connect(ctx, family, &dest);
+		if (!dns_port_on(dest.port))
+			return CGROUP_ALLOW;
+	} else {
 		return CGROUP_ALLOW;
-	dest_of_connect(ctx, family, &dest);
+	}
 	key.dep_id = dep_of(&dest);
 	cfg = bpf_map_lookup_elem(&dep_cfg, &key.dep_id);
 	if (!cfg || !(cfg->enforce & DW_ENFORCE_CONNECT))
@@ -125,6 +141,19 @@ int dw_enforce4(struct bpf_sock_addr *ctx)
 
 SEC("cgroup/connect6")
 int dw_enforce6(struct bpf_sock_addr *ctx)
+{
+	return dw_enforce_connect(ctx, AF_INET6);
+}
+
+/* An unconnected UDP socket's sendmsg() to a resolver (issue 35): refused as its connect() would be. */
+SEC("cgroup/sendmsg4")
+int dw_enforce_send4(struct bpf_sock_addr *ctx)
+{
+	return dw_enforce_connect(ctx, AF_INET);
+}
+
+SEC("cgroup/sendmsg6")
+int dw_enforce_send6(struct bpf_sock_addr *ctx)
 {
 	return dw_enforce_connect(ctx, AF_INET6);
 }

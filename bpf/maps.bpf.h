@@ -14,6 +14,7 @@
 
 #include "depwatch.h"
 #include "h2.h"
+#include "dns.h"
 
 /* Per-connection state. SK_STORAGE: freed with the socket, never evicted. */
 struct {
@@ -322,5 +323,21 @@ __u32 dw_h2_pending __weak;
  * every connection keeps today's model.
  */
 const volatile __u32 dw_h2_enabled __weak = 1;
+
+/* DNS over UDP (issue 35, bpf/dnscall.bpf.h): the queries outstanding; their ports */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DW_DNS_QUERIES_DEFAULT);
+	__type(key, struct dw_dns_key);
+	__type(value, struct dw_dns_query);
+} dns_queries SEC(".maps") __weak;
+
+/* 1 at the ports DNS is read on (dns_ports, by default 53); written by user space */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} dns_ports SEC(".maps") __weak;
 
 #endif /* DEPWATCH_MAPS_BPF_H */

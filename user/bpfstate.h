@@ -61,6 +61,7 @@ struct dw_bpf {
 	struct dw_mapped caller_rows;	/* caller_cpu_rows: a caller row's ncpus struct dw_caller_cpu_row */
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
 	char h2_why[128];	/* why no connection is walked as HTTP/2 ("": they are) */
+	bool dns_refused;	/* the kernel refused the DNS programs (issue 35): loaded without them */
 	bool keep_pinned;
 	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */

@@ -455,7 +455,11 @@ static void arm_fast(struct daemon *d)
 
 static void poll_once(struct daemon *d)
 {
-	int err = dw_collect_poll(&d->coll, &d->bpf);
+	int err = dw_bpf_dns_sweep(&d->bpf);	/* DNS queries past their timeout fail before the figures are read */
+
+	if (err < 0)
+		dw_err("the DNS timeout sweep failed: %s", strerror(-err));
+	err = dw_collect_poll(&d->coll, &d->bpf);
 
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));

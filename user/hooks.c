@@ -69,11 +69,16 @@ const struct dw_other_hook dw_other_hooks[] = {
 	{ HOOK_ABORT, "enforce = abort falls back to connect, abort_after aborts nothing" },
 	{ HOOK_ABORT_KFUNC, "connections are aborted through sock_diag's SOCK_DESTROY instead (the daemon keeps CAP_NET_ADMIN)" },
 	{ HOOK_ABORT_DIAG, "without bpf_sock_destroy too, enforce = abort falls back to connect" },
+	{ HOOK_SENDMSG4, "IPv4 DNS queries sent on unconnected UDP sockets are not refused while a resolver's breaker is open" },
+	{ HOOK_SENDMSG6, "IPv6 DNS queries sent on unconnected UDP sockets are not refused while a resolver's breaker is open" },
+	{ HOOK_DNS_EGRESS, "DNS queries over UDP are not calls" },
+	/* a query whose answer nobody sees would fail at its timeout: the two go together */
+	{ HOOK_DNS_INGRESS, "DNS queries over UDP are not calls (their answers would not be seen)" },
 };
 
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))
-/* + the two cgroup hooks, iter/tcp and sock_destroy */
-_Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 4 <= DW_MAX_PROGS,
+/* + the four cgroup enforcement hooks, iter/tcp, sock_destroy and the two DNS hooks */
+_Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 8 <= DW_MAX_PROGS,
 	       "DW_MAX_PROGS too small");
 
 

@@ -50,12 +50,18 @@ extern const size_t dw_nsyscalls_only;
 /* Hooks outside the tables above, by the names the start line gives them. */
 #define HOOK_CONNECT4 "cgroup/connect4"
 #define HOOK_CONNECT6 "cgroup/connect6"
+/* an unconnected UDP socket's sendmsg() to a resolver (issue 35) */
+#define HOOK_SENDMSG4 "cgroup/sendmsg4"
+#define HOOK_SENDMSG6 "cgroup/sendmsg6"
 #define HOOK_ADOPT "iter/tcp"
 /* the abort iterator (iter/tcp; bpf_sock_destroy, or sock_diag): enforce = abort, abort_after */
 #define HOOK_ABORT "sock_destroy"
 /* its two ways of destroying, each withheld on its own to test the other */
 #define HOOK_ABORT_KFUNC "bpf_sock_destroy"
 #define HOOK_ABORT_DIAG "sock_diag_destroy"
+/* DNS over UDP as calls (issue 35): the cgroup datagram hooks, and the sweep that times queries out */
+#define HOOK_DNS_EGRESS "cgroup_skb/egress"
+#define HOOK_DNS_INGRESS "cgroup_skb/ingress"
 
 struct dw_other_hook {
 	const char *name;

@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "depwatch.skel.h"
+#include "dns.h"
 #include "cgroups.h"
 #include "hooks.h"
 #include "loader.h"
@@ -130,6 +131,14 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 		return err;
 	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
+	bpf_program__set_autoload(b->skel->progs.dw_enforce_send4, enforce);
+	bpf_program__set_autoload(b->skel->progs.dw_enforce_send6, enforce);
+	if (b->dns_refused || dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
+		/* --without either: not even loaded (nor verified) */
+		bpf_program__set_autoload(b->skel->progs.dw_dns_egress, false);
+		bpf_program__set_autoload(b->skel->progs.dw_dns_ingress, false);
+		bpf_program__set_autoload(b->skel->progs.dw_dns_sweep, false);
+	}
 	decide_h2(b, h2);
 	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
@@ -160,6 +169,14 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 		depwatch_bpf__destroy(b->skel);
 		h2 = false;
 		err = load_skeleton(b, backend, true, true, false, &refused);
+	}
+	/* DNS (issue 35) next: a kernel that refuses its programs still gets everything else */
+	if (refused) {
+		dw_warn("the kernel refused the BPF object with the DNS programs (%s); loading it without them",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		b->dns_refused = true;
+		err = load_skeleton(b, backend, true, true, h2, &refused);
 	}
 	if (refused && !b->abort_why[0]) {
 		dw_warn("the kernel refused the BPF object with the abort iterator (%s); loading it without it",
@@ -261,9 +278,11 @@ static void attach_tracing(struct dw_bpf *b)
 /* Enforcement is optional: without it depwatch still watches, and the start line says why not. */
 static void attach_enforce(struct dw_bpf *b, const char *want)
 {
-	struct bpf_program *progs[2] = { b->skel->progs.dw_enforce4, b->skel->progs.dw_enforce6 };
-	static const char *const hooks[2] = { "cgroup/connect4", "cgroup/connect6" };
+	struct bpf_program *progs[4] = { b->skel->progs.dw_enforce4, b->skel->progs.dw_enforce6,
+					 b->skel->progs.dw_enforce_send4, b->skel->progs.dw_enforce_send6 };
+	static const char *const hooks[4] = { HOOK_CONNECT4, HOOK_CONNECT6, HOOK_SENDMSG4, HOOK_SENDMSG6 };
 	char path[256];
+	bool known;
 	int fd, err = 0;
 
 	if (want && *want)
@@ -271,7 +290,7 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 	else
 		err = dw_cgroup2_mount(NULL, path, sizeof(path));	/* /sys/fs/cgroup, or .../unified */
 	fd = err ? -1 : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 4; i++) {
 		struct dw_prog_status *ps = &b->progs[b->nprogs++];
 
 		ps->name = bpf_program__name(progs[i]);
@@ -282,7 +301,8 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 			continue;
 		}
 		if (dw_bpf_withheld(b, hooks[i])) {
-			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", dw_other_hooks[i].without);
+			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s",
+				 dw_hook_loss(b->backend, hooks[i], &known));
 			continue;
 		}
 		if (err || fd < 0) {
@@ -300,6 +320,104 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 	}
 	if (fd >= 0)
 		close(fd);
+}
+
+/*
+ * DNS over UDP (issue 35): the cgroup datagram programs on the same cgroup v2
+ * directory as enforcement (the root: every process), both or neither (a
+ * query whose answer is not seen would fail at its timeout). dns_ports
+ * starts as DW_DNS_PORT_DEFAULT; dw_bpf_dns_ports changes it.
+ */
+static void attach_dns(struct dw_bpf *b, const char *want)
+{
+	struct bpf_program *progs[2] = { b->skel->progs.dw_dns_egress, b->skel->progs.dw_dns_ingress };
+	static const char *const hooks[2] = { HOOK_DNS_EGRESS, HOOK_DNS_INGRESS };
+	const char *why = NULL;
+	char path[256], whybuf[sizeof(b->progs[0].why) - 8];
+	int fd = -1, err = 0;
+
+	if (want && *want)
+		snprintf(path, sizeof(path), "%s", want);
+	else
+		err = dw_cgroup2_mount(NULL, path, sizeof(path));
+	if (b->dns_refused) {
+		snprintf(whybuf, sizeof(whybuf), "the kernel refused the program: DNS queries over UDP are not calls");
+		why = whybuf;
+	} else if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
+		snprintf(whybuf, sizeof(whybuf), "absent (--without): %s",
+			 dw_hook_loss(b->backend, HOOK_DNS_EGRESS, &(bool){ false }));
+		why = whybuf;
+	} else if (err || (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(whybuf, sizeof(whybuf), "no cgroup v2 directory %.200s: %s: DNS queries over UDP are not calls",
+			 err ? "mounted" : path, strerror(err ? -err : errno));
+		why = whybuf;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+		ps->name = bpf_program__name(progs[i]);
+		ps->hook = hooks[i];
+		if (why) {
+			snprintf(ps->why, sizeof(ps->why), "%s", why);
+			continue;
+		}
+		ps->link = bpf_program__attach_cgroup(progs[i], fd);
+		if (!ps->link) {
+			snprintf(ps->why, sizeof(ps->why), "attach to %.200s failed: %s: DNS queries over UDP are not calls",
+				 path, strerror(errno));
+			/* both or neither */
+			if (i == 1) {
+				struct dw_prog_status *first = ps - 1;
+
+				bpf_link__destroy(first->link);
+				first->link = NULL;
+				first->attached = false;
+				memcpy(first->why, ps->why, sizeof(first->why));
+			}
+			why = ps->why;
+			continue;
+		}
+		ps->attached = true;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!why) {
+		__u32 port = DW_DNS_PORT_DEFAULT;
+		__u8 on = 1;
+
+		bpf_map__update_elem(b->skel->maps.dns_ports, &port, sizeof(port), &on, sizeof(on), 0);
+	}
+}
+
+/* Whether DNS queries are calls: both datagram programs attached. */
+bool dw_bpf_dns_on(const struct dw_bpf *b)
+{
+	int n = 0;
+
+	for (int i = 0; i < b->nprogs; i++)
+		if (b->progs[i].attached && b->progs[i].hook &&
+		    (!strcmp(b->progs[i].hook, HOOK_DNS_EGRESS) || !strcmp(b->progs[i].hook, HOOK_DNS_INGRESS)))
+			n++;
+	return n == 2;
+}
+
+/*
+ * Once a poll: fails the DNS queries past their dns_timeout (the sweep, run
+ * in the kernel on this CPU by BPF_PROG_TEST_RUN; it is attached nowhere).
+ * Returns how many it failed, or a negative errno.
+ */
+int dw_bpf_dns_sweep(struct dw_bpf *b)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	int err;
+
+	/* nothing outstanding, nothing to sweep (the count is the kernel's, read in place) */
+	if (!dw_bpf_dns_on(b) || !*(volatile __u32 *)&b->skel->bss->dw_dns_live)
+		return 0;
+	err = bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.dw_dns_sweep), &opts);
+	if (err)
+		return -errno;
+	return (int)b->skel->bss->dw_dns_swept;
 }
 
 /* iter/tcp adopts the connections open at start; it runs once, in dw_bpf_classify_existing. */
@@ -397,6 +515,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 	}
 	if (!err) {
 		attach_enforce(b, opts->cgroup);
+		attach_dns(b, opts->cgroup);
 		note_adopt(b);
 		attach_abort(b);
 	}

@@ -27,6 +27,10 @@ struct dw_bpf_opts {
 int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts);
 /* Detaches and unpins everything. */
 void dw_bpf_stop(struct dw_bpf *b);
+
+/* DNS over UDP (issue 35): whether its hooks are attached; the timeout sweep, once a poll. */
+bool dw_bpf_dns_on(const struct dw_bpf *b);
+int dw_bpf_dns_sweep(struct dw_bpf *b);
 /* One line: which programs are attached, which are not and why. */
 void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len);
 

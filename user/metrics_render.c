@@ -233,8 +233,24 @@ static const struct simple {
 	  offsetof(struct fig, call_rate_baseline), DBL },
 };
 
+/* DNS over UDP (issue 35): series only for dependencies that had queries, so the page stays small */
+static const struct simple dns_simples[] = {
+	{ "depwatch_dns_queries_total", "counter",
+	  "DNS queries over UDP to the dependency: each one a call.",
+	  offsetof(struct fig, f.dns_queries), U64 },
+	{ "depwatch_dns_nxdomain_total", "counter",
+	  "Of the completed DNS queries, NXDOMAIN answers (no failure).",
+	  offsetof(struct fig, f.dns_nxdomain), U64 },
+	{ "depwatch_dns_timeouts_total", "counter",
+	  "Of the failed calls, DNS queries unanswered after the dependency's dns_timeout.",
+	  offsetof(struct fig, f.dns_timeouts), U64 },
+	{ "depwatch_dns_rcode_failed_total", "counter",
+	  "Of the failed calls, DNS queries answered SERVFAIL or REFUSED.",
+	  offsetof(struct fig, f.dns_rcode_failed), U64 },
+};
+
 static void simple_family(struct dw_buf *o, const struct simple *s, const struct fig *figs,
-			  size_t n)
+			  size_t n, bool dns)
 {
 	size_t len = strlen(s->name);
 
@@ -242,6 +258,8 @@ static void simple_family(struct dw_buf *o, const struct simple *s, const struct
 	for (size_t i = 0; i < n; i++) {
 		const char *p = (const char *)&figs[i] + s->off;
 
+		if (dns && !figs[i].f.dns_queries)
+			continue;
 		series(o, s->name, len, &figs[i], NULL);
 		if (s->v == U64)
 			put_u64(o, *(const uint64_t *)p);
@@ -658,7 +676,9 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 		   const struct fig *figs, size_t n)
 {
 	for (size_t i = 0; i < sizeof(simples) / sizeof(simples[0]); i++)
-		simple_family(o, &simples[i], figs, n);
+		simple_family(o, &simples[i], figs, n, false);
+	for (size_t i = 0; i < sizeof(dns_simples) / sizeof(dns_simples[0]); i++)
+		simple_family(o, &dns_simples[i], figs, n, true);
 	breaker_family(o, figs, n);
 	aborted_family(o, figs, n);
 	answers_family(o, figs, n);

@@ -183,6 +183,9 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
 	json_streams(out, &d->sum);
 	dw_buf_printf(out, ",\"cancelled\":%llu", (unsigned long long)d->sum.calls_cancelled);
+	dw_buf_printf(out, ",\"dns_queries\":%llu,\"dns_nxdomain\":%llu,\"dns_timeouts\":%llu,\"dns_rcode_failed\":%llu",
+		      (unsigned long long)d->sum.calls_dns, (unsigned long long)d->sum.dns_nxdomain,
+		      (unsigned long long)d->sum.dns_timeouts, (unsigned long long)d->sum.dns_rcode_failed);
 	json_answers(out, &d->sum);
 	json_ejection(out, d, dw_depset_at(deps, d->dep), now);
 	dw_buf_printf(out, ",\"last_caller\":");
@@ -356,6 +359,9 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      (unsigned long long)dep->fig.streams, (unsigned long long)dep->fig.h2_conns,
 		      (unsigned long long)dep->fig.h2_desync, (unsigned long long)dep->fig.streams_untracked,
 		      (unsigned long long)dep->fig.cancelled);
+	dw_buf_printf(out, ",\"dns_queries\":%llu,\"dns_nxdomain\":%llu,\"dns_timeouts\":%llu,\"dns_rcode_failed\":%llu",
+		      (unsigned long long)dep->fig.dns_queries, (unsigned long long)dep->fig.dns_nxdomain,
+		      (unsigned long long)dep->fig.dns_timeouts, (unsigned long long)dep->fig.dns_rcode_failed);
 	dw_answers_json(out, dep->fig.answers, dep->fig.failed_status);
 	json_callers(out, c, cl, now);
 	dw_buf_putc(out, '}');

@@ -72,6 +72,17 @@ class WithoutTest(DaemonTestCase):
         s.close()
         self.exact_calls(d)
 
+    def test_without_the_dns_hooks(self):
+        """Either DNS hook withheld: neither is loaded (a query whose answer is not seen would fail)."""
+        d = self.start_daemon(extra_args=["--without", "cgroup_skb/ingress"])
+        self.assertEqual(self.without_lines(d), [
+            "depwatch: warning: running without cgroup_skb/ingress: DNS queries over UDP are not calls "
+            "(their answers would not be seen); everything else works"])
+        not_attached = d.status()["kernel"]["programs"].split("; not attached:")[1]
+        for hook in ("cgroup_skb/egress", "cgroup_skb/ingress"):
+            self.assertIn("%s (absent (--without): DNS queries over UDP are not calls)" % hook, not_attached)
+        self.exact_calls(d)
+
     def test_without_the_adopting_iterator(self):
         before = LoopbackServer()
         self.addCleanup(before.close)

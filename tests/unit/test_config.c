@@ -143,7 +143,7 @@ static void test_embedded_default(void **state)
 	assert_string_equal(cfg.enforce_cgroup, "");
 	assert_null(strstr(dw_default_config, "enforce_cgroup"));
 	/* timeout has no default, and services are not defaults */
-	assert_null(strstr(dw_default_config, "timeout"));
+	assert_null(strstr(dw_default_config, "\ntimeout"));
 	assert_null(strstr(dw_default_config, "[service"));
 	/* the documented text, not just the values */
 	assert_non_null(strstr(dw_default_config,
@@ -2111,7 +2111,11 @@ static void test_describe_services(void **state)
 	assert_false(out.oom);
 	assert_non_null(strstr(out.data, ": 3 dependencies, 3 services; destinations"));
 	assert_non_null(strstr(out.data, "[dependency auth]\t# line 7\n"));
-	assert_non_null(strstr(out.data, "eject_probe_calls = 5\nfailure_status = 5xx\ntimeout = 800ms\n"));
+	assert_non_null(strstr(out.data, "eject_probe_calls = 5
+failure_status = 5xx
+dns_timeout = 5s
+timeout = 800ms
+"));
 	assert_non_null(strstr(out.data, "\n[service web]\t# line 1\n"
 					 "listen = 8080\n"
 					 "pool = 200\n"
@@ -2165,7 +2169,7 @@ static void test_describe_services(void **state)
 	parse_ok(full_conf, &cfg);
 	dw_config_describe(&cfg, &out);
 	assert_non_null(strstr(out.data, ": 2 dependencies; destinations no match covers"));
-	assert_null(strstr(out.data, "timeout"));
+	assert_null(strstr(out.data, "\ntimeout"));
 	assert_null(strstr(out.data, "[service"));
 	dw_config_free(&cfg);
 	dw_buf_free(&out);

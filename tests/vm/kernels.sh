@@ -24,7 +24,8 @@ VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # which balances the shards: the call model, failures, in flight, the
 # breaker, the stall, enforcement (connect, abort on the sock_diag path and
 # its fallback), ejection (per destination: refused, aborted on the sock_diag
-# path, behind nginx), the daemon's life, status, metrics, HTTP/2 streams (the
+# path, behind nginx), DNS over UDP (unbound: counts, rcodes, a silent resolver, enforcement),
+# the daemon's life, status, metrics, HTTP/2 streams (the
 # syscalls backend's walk of the user buffers, 6.1's verifier on the stream
 # layer), and the real-traffic cases that fit.
 SUBSET=(
@@ -74,6 +75,7 @@ SUBSET=(
 	"20 test_eject.EjectTest.test_max_ejected_two_slow_of_three"
 	"15 test_eject.EjectTest.test_manual_eject_and_return"
 	"10 test_eject.EjectTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
+	"130 test_dns."
 )
 
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1

@@ -85,6 +85,8 @@ struct dw_dep_settings {
 	unsigned eject_probe_calls;
 	/* failure_status (outcome.h): the answers' HTTP statuses that fail a call; default 5xx */
 	struct dw_status_set failure_status;
+	/* DNS over UDP (issue 35): a query unanswered this long failed, reason timeout */
+	uint64_t dns_timeout_ns;
 };
 
 struct dw_dep_config {

@@ -35,6 +35,7 @@ const char dw_default_config[] =
 	"eject_for = 30s         # the first ejection's time; each next one twice as long, up to 8x\n"
 	"eject_probe_calls = 5   # calls let through and judged before an ejected one is back\n"
 	"failure_status = 5xx    # HTTP answers that fail their call: classes (5xx), codes (429), or none\n"
+	"dns_timeout = 5s        # a DNS query unanswered this long failed (reason timeout)\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
 /*

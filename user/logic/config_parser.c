@@ -41,6 +41,8 @@ const struct key_def cfg_keys[] = {
 	{ "eject_for", KIND_DURATION, FIELD(eject_for_ns), NS_PER_S, 24 * NS_PER_H },
 	{ "eject_probe_calls", KIND_UINT, FIELD(eject_probe_calls), 1, 1000 },
 	{ "failure_status", KIND_STATUSES, FIELD(failure_status), 0, 0 },
+	/* DNS over UDP (issue 35): glibc's timeout:5 by default; 1 ms to 1 min */
+	{ "dns_timeout", KIND_DURATION, FIELD(dns_timeout_ns), NS_PER_MS, 60 * NS_PER_S },
 };
 
 /* The syslog facilities; declared with NFACILITIES entries, as cfg_keys. */

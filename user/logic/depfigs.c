@@ -30,6 +30,10 @@ void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 	f->h2_desync += d->sum.h2_desync;
 	f->streams_untracked += d->sum.streams_untracked;
 	f->cancelled += d->sum.calls_cancelled;
+	f->dns_queries += d->sum.calls_dns;
+	f->dns_nxdomain += d->sum.dns_nxdomain;
+	f->dns_timeouts += d->sum.dns_timeouts;
+	f->dns_rcode_failed += d->sum.dns_rcode_failed;
 	dw_answers_add(f->answers, &d->sum);
 	f->failed_status += d->sum.calls_failed_status;
 	f->call_ns_sum += d->sum.call_ns_sum;

@@ -28,6 +28,8 @@ struct dw_dep_figs {
 	/* HTTP/2 (doc/callmodel.md): calls on streams, h2c connections, those that lost step,
 	 * streams not timed (a connection's table full), of the failed those the client cancelled */
 	uint64_t streams, h2_conns, h2_desync, streams_untracked, cancelled;
+	/* DNS over UDP (issue 35): queries; of the completed NXDOMAIN; of the failed timeouts, SERVFAIL or REFUSED */
+	uint64_t dns_queries, dns_nxdomain, dns_timeouts, dns_rcode_failed;
 	/* answers by class (outcome.h), and of the failed, those failed by their status */
 	uint64_t answers[DW_ANS_N], failed_status;
 	/* completed calls' and successful connects' durations: summed, and by coarse bucket */

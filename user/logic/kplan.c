@@ -64,7 +64,8 @@ struct dw_dep_cfg dw_kplan_dep_cfg_of(const struct dw_dep_settings *s)
 {
 	struct dw_dep_cfg c = { .slow_call_ns = s->slow_call_ns, .enforce = enforce_bits(s),
 				.multiplexed = s->judge_multiplexed,
-				.abort_after_ns = s->abort_after_ns };
+				.abort_after_ns = s->abort_after_ns,
+				.dns_timeout_ns = s->dns_timeout_ns };
 
 	_Static_assert(sizeof(c.fail_status) == sizeof(s->failure_status.bits),
 		       "the kernel's failure_status bits are outcome.h's");

@@ -1,0 +1,316 @@
+"""DNS over UDP as calls (issue 35), against Debian's unbound in a network namespace of the test's
+own, with glibc's getaddrinfo and dig as clients: depwatch's calls are the queries unbound logged,
+its p50 is dig's own figure, SERVFAIL and REFUSED fail while NXDOMAIN is counted apart, a silent
+resolver is in flight at once, opens its breaker on the stall and fails its queries at dns_timeout,
+and with enforce = connect an open breaker on the first of two nameservers sends glibc to the
+second at once. One daemon serves every case; each case has its resolver (and dependency)."""
+
+import os
+import subprocess
+import time
+import unittest
+
+import harness
+from harness import dependency, median, start_configured
+import subprocess as sp
+
+from harness import DEPWATCH
+from dnsnet import NET, UPSTREAM_ADDR, Lookups, Netns, SlowUpstream, Unbound, dig_times, flood, query, send_datagrams
+
+UPSTREAM = (UPSTREAM_ADDR, 5300)  # 5300: no DNS port, unbound's queries to it are not depwatch's calls
+SLOW_S = 0.050                    # the upstream's answer time: what dig and depwatch both time
+
+CONFIG = """[dependency dns_a]
+match = {net}.1:53
+dns_timeout = 2s
+[dependency dns_slow]
+match = {net}.2:53
+[dependency dns_silent]
+match = {net}.3:53
+slow_call = 300ms
+dns_timeout = 2s
+[dependency dns_first]
+match = {net}.4:53
+slow_call = 300ms
+dns_timeout = 2s
+enforce = connect
+open_for = 2s
+half_open_calls = 2
+[dependency dns_second]
+match = {net}.5:53
+[dependency dns_bad]
+match = {net}.6:53
+dns_timeout = 1s
+[dependency dns_flood]
+match = {net}.7:53
+dns_timeout = 3s
+""".format(net=NET)
+
+# A resolver that answers every query wrongly (on NET.6:53): the wrong id, another question, a
+# message cut short, and the right answer from another port; never the right one.
+LIAR = r'''
+import socket, sys
+addr = sys.argv[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((addr, 53))
+other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+other.bind((addr, 5353))
+print("ready", flush=True)
+while True:
+    q, peer = s.recvfrom(4096)
+    ans = q[:2] + bytes([0x81, 0x80]) + q[4:]
+    s.sendto(bytes([q[0] ^ 0x55, q[1]]) + ans[2:], peer)            # another id
+    s.sendto(ans[:13] + bytes([ans[13] ^ 0x20 ^ 0x01]) + ans[14:], peer)  # another name
+    s.sendto(ans[:10], peer)                                          # cut short
+    other.sendto(ans, peer)                                           # from port 5353
+'''
+
+
+
+def have_tools():
+    return all(os.path.exists(p) for p in ("/usr/sbin/unbound", "/usr/bin/dig"))
+
+
+@unittest.skipUnless(have_tools(), "needs unbound and dig (scripts/deps.sh)")
+class DnsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._cleanups = []
+        try:
+            cls.ns = Netns([NET + ".1"])
+            cls._cleanups.append(cls.ns.close)
+            up = SlowUpstream(cls.ns, UPSTREAM[0], UPSTREAM[1], SLOW_S)
+            cls._cleanups.append(up.close)
+            cls.ub = {}
+            for i in (1, 2, 3, 4, 5):
+                u = Unbound(cls.ns, "%s.%d" % (NET, i), "%s@%d" % UPSTREAM, v6="::1" if i == 1 else None)
+                cls._cleanups.append(u.close)
+                cls.ub[i] = u
+            liar = cls.ns.popen(["/usr/bin/python3", "-c", LIAR, NET + ".6"], stdout=sp.PIPE, text=True)
+            cls._cleanups.append(lambda: (liar.kill(), liar.wait()))
+            assert liar.stdout.readline().strip() == "ready"
+            cls.d = start_configured(cls._cleanups.append, CONFIG)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for fn in reversed(cls._cleanups):
+            try:
+                fn()
+            except Exception:
+                pass
+
+    def dep(self, name, st=None):
+        return dependency(st or self.d.status(), name)
+
+    def dest_row(self, st, addr):
+        rows = [r for r in st["destinations"] if r["dest"] == addr + ":53" and r["netns"] == self.ns.inode()]
+        return rows[0] if rows else None
+
+    # -- counts: calls are the queries unbound logged
+
+    def test_counts_match_the_resolver(self):
+        ub = self.ub[1]
+        self.ns.set_resolv([ub.addr], "timeout:2 attempts:1")
+        was_log, was = ub.queries(), self.dep("dns_a")
+        rows = Lookups(self.ns, "a.test", nthreads=2, count=50).wait()
+        self.assertEqual(len(rows), 100)
+        self.assertTrue(all(ok for _, _, ok in rows), "every lookup answered")
+        digs = dig_times(self.ns, ub.addr, ["a.test"] * 20)
+        self.assertEqual(len(digs), 20)
+        logged = ub.queries() - was_log
+        self.assertGreaterEqual(logged, 220, "unbound logged A and AAAA of each lookup and the digs")
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["dns_queries"] - was["dns_queries"] >= logged
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now = self.dep("dns_a", st)
+        queries = now["dns_queries"] - was["dns_queries"]
+        done = now["calls"] - was["calls"]
+        print("\n  dns counts: unbound logged %d queries; depwatch %d queries, %d answered calls"
+              % (logged, queries, done))
+        self.assertLessEqual(abs(queries - logged), logged * 0.01,
+                             "depwatch's queries %d, unbound logged %d" % (queries, logged))
+        self.assertLessEqual(abs(done - logged), logged * 0.01,
+                             "depwatch's answered calls %d, unbound logged %d" % (done, logged))
+        self.assertEqual(now["failed"] - was["failed"], 0)
+        self.assertEqual(now["dns_nxdomain"] - was["dns_nxdomain"], 0)
+        row = self.dest_row(st, ub.addr)
+        self.assertIsNotNone(row, "a destination row in the namespace's netns")
+        self.assertEqual(row["dependency"], "dns_a")
+        self.assertTrue(now["callers"], "callers by cgroup")
+
+    def test_ipv6_and_unconnected_sockets(self):
+        ub = self.ub[1]
+        was = self.dep("dns_a")
+        for i in range(5):
+            r = self.ns.run(["dig", "-6", "+tries=1", "+time=3", "@::1", "a.test", "AAAA"], capture_output=True, text=True)
+            self.assertIn("status: NOERROR", r.stdout)
+        self.assertEqual(send_datagrams(self.ns, [[ub.addr, 53, query(0x4242 + i, "a.test").hex(), False, 0.3]
+                                                  for i in range(3)]), ["ok"] * 3)
+        st = self.d.wait_for(lambda s: (self.dest_row(s, "[::1]") or {}).get("calls", 0) >= 5
+                             and self.dep("dns_a", s)["dns_queries"] >= was["dns_queries"] + 3
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        row = self.dest_row(st, "[::1]")
+        self.assertIsNotNone(row, "IPv6 resolver row")
+        self.assertEqual(row["calls"], 5)
+        self.assertEqual(row["dns_queries"], 5)
+        now = self.dep("dns_a", st)
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 3, "unconnected sendto() queries")
+        self.assertEqual(now["calls"] - was["calls"], 3)
+
+    def test_bad_input_invents_no_call(self):
+        was, k0 = self.dep("dns_bad"), self.d.status()["kernel"]
+        # five queries on one connected socket: the liar answers each four ways, none of them right
+        items = [[NET + ".6", 53, query(0x1000 + i, "b%d.test" % i).hex(), True, 0.3] for i in range(5)]
+        self.assertEqual(send_datagrams(self.ns, items), ["ok"] * 5)
+        st = self.d.wait_for(lambda s: self.dep("dns_bad", s)["dns_timeouts"] - was["dns_timeouts"] >= 5, timeout=4)
+        now, k = self.dep("dns_bad", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 5)
+        self.assertEqual(now["calls"] - was["calls"], 0, "no answer matched: no call completed")
+        self.assertEqual(now["failed"] - was["failed"], 5)
+        self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], 5)
+        self.assertGreaterEqual(k["dns_unmatched"] - k0["dns_unmatched"], 10, "another id, another name")
+        self.assertGreaterEqual(k["dns_unread"] - k0["dns_unread"], 5, "cut short")
+        # a flood of queries nobody answers (9 000 ids on one socket): the table stays bounded, counted when full
+        was = self.dep("dns_flood", st)
+        nflood = 9000
+        items = [[NET + ".7", 53, query(i, "f%d.test" % i).hex()] for i in range(nflood)]
+        self.assertEqual(flood(self.ns, items), ["sent"])
+        st = self.d.wait_for(lambda s: s["kernel"]["dns_table_full"] > k["dns_table_full"]
+                             and self.dep("dns_flood", s)["inflight"] == 0, timeout=10)
+        now, k2 = self.dep("dns_flood", st), st["kernel"]
+        self.assertGreater(k2["dns_table_full"], k["dns_table_full"])
+        started = now["dns_queries"] - was["dns_queries"]
+        # (the sweep may free the first ones while the flood is still being sent: started may pass 8192)
+        self.assertEqual(started + (k2["dns_table_full"] - k["dns_table_full"]), nflood, "each query timed or counted")
+        self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], started)
+        self.assertEqual(now["inflight"], 0)
+
+    def test_enforce_refuses_connect_and_sendmsg(self):
+        first = self.ub[4]
+        r = sp.run([DEPWATCH, "breaker", "open", "dns_first", "--run-dir", self.d.run_dir], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_first", s)["breaker"] == "open")
+            q = query(0x7777, "a.test").hex()
+            said = send_datagrams(self.ns, [[first.addr, 53, q, True, 0], [first.addr, 53, q, False, 0],
+                                            [NET + ".5", 53, q, True, 0.3]])
+            self.assertEqual(said, ["ECONNREFUSED", "ECONNREFUSED", "ok"],
+                             "connect() and sendto() to the open resolver refused, the other let through")
+        finally:
+            sp.run([DEPWATCH, "breaker", "auto", "dns_first", "--run-dir", self.d.run_dir], capture_output=True)
+
+    # Under TCG (the kernel stage) dig's own figure carries the emulated dig (75 ms against the
+    # 50 ms the upstream waits, depwatch 66 ms, on 6.1): a measure of the emulation, not of the calls.
+    @unittest.skipIf(harness.EMULATED, "dig's own figure under emulation is mostly the emulated dig")
+    def test_p50_is_digs(self):
+        ub = self.ub[2]
+        names = ["q%d-%d.slow.example" % (os.getpid(), i) for i in range(40)]
+        times = dig_times(self.ns, ub.addr, names)
+        self.assertEqual(len(times), len(names))
+        st = self.d.wait_for(lambda s: self.dep("dns_slow", s)["calls"] >= len(names) + 1)
+        p50 = self.dep("dns_slow", st)["p50_ms"]
+        want = median(times)
+        print("\n  dns p50: dig's own %.1f ms (median of %d), depwatch %.2f ms" % (want, len(times), p50))
+        self.assertGreaterEqual(want, SLOW_S * 1000 * 0.9, "dig timed the upstream's delay: %r" % times)
+        self.assertLessEqual(abs(p50 - want), want * 0.10, "depwatch p50 %.2f ms, dig's %.2f ms" % (p50, want))
+
+    # -- RCODEs: SERVFAIL and REFUSED fail, NXDOMAIN is counted apart
+
+    def test_rcodes(self):
+        ub = self.ub[1]
+        was = self.dep("dns_a")
+        for name, n in (("nx%d.test", 6), ("x%d.refused.test", 4), ("y%d.fail.example", 3)):
+            for i in range(n):
+                self.ns.run(["dig", "+tries=1", "+time=3", "@" + ub.addr, name % i], capture_output=True)
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["dns_queries"] - was["dns_queries"] >= 13
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now = self.dep("dns_a", st)
+        delta = {k: now[k] - was[k] for k in ("dns_queries", "calls", "failed", "dns_nxdomain",
+                                              "dns_rcode_failed", "dns_timeouts")}
+        self.assertEqual(delta, {"dns_queries": 13, "calls": 6, "failed": 7, "dns_nxdomain": 6,
+                                 "dns_rcode_failed": 7, "dns_timeouts": 0})
+
+    # -- a silent resolver: in flight at once, the breaker opens on the stall, queries fail at dns_timeout
+
+    def test_silent_resolver(self):
+        ub = self.ub[3]
+        self.ns.set_resolv([ub.addr], "timeout:2 attempts:1")
+        looks = Lookups(self.ns, "a.test", nthreads=4, count=100000, pause=0.02)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_silent", s)["calls"] >= 60, timeout=10)
+            was = self.dep("dns_silent")
+            self.assertEqual(was["breaker"], "closed")
+            ub.silence()
+            t0 = time.monotonic()
+            seen = {}
+            deadline = t0 + 4
+            while time.monotonic() < deadline and len(seen) < 3:
+                dep = self.dep("dns_silent")
+                t = time.monotonic() - t0
+                if "inflight" not in seen and dep["inflight"] >= 4:
+                    seen["inflight"] = t
+                if "open" not in seen and dep["breaker"] == "open":
+                    seen["open"] = t
+                if "timeout" not in seen and dep["dns_timeouts"] > was["dns_timeouts"]:
+                    seen["timeout"] = t
+                time.sleep(0.02)
+            self.assertIn("inflight", seen, "in flight while the resolver is silent: %r" % dep)
+            self.assertLess(seen["inflight"], 0.5, seen)
+            self.assertIn("open", seen, dep)
+            self.assertLess(seen["open"], 0.3 + 0.7, seen)
+            self.assertIn("timeout", seen, dep)
+            # failed at dns_timeout (2 s), counted at the next poll (250 ms) or so
+            self.assertGreaterEqual(seen["timeout"], 1.9, seen)
+            self.assertLess(seen["timeout"], 2.0 + 0.7, seen)
+            self.assertLess(seen["open"], seen["timeout"], "the breaker opened before any query timed out")
+        finally:
+            looks.stop()
+            ub.resume()
+
+    # -- enforcement: two nameservers, the first silent; enforce = connect sends glibc to the second at once
+
+    def test_enforce_skips_a_dead_first_nameserver(self):
+        first, second = self.ub[4], self.ub[5]
+        self.ns.set_resolv([first.addr, second.addr], "timeout:2 attempts:1")
+        looks = Lookups(self.ns, "a.test", nthreads=2, count=100000, pause=0.05)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_first", s)["calls"] >= 40, timeout=10)
+            first.silence()
+            t_silent = time.monotonic()
+            st = self.d.wait_for(lambda s: self.dep("dns_first", s)["breaker"] == "open", timeout=5)
+            self.assertEqual(self.dep("dns_first", st)["breaker"], "open", self.dep("dns_first", st))
+            t_open = time.monotonic()
+            # lookups started once it was open: the first nameserver's connect() is refused at once
+            deadline = t_open + 6
+            while time.monotonic() < deadline and len([r for r in looks.rows if r[0] > t_open + 0.05]) < 20:
+                time.sleep(0.05)
+            before = [r[1] for r in looks.rows if t_silent <= r[0] < t_open - 0.05]
+            after = [r[1] for r in looks.rows if r[0] > t_open + 0.05]
+            self.assertGreaterEqual(len(after), 20, "lookups once open: %r" % after)
+            self.assertTrue(all(r[2] for r in looks.rows if r[0] > t_open + 0.05), "answered by the second")
+            p50_before = median(before) if before else None
+            p50_after = median(after)
+            print("\n  dns enforce: lookup p50 %s s with the first nameserver silent, %.4f s once its breaker"
+                  " is open (%d and %d lookups)" % ("%.3f" % p50_before if before else "-", p50_after,
+                                                    len(before), len(after)))
+            if before:
+                self.assertGreaterEqual(p50_before, 1.9, "glibc waited its timeout before the open")
+            self.assertLess(p50_after, 0.100)
+            st = self.d.status()
+            self.assertGreater(self.dep("dns_first", st)["rejected"], 0, "the refused connects are counted")
+            # the first answers again: half_open's probes get through and it closes by itself
+            first.resume()
+            st = self.d.wait_for(lambda s: self.dep("dns_first", s)["breaker"] == "closed", timeout=12)
+            self.assertEqual(self.dep("dns_first", st)["breaker"], "closed", self.dep("dns_first", st))
+            was = self.dep("dns_first", st)["calls"]
+            st = self.d.wait_for(lambda s: self.dep("dns_first", s)["calls"] >= was + 10)
+            self.assertGreaterEqual(self.dep("dns_first", st)["calls"], was + 10, "the first is asked again")
+        finally:
+            looks.stop()
+            first.resume()
+
+
+if __name__ == "__main__":
+    unittest.main()
