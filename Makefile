@@ -166,12 +166,15 @@ $(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/http1.h bpf/depwatch.h | $(DEPS_F
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
 		-fsanitize=fuzzer,address,undefined $< -o $@
 
-fuzz: $(OUT)/fuzz_config $(OUT)/fuzz_http1
+# Every libFuzzer target (tests/fuzz/run.sh runs each).
+FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1
+
+fuzz: $(FUZZ_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The edit-build-test loop (issue 36): the unit suites under ASan/UBSan and the fuzzers' short runs,
 # as make test runs them, in under 3 minutes from a clean tree; no root, no BPF, no deps.
-check: $(UNIT_BINS) $(OUT)/fuzz_config
+check: $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh 15
 
@@ -187,7 +190,7 @@ integration: $(OUT)/loadgen
 # runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
 # again and says why.
 DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
-test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/loadgen | deps
+test: $(OUT)/depwatch $(UNIT_BINS) $(FUZZ_BINS) $(OUT)/loadgen | deps
 	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
 	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 

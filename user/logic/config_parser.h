@@ -36,7 +36,7 @@ struct key_def {
 };
 
 /* The per-dependency keys (config_parser.c), in the order describe prints them. */
-#define NKEYS 18
+#define NKEYS 19
 extern const struct key_def cfg_keys[NKEYS];
 /* The places in cfg_keys[] of the keys config_resolve.c checks against each other. */
 #define KEY_SAMPLE 3
