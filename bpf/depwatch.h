@@ -392,7 +392,12 @@ struct dw_abandon_key {
 	X(caller_map_full, caller_map_full,					\
 	  "Connections whose caller found no row left: their calls count for the destination only.") \
 	X(h2_state_full, h2_state_full,						\
-	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.")
+	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.") \
+	/* TLS (issue 32): the uprobes on the TLS library (bpf/ssl.bpf.c) and the exec watch (bpf/tlsexec.bpf.c) */ \
+	X(tls_writes, tls_writes,						\
+	  "SSL_write and SSL_write_ex calls seen at their entry by the TLS uprobes.") \
+	X(tls_exec_lost, tls_exec_lost,						\
+	  "Process starts (exec) the TLS discovery was not told of: its ring buffer was full.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {
@@ -464,5 +469,17 @@ struct dw_caller_cpu_row {
  * cannot use socket storage).
  */
 enum dw_backend { DW_BACKEND_SOCK = 0, DW_BACKEND_SYSCALLS = 1 };
+
+/*
+ * TLS discovery (issue 32): a process start, one record per exec into the
+ * ring buffer tls_execs (bpf/tlsexec.bpf.c), so the daemon scans that
+ * process's maps for TLS libraries (user/tls/). Never one per call.
+ */
+struct dw_tls_exec {
+	__u32 pid;		/* the thread group that exec'd */
+	__u32 pad;
+};
+/* Bytes of the ring: 4096 starts between two reads of the daemon before one is lost (tls_exec_lost). */
+#define DW_TLS_EXEC_RING (64 * 1024)
 
 #endif /* DEPWATCH_H */
