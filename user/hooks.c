@@ -54,11 +54,12 @@ const struct dw_other_hook dw_other_hooks[] = {
 	{ HOOK_ABORT, "enforce = abort falls back to connect, abort_after aborts nothing" },
 	{ HOOK_ABORT_KFUNC, "connections are aborted through sock_diag's SOCK_DESTROY instead (the daemon keeps CAP_NET_ADMIN)" },
 	{ HOOK_ABORT_DIAG, "without bpf_sock_destroy too, enforce = abort falls back to connect" },
+	{ HOOK_TLS, "TLS libraries get no uprobes: calls over TLS are timed from their records (doc/tls.md)" },
 };
 
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))
-/* + the two cgroup hooks, iter/tcp and sock_destroy */
-_Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 4 <= DW_MAX_PROGS,
+/* + the two cgroup hooks, iter/tcp, sock_destroy and tls */
+_Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 5 <= DW_MAX_PROGS,
 	       "DW_MAX_PROGS too small");
 
 

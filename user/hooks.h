@@ -56,13 +56,15 @@ extern const size_t dw_nsyscalls_only;
 /* its two ways of destroying, each withheld on its own to test the other */
 #define HOOK_ABORT_KFUNC "bpf_sock_destroy"
 #define HOOK_ABORT_DIAG "sock_diag_destroy"
+/* the TLS uprobes and the exec watch that finds them libraries (user/tls/, doc/tls.md) */
+#define HOOK_TLS "tls"
 
 struct dw_other_hook {
 	const char *name;
 	const char *without;	/* NULL: depwatch cannot run without it */
 };
 
-/* The first two are the cgroup hooks, in attach_enforce's order; [3] is HOOK_ABORT. */
+/* The first two are the cgroup hooks, in attach_enforce's order; [3] is HOOK_ABORT, [6] HOOK_TLS. */
 extern const struct dw_other_hook dw_other_hooks[];
 extern const size_t dw_nother_hooks;
 

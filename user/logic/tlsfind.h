@@ -72,7 +72,7 @@ struct dw_tls_file {
 	unsigned syms;		/* DW_TLS_SYM_* */
 	unsigned probes;	/* uprobes attached on it */
 	char path[DW_TLS_PATH_LEN];	/* as the first process that mapped it names it */
-	char why[96];		/* FAILED: the attach's error */
+	char why[200];		/* FAILED: the attach's error */
 };
 
 struct dw_tls_files {
