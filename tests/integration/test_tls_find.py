@@ -60,6 +60,11 @@ def uprobes_on(path):
     return out
 
 
+def cap_eff(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([l for l in f if l.startswith("CapEff:")][0].split()[1], 16)
+
+
 class TlsSink:
     """A TLS server on loopback that reads whatever comes (its reads are SSL_read: no tls_writes)."""
 
@@ -216,6 +221,9 @@ class TlsFindTest(DaemonTestCase):
         s = d.status()
         self.assertEqual((s["tls"]["on"], "--without" in s["tls"]["why"]), (False, True), s["tls"])
         self.assertEqual([pid for pid, _ in uprobes_on(lib) if pid == d.proc.pid], [])
+        # and it keeps no capability for TLS (CAP_SYS_PTRACE 19, CAP_SYS_ADMIN 21), which the shared one does
+        self.assertEqual(cap_eff(d.proc.pid) & (1 << 19 | 1 << 21), 0)
+        self.assertEqual(cap_eff(self.shared.proc.pid) & (1 << 19 | 1 << 21), 1 << 19 | 1 << 21)
         self.assertEqual([pid for pid, _ in uprobes_on(SYSTEM_LIBSSL) if pid == d.proc.pid], [])
         late.stdin.write("go\n")
         late.stdin.flush()
