@@ -85,9 +85,13 @@ static bool parse_line(char *line, uint64_t *dev, uint64_t *ino, char **path)
 	unsigned maj, min;
 	unsigned long long inode;
 	char perms[8];
+	const char *sp = strchr(line, ' ');
 	int off = 0;
 	size_t len;
 
+	/* most lines are data or anonymous: told by the perms ("r-xp") and a path, before any sscanf */
+	if (!sp || sp[3] != 'x' || !strchr(sp, '/'))
+		return false;
 	if (sscanf(line, "%*x-%*x %7s %*x %x:%x %llu %n", perms, &maj, &min, &inode, &off) < 4 || !off)
 		return false;
 	if (!strchr(perms, 'x') || !inode || line[off] != '/')
@@ -176,8 +180,10 @@ void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 	fclose(maps);
 	dw_tls_judge(t->files, o.f, o.path, o.n, &p);
 	p.pid = pid;
-	p.start = start_time(pid);
-	comm_of(pid, p.comm, sizeof(p.comm));
+	if (p.verdict != DW_TLS_NO_TLS) {
+		p.start = start_time(pid);
+		comm_of(pid, p.comm, sizeof(p.comm));
+	}
 	dw_tls_procs_put(t->procs, &p);
 }
 
