@@ -109,6 +109,9 @@ static void decide_tls(struct dw_bpf *b)
 	b->tls_why[0] = 0;
 	if (dw_bpf_withheld(b, HOOK_TLS))
 		snprintf(b->tls_why, sizeof(b->tls_why), "absent (--without): %s", dw_other_hooks[6].without);
+	else if (b->tls_refused)
+		snprintf(b->tls_why, sizeof(b->tls_why), "the kernel refused the TLS uprobe programs: %s",
+			 dw_other_hooks[6].without);
 	else
 		dw_tls_supported(b->tls_why, sizeof(b->tls_why));
 	b->tls_on = !b->tls_why[0];
@@ -174,6 +177,14 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 	bool refused, h2 = true;
 	int err = load_skeleton(b, backend, true, true, true, &refused);
 
+	/* fail-open (issue 32): TLS is the newest and most optional part, the first to go */
+	if (refused && b->tls_on) {
+		dw_warn("the kernel refused the BPF object with the TLS uprobes (%s); loading it without them",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		b->tls_refused = true;
+		err = load_skeleton(b, backend, true, true, true, &refused);
+	}
 	if (refused && !b->h2_why[0] && b->backend == DW_BACKEND_SOCK) {
 		dw_warn("the kernel refused the BPF object with the HTTP/2 receive program (%s); loading it without it",
 			strerror(-err));
