@@ -60,6 +60,12 @@ def uprobes_on(path):
     return out
 
 
+def loaded_prog_ids():
+    shown = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                                      timeout=30).stdout or "[]")
+    return {q["id"] for q in shown}
+
+
 def cap_eff(pid):
     with open("/proc/%d/status" % pid) as f:
         return int([l for l in f if l.startswith("CapEff:")][0].split()[1], 16)
@@ -98,8 +104,9 @@ class TlsSink:
         self.lst.close()
 
 
-class TlsFindTest(DaemonTestCase):
-    """Most cases share one daemon (started once: its start scans every process)."""
+class Test01TlsFind(DaemonTestCase):
+    """The cases share one daemon (started once: its start scans every process), in the order of
+    their numbers: the first starts a --without tls daemon beside it, the last kills it with SIGKILL."""
 
     @classmethod
     def setUpClass(cls):
@@ -151,7 +158,32 @@ class TlsFindTest(DaemonTestCase):
         self.assertLessEqual(len(entries), 1, entries)
         return entries[0] if entries else None
 
-    def test_private_copy_started_after_the_daemon_is_traced_within_1s(self):
+    def test_0_without_tls_attaches_nothing(self):
+        libdir, lib = self.private_libssl("without")
+        early = self.client(libdir)  # mapped before the start: the start scan would see it
+        d = self.start_daemon(extra_args=["--without", "tls"])
+        err = d.stderr_text()
+        self.assertIn("running without tls: TLS libraries get no uprobes", err)
+        self.assertRegex(err, r"not attached:.* tls \(absent \(--without\)")
+        late = self.client(libdir)
+        s = d.status()
+        self.assertEqual((s["tls"]["on"], "--without" in s["tls"]["why"]), (False, True), s["tls"])
+        self.assertEqual([pid for pid, _ in uprobes_on(lib) if pid == d.proc.pid], [])
+        # and it keeps no capability for TLS (CAP_SYS_PTRACE 19, CAP_SYS_ADMIN 21), which the shared one does
+        self.assertEqual(cap_eff(d.proc.pid) & (1 << 19 | 1 << 21), 0)
+        self.assertEqual(cap_eff(self.shared.proc.pid) & (1 << 19 | 1 << 21), 1 << 19 | 1 << 21)
+        self.assertEqual([pid for pid, _ in uprobes_on(SYSTEM_LIBSSL) if pid == d.proc.pid], [])
+        late.stdin.write("go\n")
+        late.stdin.flush()
+        self.assertEqual(late.stdout.readline().strip(), "done")
+        # past a poll (the counters are read at each): still none, no program was loaded to count them
+        polled = d.status()["uptime_s"]
+        s = d.wait_for(lambda s: s["uptime_s"] >= polled + 1.5, timeout=5, what="a poll")
+        self.assertEqual(s["kernel"]["tls_writes"], 0)
+        self.assertIsNotNone(early)
+        self.stop_daemon(d)
+
+    def test_1_private_copy_started_after_the_daemon_is_traced_within_1s(self):
         libdir, lib = self.private_libssl("late")
         t0 = time.monotonic()
         p = self.client(libdir)
@@ -178,7 +210,7 @@ class TlsFindTest(DaemonTestCase):
         # other processes on the machine may write TLS too: at least the client's
         self.assertGreaterEqual(after - before, WRITES)
 
-    def test_one_file_shared_by_many_processes_is_attached_once(self):
+    def test_2_one_file_shared_by_many_processes_is_attached_once(self):
         libdir, lib = self.private_libssl("shared")
         procs = [self.client(libdir) for _ in range(5)]
         entry = self.shared.wait_for(lambda s: any(f["path"] == lib and f["processes"] == len(procs)
@@ -194,7 +226,7 @@ class TlsFindTest(DaemonTestCase):
         self.assertEqual({pid for pid, _ in attached}, {self.shared.proc.pid})
         self.assertEqual(len(procs), 5)
 
-    def test_gnutls_client_is_opaque_with_its_reason(self):
+    def test_3_gnutls_client_is_opaque_with_its_reason(self):
         if not shutil.which("gnutls-cli"):
             self.skipTest("no gnutls-cli (gnutls-bin)")
         p = subprocess.Popen(["gnutls-cli", "--insecure", "-p", str(self.sink.port), "127.0.0.1"],
@@ -210,56 +242,33 @@ class TlsFindTest(DaemonTestCase):
                               capture_output=True, text=True, timeout=10).stdout
         self.assertRegex(text, r"(?m)^tls: \d+ files with uprobes, \d+ processes traced, \d+ opaque.*gnutls \d+")
 
-    def test_without_tls_attaches_nothing(self):
-        libdir, lib = self.private_libssl("without")
-        early = self.client(libdir)  # mapped before the start: the start scan would see it
-        d = self.start_daemon(extra_args=["--without", "tls"])
-        err = d.stderr_text()
-        self.assertIn("running without tls: TLS libraries get no uprobes", err)
-        self.assertRegex(err, r"not attached:.* tls \(absent \(--without\)")
-        late = self.client(libdir)
-        s = d.status()
-        self.assertEqual((s["tls"]["on"], "--without" in s["tls"]["why"]), (False, True), s["tls"])
-        self.assertEqual([pid for pid, _ in uprobes_on(lib) if pid == d.proc.pid], [])
-        # and it keeps no capability for TLS (CAP_SYS_PTRACE 19, CAP_SYS_ADMIN 21), which the shared one does
-        self.assertEqual(cap_eff(d.proc.pid) & (1 << 19 | 1 << 21), 0)
-        self.assertEqual(cap_eff(self.shared.proc.pid) & (1 << 19 | 1 << 21), 1 << 19 | 1 << 21)
-        self.assertEqual([pid for pid, _ in uprobes_on(SYSTEM_LIBSSL) if pid == d.proc.pid], [])
-        late.stdin.write("go\n")
-        late.stdin.flush()
-        self.assertEqual(late.stdout.readline().strip(), "done")
-        # past a poll (the counters are read at each): still none, no program was loaded to count them
-        polled = d.status()["uptime_s"]
-        s = d.wait_for(lambda s: s["uptime_s"] >= polled + 1.5, timeout=5, what="a poll")
-        self.assertEqual(s["kernel"]["tls_writes"], 0)
-        self.assertIsNotNone(early)
-        self.stop_daemon(d)
 
-    def test_kill_9_leaves_no_uprobe_behind(self):
+    def test_4_kill_9_leaves_no_uprobe_behind(self):
         libdir, lib = self.private_libssl("kill9")
         p = self.client(libdir)
-        d = self.start_daemon()
-        self.assertEqual(self.file_entry(lib, d)["processes"], 1)
-        # the shared daemon has its own on the file too (the client started after it)
+        d = self.shared
+        self.shared.wait_for(lambda s: any(f["path"] == lib and f["processes"] == 1 for f in s["tls"]["files"]),
+                             timeout=5, what="the client's libssl traced")
         ours = [e for e in uprobes_on(lib) if e[0] == d.proc.pid]
         self.assertEqual(len(ours), PROBES_PER_FILE, ours)
         prog_ids = {pid_prog[1] for pid_prog in ours}
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait()
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and [e for e in uprobes_on(lib) if e[0] == d.proc.pid]:
+        while time.monotonic() < deadline and uprobes_on(lib):
             time.sleep(0.05)
-        self.assertEqual([e for e in uprobes_on(lib) if e[0] == d.proc.pid], [])
+        self.assertEqual(uprobes_on(lib), [])
         with open("/sys/kernel/tracing/uprobe_events") as f:
             self.assertNotIn(lib, f.read())
-        shown = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                                          timeout=30).stdout or "[]")
-        self.assertEqual(prog_ids & {q["id"] for q in shown}, set(), "programs left loaded")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and prog_ids & loaded_prog_ids():
+            time.sleep(0.05)
+        self.assertEqual(prog_ids & loaded_prog_ids(), set(), "programs left loaded")
         # the traced process goes on as it was
         p.stdin.write("go\n")
         p.stdin.flush()
         self.assertEqual(p.stdout.readline().strip(), "done")
-        d.cleanup()
+
 
 
 if __name__ == "__main__":
