@@ -29,6 +29,14 @@ static void test_classify(void **state)
 	assert_int_equal(dw_tls_classify("/jdk/lib/server/libjvm.so", DW_TLS_SYM_ANY), DW_TLS_KIND_JAVA);
 	assert_int_equal(dw_tls_classify("/usr/bin/svc", DW_TLS_SYM_RUSTLS | DW_TLS_SYM_ANY), DW_TLS_KIND_RUSTLS);
 	assert_int_equal(dw_tls_classify("/usr/lib/libc.so.6", DW_TLS_SYM_ANY), DW_TLS_KIND_NONE);
+	/* no symbols to tell: what the read-only data says */
+	assert_int_equal(dw_tls_classify("/usr/local/bin/proxy", DW_TLS_SYM_OPENSSL_TEXT), DW_TLS_KIND_STATIC);
+	assert_int_equal(dw_tls_classify("/usr/lib/libcrypto.so.3", DW_TLS_SYM_OPENSSL_TEXT | DW_TLS_SYM_ANY),
+			 DW_TLS_KIND_NONE);
+	/* a program that exports the API has its version text too: it is probed */
+	assert_int_equal(dw_tls_classify("/usr/local/bin/proxy", DW_TLS_SYM_OPENSSL_TEXT | DW_TLS_SYM_NEEDED),
+			 DW_TLS_KIND_OPENSSL);
+	assert_int_equal(dw_tls_classify("/usr/local/bin/gosvc", DW_TLS_SYM_GO_TLS), DW_TLS_KIND_GO);
 	assert_int_equal(dw_tls_classify("libsslx", 0), DW_TLS_KIND_STRIPPED);
 	assert_true(dw_tls_kind_attachable(DW_TLS_KIND_OPENSSL));
 	assert_true(dw_tls_kind_attachable(DW_TLS_KIND_BORINGSSL));
@@ -65,6 +73,41 @@ static void test_files_dedupe_by_dev_inode(void **state)
 	assert_null(dw_tls_files_find(t, 0x2b, 43));
 	/* inode 0 (no file) is never taken */
 	assert_null(dw_tls_files_get(t, 1, 0, "x", &added));
+	free(t);
+}
+
+static void test_reused_inode_is_read_again(void **state)
+{
+	struct dw_tls_files *t = calloc(1, sizeof(*t));
+	struct dw_tls_file *f;
+	bool added;
+	char longp[300];
+
+	(void)state;
+	f = dw_tls_files_get(t, 1, 7, "/tmp/build/old-tool", &added);
+	f->state = DW_TLS_FILE_PLAIN;
+	f->kind = DW_TLS_KIND_RUSTLS;
+	/* the same path: the file known */
+	dw_tls_file_recheck(f, "/tmp/build/old-tool");
+	assert_int_equal(f->state, DW_TLS_FILE_PLAIN);
+	/* the inode number given to another file: read it again */
+	dw_tls_file_recheck(f, "/tmp/dwtest-1/depwatch");
+	assert_int_equal(f->state, DW_TLS_FILE_UNREAD);
+	assert_int_equal(f->kind, DW_TLS_KIND_NONE);
+	assert_string_equal(f->path, "/tmp/dwtest-1/depwatch");
+	/* uprobes pin the inode: never reused while attached, never read again */
+	f->state = DW_TLS_FILE_ATTACHED;
+	dw_tls_file_recheck(f, "/other/view/libssl.so.3");
+	assert_int_equal(f->state, DW_TLS_FILE_ATTACHED);
+	/* a long path, kept cut, is the same path */
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[0] = '/';
+	longp[sizeof(longp) - 1] = 0;
+	f->state = DW_TLS_FILE_PLAIN;
+	dw_tls_file_recheck(f, longp);
+	f->state = DW_TLS_FILE_PLAIN;
+	dw_tls_file_recheck(f, longp);
+	assert_int_equal(f->state, DW_TLS_FILE_PLAIN);
 	free(t);
 }
 
@@ -226,6 +269,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_files_dedupe_by_dev_inode),
+		cmocka_unit_test(test_reused_inode_is_read_again),
 		cmocka_unit_test(test_files_bounded),
 		cmocka_unit_test(test_judge),
 		cmocka_unit_test(test_procs_table_and_counts),

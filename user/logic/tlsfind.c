@@ -11,9 +11,11 @@ static const struct {
 	[DW_TLS_KIND_OPENSSL] = { "openssl", NULL },
 	[DW_TLS_KIND_BORINGSSL] = { "boringssl", NULL },
 	[DW_TLS_KIND_STRIPPED] = { "stripped", "a TLS library without SSL_write/SSL_read in its symbols (stripped)" },
+	[DW_TLS_KIND_STATIC] = { "static", "OpenSSL linked into the program without its symbols (static, stripped)" },
 	[DW_TLS_KIND_GNUTLS] = { "gnutls", "GnuTLS: another API than OpenSSL's, not probed" },
 	[DW_TLS_KIND_NSS] = { "nss", "NSS: another API than OpenSSL's, not probed" },
 	[DW_TLS_KIND_OTHERLIB] = { "otherlib", "mbedTLS or wolfSSL: an unknown library to depwatch, not probed" },
+	[DW_TLS_KIND_GO] = { "go", "Go's crypto/tls: no C library to probe" },
 	[DW_TLS_KIND_RUSTLS] = { "rustls", "rustls inside the program: no stable symbols to probe" },
 	[DW_TLS_KIND_JAVA] = { "java", "Java: TLS is JSSE's Java code in the JVM, no library to probe" },
 };
@@ -51,6 +53,11 @@ enum dw_tls_kind dw_tls_classify(const char *path, unsigned syms)
 		return DW_TLS_KIND_JAVA;
 	if (syms & DW_TLS_SYM_RUSTLS)
 		return DW_TLS_KIND_RUSTLS;
+	if (syms & DW_TLS_SYM_GO_TLS)
+		return DW_TLS_KIND_GO;
+	/* libcrypto holds the version text too, and alone it is no TLS (hashes, ssh) */
+	if ((syms & DW_TLS_SYM_OPENSSL_TEXT) && !starts(b, "libcrypto"))
+		return DW_TLS_KIND_STATIC;
 	return DW_TLS_KIND_NONE;
 }
 
@@ -117,6 +124,19 @@ struct dw_tls_file *dw_tls_files_get(struct dw_tls_files *t, uint64_t dev, uint6
 	t->used++;
 	*added = true;
 	return f;
+}
+
+void dw_tls_file_recheck(struct dw_tls_file *f, const char *path)
+{
+	if (f->state == DW_TLS_FILE_ATTACHED || f->state == DW_TLS_FILE_UNREAD ||
+	    !strncmp(f->path, path, sizeof(f->path) - 1))
+		return;
+	f->state = DW_TLS_FILE_UNREAD;
+	f->syms = 0;
+	f->kind = DW_TLS_KIND_NONE;
+	f->why[0] = 0;
+	memset(f->path, 0, sizeof(f->path));
+	strncpy(f->path, path, sizeof(f->path) - 1);
 }
 
 void dw_tls_judge(const struct dw_tls_files *t, struct dw_tls_file *const *objs,

@@ -26,6 +26,9 @@ enum {
 	DW_TLS_SYM_NSS = 1u << 8,	/* PR_Write with SSL_ImportFD: NSS */
 	DW_TLS_SYM_OTHER = 1u << 9,	/* mbedtls_ssl_write, wolfSSL_write */
 	DW_TLS_SYM_ANY = 1u << 10,	/* the object has symbols at all (else: stripped) */
+	/* from the object's read-only data, for those without symbols to tell */
+	DW_TLS_SYM_OPENSSL_TEXT = 1u << 11,	/* "OpenSSL 1." or "OpenSSL 3." in .rodata: OpenSSL is inside */
+	DW_TLS_SYM_GO_TLS = 1u << 12,	/* "crypto/tls.(*Conn).Write" in .gopclntab: Go's own TLS */
 };
 /* The two an object must export for its uprobes: without either nothing is attached. */
 #define DW_TLS_SYM_NEEDED (DW_TLS_SYM_SSL_WRITE | DW_TLS_SYM_SSL_READ)
@@ -36,9 +39,11 @@ enum dw_tls_kind {
 	DW_TLS_KIND_OPENSSL,	/* exports SSL_write and SSL_read: uprobes attach */
 	DW_TLS_KIND_BORINGSSL,	/* BoringSSL's API: the same symbols, uprobes attach */
 	DW_TLS_KIND_STRIPPED,	/* named like a TLS library (libssl*, libboringssl*) without SSL_write/SSL_read */
+	DW_TLS_KIND_STATIC,	/* OpenSSL linked into a program without its symbols (its version text shows) */
 	DW_TLS_KIND_GNUTLS,	/* libgnutls: another API, not probed */
 	DW_TLS_KIND_NSS,	/* libnss3/libssl3 (NSS): not probed */
 	DW_TLS_KIND_OTHERLIB,	/* mbedTLS, wolfSSL: not probed */
+	DW_TLS_KIND_GO,		/* a Go program using crypto/tls: no C library */
 	DW_TLS_KIND_RUSTLS,	/* a program with rustls inside: no stable symbols */
 	DW_TLS_KIND_JAVA,	/* libjvm: JSSE is Java code, no library to probe */
 	DW_TLS_KIND_NKINDS,
@@ -90,6 +95,15 @@ struct dw_tls_file *dw_tls_files_find(struct dw_tls_files *t, uint64_t dev, uint
  */
 struct dw_tls_file *dw_tls_files_get(struct dw_tls_files *t, uint64_t dev, uint64_t ino,
 				     const char *path, bool *added);
+
+/*
+ * A file found again under another path than it was read under: an inode
+ * number the filesystem gave to a new file after the old one was deleted
+ * (a rebuilt program). Unless uprobes hold it (ATTACHED: the kernel keeps a
+ * reference, the number cannot be reused), it is to be read again (UNREAD,
+ * the new path). A path cut to DW_TLS_PATH_LEN compares on what was kept.
+ */
+void dw_tls_file_recheck(struct dw_tls_file *f, const char *path);
 
 /* --- processes --- */
 

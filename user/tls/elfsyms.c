@@ -87,9 +87,36 @@ static void read_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct dw_tl
 	}
 }
 
+/*
+ * What an object without telling symbols holds: OpenSSL's version text in
+ * .rodata (linked in, stripped), Go's crypto/tls in .gopclntab (kept even
+ * in a stripped Go binary), rustls in panic paths. Each file is read once.
+ */
+static void read_text(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, size_t shstrndx, struct dw_tls_elf *out)
+{
+	const char *name = elf_strptr(elf, shstrndx, sh->sh_name);
+	Elf_Data *data;
+
+	if (!name || sh->sh_type == SHT_NOBITS || (strcmp(name, ".rodata") && strcmp(name, ".gopclntab")))
+		return;
+	data = elf_rawdata(scn, NULL);
+	if (!data || !data->d_buf)
+		return;
+	if (!strcmp(name, ".gopclntab")) {
+		if (memmem(data->d_buf, data->d_size, "crypto/tls.(*Conn).Write", 24))
+			out->syms |= DW_TLS_SYM_GO_TLS;
+		return;
+	}
+	if (memmem(data->d_buf, data->d_size, "OpenSSL 3.", 10) || memmem(data->d_buf, data->d_size, "OpenSSL 1.", 10))
+		out->syms |= DW_TLS_SYM_OPENSSL_TEXT;
+	if (memmem(data->d_buf, data->d_size, "/rustls-", 8))
+		out->syms |= DW_TLS_SYM_RUSTLS;
+}
+
 int dw_tls_elf_read(const char *path, struct dw_tls_elf *out, char *err, size_t errlen)
 {
 	Elf_Scn *scn = NULL;
+	size_t shstrndx;
 	Elf *elf;
 	int fd, ret = 0;
 
@@ -110,11 +137,17 @@ int dw_tls_elf_read(const char *path, struct dw_tls_elf *out, char *err, size_t 
 		ret = -ENOEXEC;
 		goto out;
 	}
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		shstrndx = 0;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB)
 			read_table(elf, scn, &sh, out);
+		else if (shstrndx)
+			read_text(elf, scn, &sh, shstrndx, out);
 	}
 out:
 	if (elf)

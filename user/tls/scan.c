@@ -172,6 +172,8 @@ void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 		snprintf(o.paths[o.n], sizeof(o.paths[o.n]), "%s", name);
 		o.path[o.n] = o.paths[o.n];
 		o.f[o.n] = dw_tls_files_get(t->files, dev, ino, name, &added);
+		if (o.f[o.n])
+			dw_tls_file_recheck(o.f[o.n], name);
 		if (o.f[o.n] && o.f[o.n]->state == DW_TLS_FILE_UNREAD)
 			read_file(t, o.f[o.n], pid);
 		o.n++;
