@@ -15,15 +15,12 @@
 #include "logic/tlsfind.h"
 #include "tls/elfsyms.h"
 
-static const char *const fn_names[DW_TLS_FN_COUNT] = {
-	[DW_TLS_FN_WRITE] = "SSL_write", [DW_TLS_FN_WRITE_EX] = "SSL_write_ex",
-	[DW_TLS_FN_READ] = "SSL_read",   [DW_TLS_FN_READ_EX] = "SSL_read_ex",
-	[DW_TLS_FN_FREE] = "SSL_free",
-};
-static const unsigned fn_bits[DW_TLS_FN_COUNT] = {
-	DW_TLS_SYM_SSL_WRITE, DW_TLS_SYM_SSL_WRITE_EX, DW_TLS_SYM_SSL_READ, DW_TLS_SYM_SSL_READ_EX,
-	DW_TLS_SYM_SSL_FREE,
-};
+#define FN_NAME(id, sym, bit) [DW_TLS_FN_##id] = sym,
+static const char *const fn_names[DW_TLS_FN_COUNT] = { DW_TLS_FNS(FN_NAME) };
+#undef FN_NAME
+#define FN_BIT(id, sym, bit) [DW_TLS_FN_##id] = bit,
+static const unsigned fn_bits[DW_TLS_FN_COUNT] = { DW_TLS_FNS(FN_BIT) };
+#undef FN_BIT
 
 /* A symbol's virtual address as a file offset: through the PT_LOAD segment that holds it. */
 static uint64_t file_offset(Elf *elf, uint64_t vaddr)
@@ -48,6 +45,7 @@ static void note(Elf *elf, const char *name, const GElf_Sym *s, struct dw_tls_el
 {
 	out->syms |= DW_TLS_SYM_ANY;
 	if (name[0] == 'S' && name[1] == 'S' && name[2] == 'L' && name[3] == '_') {
+		/* every name of the table begins SSL_: the test above spares the others */
 		for (int i = 0; i < DW_TLS_FN_COUNT; i++)
 			if (!strcmp(name, fn_names[i]) && !out->offset[i]) {
 				out->offset[i] = file_offset(elf, s->st_value);

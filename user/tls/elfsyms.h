@@ -9,10 +9,25 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "logic/tlsfind.h"
 
-/* The probed functions, in the order of attach.c's table's symbols. */
-enum dw_tls_fn { DW_TLS_FN_WRITE, DW_TLS_FN_WRITE_EX, DW_TLS_FN_READ, DW_TLS_FN_READ_EX, DW_TLS_FN_FREE,
-		 DW_TLS_FN_COUNT };
+/*
+ * The functions the uprobes attach to: X(id, symbol, DW_TLS_SYM_* bit or 0).
+ * A new one is a line here and its rows in attach.c's dw_tls_probes[].
+ */
+#define DW_TLS_FNS(X)							\
+	X(WRITE, "SSL_write", DW_TLS_SYM_SSL_WRITE)			\
+	X(WRITE_EX, "SSL_write_ex", DW_TLS_SYM_SSL_WRITE_EX)		\
+	X(READ, "SSL_read", DW_TLS_SYM_SSL_READ)			\
+	X(READ_EX, "SSL_read_ex", DW_TLS_SYM_SSL_READ_EX)		\
+	X(FREE, "SSL_free", DW_TLS_SYM_SSL_FREE)
+
+enum dw_tls_fn {
+#define DW_TLS_FN_ENUM(id, sym, bit) DW_TLS_FN_##id,
+	DW_TLS_FNS(DW_TLS_FN_ENUM)
+#undef DW_TLS_FN_ENUM
+	DW_TLS_FN_COUNT
+};
 
 struct dw_tls_elf {
 	unsigned syms;				/* DW_TLS_SYM_* */
