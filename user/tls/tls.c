@@ -22,9 +22,10 @@
  * once (a program that links OpenSSL in), then while the loader and the
  * program's first imports map libraries (libssl: a few ms after the exec,
  * Python's ssl module when it is imported). The first second is the
- * issue's promise; the later ones catch slow starts.
+ * issue's promise, so no gap in it is longer than 200 ms; the later ones
+ * catch slow starts. Each is one maps file read (bench/RESULTS.md).
  */
-static const unsigned rescan_after_ms[] = { 0, 20, 100, 300, 700, 2000, 5000 };
+static const unsigned rescan_after_ms[] = { 0, 10, 50, 100, 200, 350, 500, 700, 900, 2000, 5000 };
 #define NSTEPS (sizeof(rescan_after_ms) / sizeof(rescan_after_ms[0]))
 #define PRUNE_NS (5ULL * 1000000000ULL)
 
