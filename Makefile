@@ -23,7 +23,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 # Pure logic: no I/O, unit-tested on its own.
 LOGIC_SRCS := $(wildcard user/logic/*.c)
 # The daemon and CLI.
-APP_SRCS := $(wildcard user/*.c)
+APP_SRCS := $(wildcard user/*.c user/tls/*.c)
 # One .bpf.c per group of programs, linked into one object (one set of maps: bpf/maps.bpf.h).
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))

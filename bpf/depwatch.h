@@ -421,7 +421,12 @@ struct dw_abandon_key {
 	X(dns_unmatched, dns_unmatched,						\
 	  "DNS answers that matched no outstanding query (late, spoofed, from another address or port).") \
 	X(dns_retransmits, dns_retransmits,					\
-	  "DNS queries sent again with the same id and question on the same socket: one call, timed from the first.")
+	  "DNS queries sent again with the same id and question on the same socket: one call, timed from the first.") \
+	/* TLS (issue 32): the uprobes on the TLS library (bpf/ssl.bpf.c) and the exec watch (bpf/tlsexec.bpf.c) */ \
+	X(tls_writes, tls_writes,						\
+	  "SSL_write and SSL_write_ex calls seen at their entry by the TLS uprobes.") \
+	X(tls_exec_lost, tls_exec_lost,						\
+	  "Process starts (exec) the TLS discovery was not told of: its ring buffer was full.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {
@@ -493,5 +498,17 @@ struct dw_caller_cpu_row {
  * cannot use socket storage).
  */
 enum dw_backend { DW_BACKEND_SOCK = 0, DW_BACKEND_SYSCALLS = 1 };
+
+/*
+ * TLS discovery (issue 32): a process start, one record per exec into the
+ * ring buffer tls_execs (bpf/tlsexec.bpf.c), so the daemon scans that
+ * process's maps for TLS libraries (user/tls/). Never one per call.
+ */
+struct dw_tls_exec {
+	__u32 pid;		/* the thread group that exec'd */
+	__u32 pad;
+};
+/* Bytes of the ring: 4096 starts between two reads of the daemon before one is lost (tls_exec_lost). */
+#define DW_TLS_EXEC_RING (64 * 1024)
 
 #endif /* DEPWATCH_H */

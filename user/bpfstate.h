@@ -71,6 +71,10 @@ struct dw_bpf {
 	struct bpf_link *abort_link;
 	char abort_why[200];
 	int abort_path;		/* enum dw_abort_path: how it aborts */
+	/* TLS (issue 32): the uprobes of bpf/ssl.bpf.c load and attach (user/tls/); if not, why */
+	bool tls_on;
+	bool tls_refused;	/* the kernel refused the object with them: loaded again without */
+	char tls_why[200];
 };
 
 /* How connections are aborted (enforce = abort, abort_after), as the probe found. */

@@ -33,6 +33,7 @@
 #include "privs.h"
 #include "report.h"
 #include "services.h"
+#include "tls/tls.h"
 
 struct run_opts {
 	const char *config;
@@ -59,6 +60,7 @@ struct daemon {
 	struct dw_deps_io deps;		/* the dependencies, and what the kernel holds of them */
 	struct dw_services svcs;	/* polled after the dependencies */
 	struct dw_abort abort;		/* enforce = abort, abort_after: when the abort iterator runs */
+	struct dw_tls tls;		/* the TLS discovery (issue 32): libraries in processes, their uprobes */
 	struct dw_run_info info;
 	char programs[1024];
 	int run_lock_fd;
@@ -467,6 +469,7 @@ static void poll_once(struct daemon *d)
 	act(d);
 	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
 	report_kernel_trouble(d);
+	d->tls.exec_lost = d->coll.globals.tls_exec_lost;
 	if (d->opts.metrics) {
 		struct dw_control_figs control;
 
@@ -542,28 +545,32 @@ static int on_signal(struct daemon *d)
 
 static void loop(struct daemon *d)
 {
-	struct pollfd pfds[4 + DW_CONTROL_CLIENTS] = {
+	struct pollfd pfds[5 + DW_CONTROL_CLIENTS] = {
 		{ .fd = d->signal_fd, .events = POLLIN },
 		{ .fd = d->timer_fd, .events = POLLIN },
 		{ .fd = d->control_fd, .events = POLLIN },
 		{ .fd = d->fast_fd, .events = POLLIN },
+		{ .fd = dw_tls_fd(&d->tls), .events = POLLIN },	/* -1 (ignored) without TLS */
 	};
 	struct dw_client *polled[DW_CONTROL_CLIENTS];
 
 	for (;;) {
 		/* the timerfds wake the loop for the daemon's work, the timeout for the clients' deadlines */
 		int timeout = dw_clients_expire(&d->clients, dw_monotonic_ns());
+		int tls_timeout = dw_tls_timeout_ms(&d->tls, dw_monotonic_ns());
 		int n = 0;
 
+		if (tls_timeout >= 0 && (timeout < 0 || tls_timeout < timeout))
+			timeout = tls_timeout;
 		for (int i = 0; i < DW_CONTROL_CLIENTS; i++) {
 			struct dw_client *c = &d->clients.c[i];
 
 			if (c->fd >= 0) {
-				pfds[4 + n] = (struct pollfd){ .fd = c->fd, .events = dw_client_events(c) };
+				pfds[5 + n] = (struct pollfd){ .fd = c->fd, .events = dw_client_events(c) };
 				polled[n++] = c;
 			}
 		}
-		if (poll(pfds, 4 + n, timeout) < 0) {
+		if (poll(pfds, 5 + n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			dw_err("poll: %s", strerror(errno));
@@ -575,8 +582,13 @@ static void loop(struct daemon *d)
 			on_timer(d);
 		else if (pfds[3].revents & POLLIN)
 			on_fast(d);
+		/* an exec's rescans: the ring read, then those due (doc/tls.md) */
+		if (pfds[4].revents & POLLIN)
+			dw_tls_on_ready(&d->tls, dw_monotonic_ns());
+		else
+			dw_tls_tick(&d->tls, dw_monotonic_ns());
 		for (int i = 0; i < n; i++)
-			if (pfds[4 + i].revents)
+			if (pfds[5 + i].revents)
 				on_client(d, polled[i]);
 		/* after the clients: it may take a slot one of them just left */
 		if (pfds[2].revents & POLLIN)
@@ -652,6 +664,9 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		return err;
 	dw_bpf_describe(&d->bpf, d->programs, sizeof(d->programs));
 	dw_abort_init(&d->abort, &d->deps.set, &d->bpf, d->opts.interval_ns);
+	err = dw_tls_start(&d->tls, &d->bpf, dw_bpf_object(&d->bpf));
+	if (err)
+		return err;
 	adopted = dw_bpf_classify_existing(&d->bpf);
 	if (adopted < 0)
 		dw_warn("cannot classify connections open before start: %s", strerror(-adopted));
@@ -670,14 +685,15 @@ static int start(struct daemon *d, struct dw_config *cfg)
 					 .max_conns = d->bpf.max_conns,
 					 .backend = dw_backend_name(d->bpf.backend),
 					 .programs = d->programs,
-					 .control = &d->control };
+					 .control = &d->control,
+					 .tls = &d->tls };
 	poll_once(d);
 	/*
 	 * enforce = abort, abort_after: other network namespaces need setns, sock_diag's
 	 * destroy CAP_NET_ADMIN (doc/enforcement.md)
 	 */
 	err = dw_drop_privileges(dw_abort_wants_netns(&d->abort, &d->deps.set),
-				 dw_abort_wants_net_admin(&d->abort));
+				 dw_abort_wants_net_admin(&d->abort), d->bpf.tls_on);
 	if (err) {
 		dw_err("cannot drop capabilities: %s", strerror(-err));
 		return err;
@@ -709,6 +725,7 @@ static void stop(struct daemon *d)
 	d->coll.cgroups = NULL;
 	dw_collect_free(&d->coll);
 	dw_abort_free(&d->abort);
+	dw_tls_stop(&d->tls);
 	dw_bpf_stop(&d->bpf);
 	dw_services_free(&d->svcs);
 	dw_deps_free(&d->deps);

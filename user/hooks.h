@@ -62,13 +62,15 @@ extern const size_t dw_nsyscalls_only;
 /* DNS over UDP as calls (issue 35): the cgroup datagram hooks, and the sweep that times queries out */
 #define HOOK_DNS_EGRESS "cgroup_skb/egress"
 #define HOOK_DNS_INGRESS "cgroup_skb/ingress"
+/* the TLS uprobes and the exec watch that finds them libraries (user/tls/, doc/tls.md) */
+#define HOOK_TLS "tls"
 
 struct dw_other_hook {
 	const char *name;
 	const char *without;	/* NULL: depwatch cannot run without it */
 };
 
-/* The first two are the cgroup hooks, in attach_enforce's order; [3] is HOOK_ABORT. */
+/* The first two are the cgroup hooks, in attach_enforce's order; [3] is HOOK_ABORT, [6] HOOK_TLS. */
 extern const struct dw_other_hook dw_other_hooks[];
 extern const size_t dw_nother_hooks;
 

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "privs.h"
 #include "probe.h"
+#include "tls/tls.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
 static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "cpu_rows",
@@ -103,6 +104,33 @@ static void decide_h2(struct dw_bpf *b, bool h2)
 				 "HTTP/2 calls are not timed per stream: h2c connections are timed as multiplexed bursts");
 }
 
+/*
+ * TLS (issue 32): the dw_ssl_* uprobes and the exec watch load only when
+ * they will be attached (dw_tls_on tells the BPF side, before the load):
+ * not with --without tls, not on a kernel without the uprobe PMU.
+ */
+static void decide_tls(struct dw_bpf *b)
+{
+	struct bpf_program *prog;
+
+	b->tls_why[0] = 0;
+	if (dw_bpf_withheld(b, HOOK_TLS))
+		snprintf(b->tls_why, sizeof(b->tls_why), "absent (--without): %s", dw_other_hooks[6].without);
+	else if (b->tls_refused)
+		snprintf(b->tls_why, sizeof(b->tls_why), "the kernel refused the TLS uprobe programs: %s",
+			 dw_other_hooks[6].without);
+	else
+		dw_tls_supported(b->tls_why, sizeof(b->tls_why));
+	b->tls_on = !b->tls_why[0];
+	b->skel->rodata->dw_tls_on = b->tls_on;
+	if (b->tls_on)
+		return;
+	bpf_object__for_each_program(prog, b->skel->obj)
+		if (!strncmp(bpf_program__name(prog), "dw_ssl_", 7))
+			bpf_program__set_autoload(prog, false);
+	bpf_program__set_autoload(b->skel->progs.dw_tls_exec, false);
+}
+
 /* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
 static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool abort, bool h2,
 			 bool *refused)
@@ -140,6 +168,7 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 		bpf_program__set_autoload(b->skel->progs.dw_dns_sweep, false);
 	}
 	decide_h2(b, h2);
+	decide_tls(b);
 	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
 		b->abort_path = DW_ABORT_PATH_NONE;
@@ -163,6 +192,14 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 	bool refused, h2 = true;
 	int err = load_skeleton(b, backend, true, true, true, &refused);
 
+	/* fail-open (issue 32): TLS is the newest and most optional part, the first to go */
+	if (refused && b->tls_on) {
+		dw_warn("the kernel refused the BPF object with the TLS uprobes (%s); loading it without them",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		b->tls_refused = true;
+		err = load_skeleton(b, backend, true, true, true, &refused);
+	}
 	if (refused && !b->h2_why[0] && b->backend == DW_BACKEND_SOCK) {
 		dw_warn("the kernel refused the BPF object with the HTTP/2 receive program (%s); loading it without it",
 			strerror(-err));
@@ -460,6 +497,33 @@ static void attach_abort(struct dw_bpf *b)
 	b->abort_link = ps->link;
 }
 
+/*
+ * The TLS hook on the start line: the exec watch is attached here; the
+ * uprobes are the discovery's (user/tls/), per file, after the start.
+ */
+static void note_tls(struct dw_bpf *b)
+{
+	struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+	ps->name = "dw_ssl_*";
+	ps->hook = b->tls_on ? HOOK_TLS "(uprobes)" : HOOK_TLS;
+	if (!b->tls_on) {
+		snprintf(ps->why, sizeof(ps->why), "%s", b->tls_why);
+		return;
+	}
+	ps->link = bpf_program__attach(b->skel->progs.dw_tls_exec);
+	if (!ps->link)
+		/* the start's scan still attaches: only the processes started later escape */
+		snprintf(ps->why, sizeof(ps->why), "the exec watch (sched_process_exec) failed to attach: %s; "
+			 "processes started from now on are not traced", strerror(errno));
+	ps->attached = ps->link != NULL;
+}
+
+struct bpf_object *dw_bpf_object(const struct dw_bpf *b)
+{
+	return b->skel->obj;
+}
+
 static int required_attached(const struct dw_bpf *b)
 {
 	for (int i = 0; i < b->nprogs; i++)
@@ -518,6 +582,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		attach_dns(b, opts->cgroup);
 		note_adopt(b);
 		attach_abort(b);
+		note_tls(b);
 	}
 	if (err)
 		dw_bpf_stop(b);

@@ -34,6 +34,9 @@ int dw_bpf_dns_sweep(struct dw_bpf *b);
 /* One line: which programs are attached, which are not and why. */
 void dw_bpf_describe(const struct dw_bpf *b, char *buf, size_t len);
 
+/* The loaded object, for the TLS discovery's attaches (user/tls/). */
+struct bpf_object *dw_bpf_object(const struct dw_bpf *b);
+
 /* Adopts connections that were open before the programs were attached. Returns how many. */
 int dw_bpf_classify_existing(struct dw_bpf *b);
 

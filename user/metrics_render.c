@@ -24,6 +24,7 @@
 #include <string.h>
 #include "collect.h"
 #include "control_figs.h"
+#include "tls/tls.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/jsonw.h"
@@ -694,6 +695,7 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 	service_families(o, deps, svcs);
 	process_families(o, c);
 	control_families(o, control);
+	dw_tls_metrics(o);
 	fold_families(o);
 }
 

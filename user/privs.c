@@ -20,7 +20,7 @@
 #define CAP_BPF 39
 #endif
 
-int dw_drop_privileges(bool netns, bool net_admin)
+int dw_drop_privileges(bool netns, bool net_admin, bool tls)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
@@ -30,6 +30,9 @@ int dw_drop_privileges(bool netns, bool net_admin)
 		extra |= (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_SYS_PTRACE);
 	if (net_admin)
 		extra |= 1ULL << CAP_NET_ADMIN;
+	/* the TLS discovery after start: other processes' maps and files, and uprobes (perf_event_open) */
+	if (tls)
+		extra |= (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_SYS_PTRACE);
 	if (extra) {
 		/* only what it has: without them, the namespaces it can enter, the aborts it can do */
 		if (syscall(SYS_capget, &hdr, data))

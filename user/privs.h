@@ -12,9 +12,12 @@
  * enter other network namespaces (setns on /proc/PID/ns/net) and run the
  * abort iterator there (enforce = abort, abort_after; doc/enforcement.md).
  * net_admin: also keep CAP_NET_ADMIN, which sock_diag's SOCK_DESTROY checks
- * (the abort path of kernels without bpf_sock_destroy).
+ * (the abort path of kernels without bpf_sock_destroy). tls: also keep
+ * CAP_SYS_PTRACE (reading other processes' maps and their files through
+ * /proc/PID/root) and CAP_SYS_ADMIN (the uprobes attached after an exec),
+ * only when the TLS discovery runs (doc/tls.md).
  */
-int dw_drop_privileges(bool netns, bool net_admin);
+int dw_drop_privileges(bool netns, bool net_admin, bool tls);
 
 /*
  * Makes dirfd itself (name NULL) or the entry name in it owned by root with

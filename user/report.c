@@ -6,6 +6,7 @@
 #include <time.h>
 #include "collect.h"
 #include "control_figs.h"
+#include "tls/tls.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/series.h"
@@ -583,6 +584,7 @@ void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const stru
 		      (unsigned long long)(info->window_ns / 1000000));
 	json_kernel(out, c, info);
 	json_control(out, info->control);
+	dw_tls_json(out, info->tls);
 	json_deps(out, c, deps, c->now_ns, info->json_max_series);
 	json_services(out, deps, svcs, c->now_ns);
 	json_inbound(out, c, svcs);

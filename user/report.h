@@ -10,6 +10,7 @@ struct dw_collector;
 struct dw_control_figs;
 struct dw_deps;
 struct dw_services;
+struct dw_tls;
 
 struct dw_run_info {
 	uint64_t started_ns;	/* CLOCK_MONOTONIC */
@@ -22,6 +23,7 @@ struct dw_run_info {
 	const char *backend;
 	const char *programs;	/* the start-up line's attached / not attached text */
 	const struct dw_control_figs *control;	/* the control socket's clients, as of the request */
+	const struct dw_tls *tls;	/* the TLS discovery (user/tls/); NULL: none */
 };
 
 void dw_report_json(struct dw_buf *out, const struct dw_collector *c, const struct dw_deps *deps,

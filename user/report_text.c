@@ -6,6 +6,7 @@
 #include <string.h>
 #include "collect.h"
 #include "control_figs.h"
+#include "tls/tls.h"
 #include "logic/depset.h"
 #include "logic/hist.h"
 #include "logic/parse.h"
@@ -253,6 +254,7 @@ void dw_report_text(struct dw_buf *out, const struct dw_collector *c, const stru
 	if (info->control && info->control->refused)
 		dw_buf_printf(out, "warning: control socket full: %llu clients closed unanswered since start\n",
 			      (unsigned long long)info->control->refused);
+	dw_tls_text(out, info->tls);
 	burst = text_deps(out, c, deps, c->now_ns, info->max_series);
 	text_services(out, deps, svcs);
 	/* MUX: connections seen carrying overlapping requests, since start */

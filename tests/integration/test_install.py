@@ -99,6 +99,21 @@ class InstallTest(DaemonTestCase):
         self.addCleanup(d.cleanup)
         d.start()
         self.assertIn("not attached: none", d.stderr_text(), "with only %s: %s" % (caps, d.stderr_text()))
+        # the TLS discovery after the start, with what the daemon kept of the set: a process
+        # started now (its maps read, its libssl given uprobes) is traced
+        libdir = tempfile.mkdtemp(prefix="dwtest-install-tls-")
+        self.addCleanup(shutil.rmtree, libdir, True)
+        shutil.copy("/usr/lib/x86_64-linux-gnu/libssl.so.3", libdir)
+        lib = os.path.join(libdir, "libssl.so.3")
+        p = subprocess.Popen(["/usr/bin/python3", "-c", "import ssl, sys; print(1, flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ, LD_LIBRARY_PATH=libdir))
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        p.stdout.readline()
+        s = d.wait_for(lambda s: any(f["path"] == lib and f["attached"] for f in s["tls"]["files"]), timeout=5,
+                       what="the private libssl attached")
+        self.assertTrue(any(f["path"] == lib and f["attached"] for f in s["tls"]["files"]),
+                        "with only %s: %s" % (caps, s["tls"]))
 
     def test_unit_allows_the_daemons_address_families(self):
         """RestrictAddressFamilies= lets through every family the daemon opens a socket of (a

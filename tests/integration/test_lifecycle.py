@@ -11,6 +11,7 @@ import unittest
 from harness import DEPWATCH, Daemon, DaemonError, kernel_has_sock_destroy_kfunc
 
 CAP_NET_ADMIN, CAP_PERFMON, CAP_BPF = 12, 38, 39
+CAP_SYS_PTRACE, CAP_SYS_ADMIN = 19, 21
 
 
 def capabilities(pid, which):
@@ -64,14 +65,17 @@ class LifecycleTest(unittest.TestCase):
 
     def test_keeps_only_cap_bpf_and_cap_perfmon(self):
         """... and CAP_NET_ADMIN where connections are aborted through sock_diag (no
-        bpf_sock_destroy kfunc, or --without it), whose SOCK_DESTROY checks it."""
-        ways = [([], kernel_has_sock_destroy_kfunc())]
+        bpf_sock_destroy kfunc, or --without it), whose SOCK_DESTROY checks it; and
+        CAP_SYS_PTRACE with CAP_SYS_ADMIN while the TLS discovery runs (doc/tls.md), so the
+        cases without TLS show the rest alone."""
+        tls = (1 << CAP_SYS_PTRACE) | (1 << CAP_SYS_ADMIN)
+        ways = [(["--without", "tls"], kernel_has_sock_destroy_kfunc(), 0), ([], kernel_has_sock_destroy_kfunc(), tls)]
         if ways[0][1]:
-            ways.append((["--without", "bpf_sock_destroy"], False))
-        for extra, kfunc in ways:
+            ways.append((["--without", "bpf_sock_destroy,tls"], False, 0))
+        for extra, kfunc, kept in ways:
             with self.subTest(args=extra):
                 d = self.daemon(*extra).start()
-                want = (1 << CAP_BPF) | (1 << CAP_PERFMON) | (0 if kfunc else 1 << CAP_NET_ADMIN)
+                want = (1 << CAP_BPF) | (1 << CAP_PERFMON) | (0 if kfunc else 1 << CAP_NET_ADMIN) | kept
                 for which in ("CapEff", "CapPrm", "CapBnd"):
                     self.assertEqual(capabilities(d.proc.pid, which), want, which)
                 self.assertIsNotNone(d.status())  # still answers with what it kept

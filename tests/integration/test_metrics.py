@@ -89,6 +89,11 @@ FAMILIES = {
     "depwatch_kernel_pending_table_full_total": "counter",
     "depwatch_kernel_abort_failed_total": "counter",
     "depwatch_kernel_h2_state_full_total": "counter",
+    "depwatch_kernel_tls_writes_total": "counter",
+    "depwatch_kernel_tls_exec_lost_total": "counter",
+    "depwatch_tls_files_attached": "gauge",
+    "depwatch_tls_processes": "gauge",
+    "depwatch_tls_escaped_total": "counter",
     "depwatch_connections_aborted_total": "counter",
     "depwatch_kernel_caller_map_full_total": "counter",
     # DNS over UDP (issue 35)
