@@ -17,13 +17,14 @@ VERSION := $(shell sed -n '1s/^depwatch (\([0-9A-Za-z.+~]*\)) .*/\1/p' debian/ch
 ifeq ($(VERSION),)
 $(error cannot read the version from debian/changelog's first line)
 endif
-LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm
+# -lcapstone: the Go RET finder (user/logic/goret.c); -ldw: Go struct offsets from DWARF (user/golang/).
+LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm -lcapstone -ldw
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Pure logic: no I/O, unit-tested on its own.
 LOGIC_SRCS := $(wildcard user/logic/*.c)
 # The daemon and CLI.
-APP_SRCS := $(wildcard user/*.c)
+APP_SRCS := $(wildcard user/*.c) $(wildcard user/golang/*.c)
 # One .bpf.c per group of programs, linked into one object (one set of maps: bpf/maps.bpf.h).
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -119,7 +120,7 @@ $(OUT)/obj-san/%.o: %.c | $(DEPS_FIRST)
 
 $(UNIT_BINS): $(OUT)/tests/%: $(OUT)/obj-san/tests/unit/%.o $(SAN_LOGIC_OBJS) | $(OUT)
 	$(call msg,UNIT,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lm -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lcapstone $(UNIT_LIBS) -lm -o $@
 
 # Tests of a daemon file that does no more I/O than a test can (no BPF, no root needed) link it too.
 $(OUT)/tests/test_config_file: $(OUT)/obj-san/user/config_file.o
@@ -143,6 +144,38 @@ $(OUT)/tests/test_control: $(OUT)/obj-san/user/control.o
 $(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/sockdiag.o
 -include $(wildcard $(OUT)/obj-san/user/sockdiag.d)
 
+# Go programs the Go probe tests read (tests/go/, standard library only, built offline with Debian's
+# golang-go): plain, stripped (-s -w), -trimpath, and both; and one without crypto/tls. Without
+# `go` nothing is built and the tests that need them skip, saying so.
+GO ?= go
+GOBIN_DIR := $(OUT)/go
+GO_ENV = GOCACHE=$(abspath $(OUT))/gocache GOPATH=$(abspath $(OUT))/gopath GOFLAGS=-buildvcs=false GOPROXY=off GO111MODULE=auto
+GO_BINS := $(GOBIN_DIR)/gotls $(GOBIN_DIR)/gotls-stripped $(GOBIN_DIR)/gotls-trimpath $(GOBIN_DIR)/gotls-stripped-trimpath $(GOBIN_DIR)/goplain
+go_build = if command -v $(GO) >/dev/null 2>&1; then mkdir -p $(GOBIN_DIR) && $(GO_ENV) $(GO) build $(1) -o $@ ./$<; else echo "  go absent: $@ not built (the Go probe tests skip; scripts/deps.sh installs golang-go)"; fi
+$(GOBIN_DIR)/gotls: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,)
+$(GOBIN_DIR)/gotls-stripped: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-ldflags='-s -w')
+$(GOBIN_DIR)/gotls-trimpath: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-trimpath)
+$(GOBIN_DIR)/gotls-stripped-trimpath: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-trimpath -ldflags='-s -w')
+$(GOBIN_DIR)/goplain: tests/go/goplain/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,)
+.PHONY: gobins
+gobins: $(GO_BINS)
+
+# The Go probe finder's test reads those binaries and links the I/O half (user/golang/, libdw).
+$(OUT)/obj-san/tests/unit/test_goprobe.o: private CFLAGS += -DDW_GOBIN_DIR='"$(abspath $(GOBIN_DIR))"'
+$(OUT)/tests/test_goprobe: $(OUT)/obj-san/user/golang/goprobe.o $(OUT)/obj-san/user/golang/godwarf.o | $(GO_BINS)
+$(OUT)/tests/test_goprobe: private UNIT_LIBS += -ldw
+-include $(wildcard $(OUT)/obj-san/user/golang/*.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 
@@ -156,7 +189,7 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
-		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lm -o $@
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lm -o $@
 
 fuzz: $(OUT)/fuzz_config
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
