@@ -191,7 +191,14 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
 		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lm -o $@
 
-fuzz: $(OUT)/fuzz_config
+# The same over the Go probe finder's parsers (ELF, .gopclntab, build info, Capstone's RETs).
+$(OUT)/fuzz_goelf: tests/fuzz/fuzz_goelf.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) | $(DEPS_FIRST) $(OUT)
+	$(call msg,FUZZ,$@)
+	$(Q)$(call need,$(CLANG),clang)
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lm -o $@
+
+fuzz: $(OUT)/fuzz_config $(OUT)/fuzz_goelf
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The load generator of the integration suite's load test (tests/integration/test_load.py).
@@ -206,7 +213,7 @@ integration: $(OUT)/loadgen
 # runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
 # again and says why.
 DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
-test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/loadgen | deps
+test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/fuzz_goelf $(OUT)/loadgen | deps
 	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
 	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 

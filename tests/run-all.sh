@@ -39,7 +39,7 @@ for t in "$@"; do
 		"$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n1)"
 done
 
-echo "== fuzz: a short libFuzzer run over the config parser (make fuzz for a long one)"
+echo "== fuzz: a short libFuzzer run over the config parser and the Go probe finder (make fuzz for a long one)"
 if bash tests/fuzz/run.sh 15; then count 0 1 0; else count 1 0 1; fi
 
 # The whole integration suite once per tracing backend, with the same assertions

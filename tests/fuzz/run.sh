@@ -16,3 +16,15 @@ fi
 "$bin" -max_total_time="$seconds" -max_len=8192 -artifact_prefix=tests/fuzz/regressions/config- \
 	"$work" 2>&1 | tail -n 3
 echo "fuzz: config parser, ${seconds}s: no crash"
+
+# The Go probe finder's parsers (tests/fuzz/fuzz_goelf.c), the same way.
+gobin=${OUT:-build}/fuzz_goelf
+gowork=$(mktemp -d)
+trap 'rm -rf "$work" "$gowork"' EXIT
+cp tests/fuzz/corpus/goelf/* "$gowork/"
+if compgen -G "tests/fuzz/regressions/goelf-*" >/dev/null; then
+	"$gobin" tests/fuzz/regressions/goelf-*
+fi
+"$gobin" -max_total_time="$seconds" -max_len=8192 -artifact_prefix=tests/fuzz/regressions/goelf- \
+	"$gowork" 2>&1 | tail -n 3
+echo "fuzz: Go ELF, .gopclntab, build info and RET parsers, ${seconds}s: no crash"
