@@ -6,11 +6,13 @@
 //	                            client (HTTP/2 by ALPN unless -h1), then prints "requests N".
 //
 // With -wait it first prints "ready PID" and waits for a line on stdin, so a test can attach
-// its probes before the requests start.
+// its probes before the requests start. Each TLS connection's socket is printed as it opens,
+// "fd client N" or "fd server N": the ground truth for the probes' *tls.Conn -> fd reads.
 package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -53,6 +55,24 @@ func selfSigned() (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
+var outMu sync.Mutex
+
+func printFD(side string, c net.Conn) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		outMu.Lock()
+		fmt.Printf("fd %s %d\n", side, fd)
+		outMu.Unlock()
+	})
+}
+
 func main() {
 	n := flag.Int("n", 100, "requests")
 	c := flag.Int("c", 8, "client goroutines")
@@ -69,6 +89,11 @@ func main() {
 		io.WriteString(w, "ok\n")
 	})}
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		if tc, ok := c.(*tls.Conn); ok && st == http.StateNew {
+			printFD("server", tc.NetConn())
+		}
+	}
 	if *h1 {
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
@@ -76,6 +101,13 @@ func main() {
 
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: !*h1,
 		MaxConnsPerHost: 1}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			printFD("client", c)
+		}
+		return c, err
+	}
 	client := &http.Client{Transport: tr}
 	url := "https://" + ln.Addr().String() + "/"
 
