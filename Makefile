@@ -170,6 +170,13 @@ $(GOBIN_DIR)/goplain: tests/go/goplain/main.go | $(OUT)
 .PHONY: gobins
 gobins: $(GO_BINS)
 
+# The Go TLS probe on the real kernel (root): tests/go/goattach.c attaches bpf/gotls.bpf.c's
+# dw_go_tls_write to build/go/gotls and checks the fds it reads against the program's own.
+$(OUT)/goattach: tests/go/goattach.c $(OUT)/obj/user/golang/goprobe.o $(OUT)/obj/user/golang/godwarf.o $(LOGIC_OBJS) | $(OUT)/depwatch.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+integration: $(OUT)/goattach $(GO_BINS)
+
 # The Go probe finder's test reads those binaries and links the I/O half (user/golang/, libdw).
 $(OUT)/obj-san/tests/unit/test_goprobe.o: private CFLAGS += -DDW_GOBIN_DIR='"$(abspath $(GOBIN_DIR))"'
 $(OUT)/tests/test_goprobe: $(OUT)/obj-san/user/golang/goprobe.o $(OUT)/obj-san/user/golang/godwarf.o | $(GO_BINS)

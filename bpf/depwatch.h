@@ -392,7 +392,12 @@ struct dw_abandon_key {
 	X(caller_map_full, caller_map_full,					\
 	  "Connections whose caller found no row left: their calls count for the destination only.") \
 	X(h2_state_full, h2_state_full,						\
-	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.")
+	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.") \
+	/* Go's crypto/tls (bpf/gotls.bpf.c, doc/go.md) */				\
+	X(go_tls_writes, go_tls_writes,						\
+	  "Entries of Go's crypto/tls.(*Conn).Write in probed Go programs.")	\
+	X(go_tls_fd_unread, go_tls_fd_unread,					\
+	  "Go TLS writes whose socket fd could not be read through the struct offsets.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

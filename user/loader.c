@@ -125,6 +125,9 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
 	decide_h2(b, h2);
+	/* Go's TLS uprobes (bpf/gotls.bpf.c) are attached per file by the Go discovery, which is
+	 * not there yet (doc/go.md): not loaded until it is. */
+	dw_bpf_no_autoload(b, "dw_go_tls_write");
 	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
 		b->abort_path = DW_ABORT_PATH_NONE;

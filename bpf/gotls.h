@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Go's crypto/tls seen by uprobes (bpf/gotls.bpf.c, doc/go.md): the struct layout
+ * of a Go version, set by user space per layout (the uprobe's attach cookie is its
+ * index), and what a goroutine inside tls.(*Conn).Write or Read is doing, keyed by
+ * the goroutine (its g, R14 on amd64) since goroutines move between threads.
+ * Shared with user space: __u* fields only.
+ */
+#ifndef DEPWATCH_GOTLS_H
+#define DEPWATCH_GOTLS_H
+
+/* Distinct Go layouts loaded at once (one per Go version among the probed binaries). */
+#define DW_GO_LAYOUTS 16
+/* Goroutines inside a probed Write or Read at once, over all Go programs. */
+#define DW_GO_GOROUTINES 16384
+
+/* user/logic/golayout.h's struct dw_go_fdchain, as the kernel reads it. */
+struct dw_go_layout {
+	__u32 valid;		/* 0: a slot user space has not filled; the probe reads nothing */
+	__s32 conn_iface;	/* crypto/tls.Conn.conn (net.Conn: data word at +8) */
+	__s32 conn_fd;		/* net.TCPConn -> net.conn.fd (*netFD) */
+	__s32 pfd_sysfd;	/* net.netFD.pfd + internal/poll.FD.Sysfd */
+};
+
+struct dw_go_gkey {
+	__u32 tgid;
+	__u32 pad;
+	__u64 g;		/* the goroutine's runtime.g address (R14) */
+};
+
+/* A goroutine's last Write entry: its conn, fd and length. */
+struct dw_go_gstate {
+	__s64 fd;
+	__u64 conn;		/* the *tls.Conn */
+	__u64 len;		/* the buffer's length (RCX) */
+	__u64 writes;		/* Write entries of this goroutine */
+};
+
+#endif
