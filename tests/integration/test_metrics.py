@@ -87,6 +87,8 @@ FAMILIES = {
     "depwatch_kernel_pending_table_full_total": "counter",
     "depwatch_kernel_abort_failed_total": "counter",
     "depwatch_kernel_h2_state_full_total": "counter",
+    "depwatch_kernel_go_tls_writes_total": "counter",
+    "depwatch_kernel_go_tls_fd_unread_total": "counter",
     "depwatch_connections_aborted_total": "counter",
     "depwatch_kernel_caller_map_full_total": "counter",
     "depwatch_caller_calls_total": "counter",
