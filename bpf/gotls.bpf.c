@@ -6,8 +6,10 @@
  * gives are right on the running program; the call model on Go's plaintext builds on it.
  *
  * Go's register ABI (1.17+, amd64): the *tls.Conn in RAX, the slice in RBX (pointer) and
- * RCX (length), the goroutine's g in R14. Entries at each RET (no uretprobe: Go moves
- * stacks) come next. Attached per ELF file by the discovery with the layout's index as
+ * RCX (length), the goroutine's g in R14. The return is taken at each RET instruction
+ * (dw_go_tls_write_ret, one uprobe per RET the finder listed): a uretprobe would put
+ * its trampoline's address on the goroutine's stack, which Go moves when it grows.
+ * At a RET, n is in RAX and R14 still holds g (a fixed register in Go's ABI). Attached per ELF file by the discovery with the layout's index as
  * the attach cookie (bpf_get_attach_cookie, Linux 5.15+); never by the skeleton
  * (the loader turns its autoload off until the discovery attaches it).
  *
@@ -61,9 +63,29 @@ int dw_go_tls_write(struct pt_regs *ctx)
 		s->conn = ns.conn;
 		s->len = ns.len;
 		s->writes++;
+		s->bytes_asked += ns.len;
 		return 0;
 	}
 	ns.writes = 1;
+	ns.bytes_asked = ns.len;
 	bpf_map_update_elem(&go_goroutines, &k, &ns, BPF_ANY);
+	return 0;
+}
+
+/* At each RET of crypto/tls.(*Conn).Write: n in RAX, the same goroutine's g in R14. */
+SEC("uprobe")
+int dw_go_tls_write_ret(struct pt_regs *ctx)
+{
+	struct dw_go_gkey k = {};
+	struct dw_go_gstate *s;
+
+	k.tgid = bpf_get_current_pid_tgid() >> 32;
+	k.g = ctx->r14;
+	s = bpf_map_lookup_elem(&go_goroutines, &k);
+	if (!s)
+		return 0;
+	s->returns++;
+	/* n <= len on every path; a wild RAX (a RET we misplaced) would show as bytes over */
+	s->bytes_written += ctx->ax;
 	return 0;
 }

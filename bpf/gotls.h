@@ -28,12 +28,15 @@ struct dw_go_gkey {
 	__u64 g;		/* the goroutine's runtime.g address (R14) */
 };
 
-/* A goroutine's last Write entry: its conn, fd and length. */
+/* A goroutine's last Write entry (its conn, fd and length) and its totals. */
 struct dw_go_gstate {
 	__s64 fd;
 	__u64 conn;		/* the *tls.Conn */
 	__u64 len;		/* the buffer's length (RCX) */
 	__u64 writes;		/* Write entries of this goroutine */
+	__u64 returns;		/* ... and returns, at its RETs */
+	__u64 bytes_asked;	/* the lengths at entry, summed */
+	__u64 bytes_written;	/* n (RAX) at return, summed */
 };
 
 #endif

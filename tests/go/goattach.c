@@ -10,6 +10,9 @@
  *   - go_tls_writes (the counter) equals the writes the goroutine entries add up to; with
  *     -h1 (HTTP/1.1) exactly twice the requests (Go flushes each request and each answer in
  *     one Write), over HTTP/2 (frames of several streams share a flush) at least one a side;
+ *   - each goroutine returned through one of the RETs the finder listed (dw_go_tls_write_ret)
+ *     as often as it entered (but for one Write still running when the process exited), and
+ *     n at the RETs adds up to the lengths at the entries;
  *   - go_tls_fd_unread stays 0; the program answered every request.
  * Prints one line of figures; exit 0 on success, 1 on a wrong answer, 77 when it cannot run.
  *   goattach GO_BINARY REQUESTS [gotls options...]
@@ -62,7 +65,7 @@ int main(int argc, char **argv)
 	int to[2], from[2], fds[MAX_FDS], client[MAX_FDS], nfds = 0, seen_client = 0, seen_server = 0, bad = 0;
 	long requests = -1, want;
 	int h1 = 0;
-	__u64 gsum = 0, ngor = 0;
+	__u64 gsum = 0, ngor = 0, rsum = 0, asked = 0, written = 0, short_one = 0;
 	FILE *out;
 	pid_t pid;
 
@@ -87,7 +90,8 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	bpf_object__for_each_program(prog, s->obj)
-		bpf_program__set_autoload(prog, prog == s->progs.dw_go_tls_write);
+		bpf_program__set_autoload(prog, prog == s->progs.dw_go_tls_write ||
+					       prog == s->progs.dw_go_tls_write_ret);
 	if (depwatch_bpf__load(s)) {
 		fprintf(stderr, "goattach: load failed: %s (root? uprobes?)\n", strerror(errno));
 		return 77;
@@ -102,6 +106,14 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 77;
 	}
+	/* the return at each RET, never a uretprobe (Go moves stacks) */
+	for (unsigned i = 0; i < p.write.nret; i++)
+		if (!bpf_program__attach_uprobe_opts(s->progs.dw_go_tls_write_ret, -1, argv[1],
+						     (size_t)p.write.ret_off[i], &uo)) {
+			fprintf(stderr, "goattach: attach at RET %s+0x%llx: %s\n", argv[1],
+				(unsigned long long)p.write.ret_off[i], strerror(errno));
+			return 77;
+		}
 	if (pipe(to) || pipe(from))
 		return 1;
 	pid = fork();
@@ -154,6 +166,20 @@ int main(int argc, char **argv)
 				continue;
 			ngor++;
 			gsum += v.writes;
+			/* the process may exit with a goroutine still inside its last Write (its bytes sent,
+			 * its RET not reached): one short at most, with that write's bytes */
+			if (v.returns + 1 == v.writes) {
+				v.returns++;
+				v.bytes_written += v.len;
+				short_one++;
+			}
+			rsum += v.returns;
+			asked += v.bytes_asked;
+			written += v.bytes_written;
+			if (v.returns != v.writes)
+				fprintf(stderr, "goattach: goroutine g=0x%llx: %llu writes, %llu returns\n",
+					(unsigned long long)k.g, (unsigned long long)v.writes,
+					(unsigned long long)v.returns);
 			int ok = 0;
 			for (int i = 0; i < nfds; i++)
 				if (fds[i] == v.fd) {
@@ -171,11 +197,13 @@ int main(int argc, char **argv)
 		__u64 writes = global(s, offsetof(struct dw_global_stats, go_tls_writes));
 		__u64 unread = global(s, offsetof(struct dw_global_stats, go_tls_fd_unread));
 
-		printf("goattach: %s (%s): Write at +0x%llx, fd chain from %s; %ld requests; go_tls_writes %llu, "
-		       "%llu goroutines' writes %llu, go_tls_fd_unread %llu, fds", argv[1], p.build.version,
-		       (unsigned long long)p.write.off, p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table",
-		       requests, (unsigned long long)writes, (unsigned long long)ngor, (unsigned long long)gsum,
-		       (unsigned long long)unread);
+		printf("goattach: %s (%s): Write at +0x%llx, %u RETs, fd chain from %s; %ld requests; go_tls_writes %llu, "
+		       "%llu goroutines' writes %llu, returns %llu, bytes asked %llu written %llu, go_tls_fd_unread %llu, %llu inside Write at exit, fds",
+		       argv[1], p.build.version, (unsigned long long)p.write.off, p.write.nret,
+		       p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table", requests, (unsigned long long)writes,
+		       (unsigned long long)ngor, (unsigned long long)gsum, (unsigned long long)rsum,
+		       (unsigned long long)asked, (unsigned long long)written, (unsigned long long)unread,
+		       (unsigned long long)short_one);
 		for (int i = 0; i < nfds; i++)
 			printf(" %d", fds[i]);
 		printf("\n");
@@ -184,6 +212,9 @@ int main(int argc, char **argv)
 				(unsigned long long)writes, want);
 			bad = 1;
 		}
+		/* every entry returned through a probed RET, with all it was asked to write */
+		if (rsum != gsum || written != asked || asked == 0)
+			bad = 1;
 		if (writes != gsum || unread || nfds < 2 || !seen_client || !seen_server)
 			bad = 1;
 	}

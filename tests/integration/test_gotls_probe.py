@@ -3,7 +3,8 @@ attaches bpf/gotls.bpf.c's dw_go_tls_write at crypto/tls.(*Conn).Write of a Go p
 built here with Debian's golang-go (tests/go/gotls: a net/http client and server over
 TLS in one process, which prints its sockets' fds), and checks every fd the probe read
 through the struct offsets against the program's own; over HTTP/1.1 the writes are
-exactly two a request. Plain, stripped (-s -w, offsets from the table) and -trimpath
+exactly two a request; each Write returned through the RETs the finder listed
+(dw_go_tls_write_ret) as often as it entered, with all its bytes written. Plain, stripped (-s -w, offsets from the table) and -trimpath
 builds. And the daemon: it loads with the Go program left out (nothing attaches it yet)
 and reports the new counters."""
 
@@ -36,11 +37,13 @@ class GoTLSProbeTest(unittest.TestCase):
             self.skipTest("goattach cannot load or attach here: " + err.strip().splitlines()[-1])
         self.assertEqual(rc, 0, "goattach %s: %s\n%s" % (binary, out, err))
         m = re.search(r"fd chain from (\S+ ?\S*); (\d+) requests; go_tls_writes (\d+), \d+ goroutines' "
-                      r"writes (\d+), go_tls_fd_unread 0", out)
+                      r"writes (\d+), returns (\d+), bytes asked (\d+) written (\d+), go_tls_fd_unread 0, (\d+) inside", out)
         self.assertIsNotNone(m, out)
         self.assertEqual(m.group(1), source)
         self.assertEqual(int(m.group(2)), requests)
         self.assertEqual(int(m.group(3)), int(m.group(4)))
+        self.assertEqual(int(m.group(5)), int(m.group(4)), "every Write returned through a probed RET")
+        self.assertEqual(int(m.group(6)), int(m.group(7)))
         if "-h1" in opts:
             self.assertEqual(int(m.group(3)), 2 * requests, out)
         return out
@@ -58,6 +61,11 @@ class GoTLSProbeTest(unittest.TestCase):
     def test_trimpath(self):
         self.check("gotls-trimpath", 200, "-h1", source="DWARF")
         self.check("gotls-stripped-trimpath", 200, "-h1", source="the table")
+
+    def test_stack_growth(self):
+        """Handlers that grow their goroutines' stacks (Go copies them) while requests run."""
+        self.check("gotls", 200, "-deep", "2000", source="DWARF")
+        self.check("gotls", 100, "-h1", "-deep", "2000", source="DWARF")
 
     def test_gomaxprocs(self):
         for procs in ("1", "8"):

@@ -2,8 +2,9 @@
 // for depwatch's Go probe tests (tests/unit/test_goprobe.c, tests/integration/test_gotls.py).
 // The certificate is made in memory at start, so the program needs no file and no network.
 //
-//	gotls [-n N] [-c C] [-h1]   N requests (default 100) from C goroutines (default 8) on one
-//	                            client (HTTP/2 by ALPN unless -h1), then prints "requests N".
+//	gotls [-n N] [-c C] [-h1] [-deep D]   N requests (default 100) from C goroutines (default 8)
+//	                            on one client (HTTP/2 by ALPN unless -h1), then prints "requests N";
+//	                            -deep: each handler first recurses D frames of 1 KiB (stack growth).
 //
 // With -wait it first prints "ready PID" and waits for a line on stdin, so a test can attach
 // its probes before the requests start. Each TLS connection's socket is printed as it opens,
@@ -57,6 +58,18 @@ func selfSigned() (tls.Certificate, *x509.CertPool) {
 
 var outMu sync.Mutex
 
+// recurse uses 1 KiB of stack a frame, so Go copies the goroutine's stack to a larger one.
+//
+//go:noinline
+func recurse(n int) int {
+	var pad [1024]byte
+	pad[n%1024] = 1
+	if n == 0 {
+		return 0
+	}
+	return recurse(n-1) + int(pad[n%1024])
+}
+
 func printFD(side string, c net.Conn) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -78,6 +91,7 @@ func main() {
 	c := flag.Int("c", 8, "client goroutines")
 	h1 := flag.Bool("h1", false, "HTTP/1.1 instead of HTTP/2")
 	wait := flag.Bool("wait", false, "print ready and wait for a line on stdin")
+	deep := flag.Int("deep", 0, "the handler first recurses this deep (1 KiB a frame): its goroutine's stack grows and moves")
 	flag.Parse()
 
 	cert, pool := selfSigned()
@@ -86,6 +100,9 @@ func main() {
 		panic(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if *deep > 0 && recurse(*deep) != *deep {
+			panic("recurse")
+		}
 		io.WriteString(w, "ok\n")
 	})}
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
@@ -140,6 +157,11 @@ func main() {
 		}()
 	}
 	wg.Wait()
+	// Let the server's last writes return before exiting (a probe test counts the returns).
+	tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	srv.Shutdown(ctx)
+	cancel()
 	fmt.Printf("requests %d failed %d proto %s\n", done, failed, proto)
 	if failed != 0 {
 		os.Exit(1)
