@@ -397,7 +397,9 @@ struct dw_abandon_key {
 	X(go_tls_writes, go_tls_writes,						\
 	  "Entries of Go's crypto/tls.(*Conn).Write in probed Go programs.")	\
 	X(go_tls_fd_unread, go_tls_fd_unread,					\
-	  "Go TLS writes whose socket fd could not be read through the struct offsets.")
+	  "Go TLS writes and reads whose socket fd could not be read through the struct offsets.") \
+	X(go_tls_reads, go_tls_reads,						\
+	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

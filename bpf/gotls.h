@@ -28,7 +28,7 @@ struct dw_go_gkey {
 	__u64 g;		/* the goroutine's runtime.g address (R14) */
 };
 
-/* A goroutine's last Write entry (its conn, fd and length) and its totals. */
+/* A goroutine's last Write or Read entry (its conn, fd and length) and its totals. */
 struct dw_go_gstate {
 	__s64 fd;
 	__u64 conn;		/* the *tls.Conn */
@@ -37,6 +37,10 @@ struct dw_go_gstate {
 	__u64 returns;		/* ... and returns, at its RETs */
 	__u64 bytes_asked;	/* the lengths at entry, summed */
 	__u64 bytes_written;	/* n (RAX) at return, summed */
+	__u64 reads;		/* Read entries */
+	__u64 read_returns;	/* ... and returns, at its RETs */
+	__u64 bytes_read;	/* n (RAX) at Read's return, summed */
+	__u64 write_len;	/* the last Write's length: what a Write still inside it would write */
 };
 
 #endif

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The Go TLS probe on the real kernel (root): finds build/go/gotls's probe points with
- * dw_go_probe_points, loads depwatch's BPF object with only dw_go_tls_write, attaches it
- * at crypto/tls.(*Conn).Write's file offset with the layout as cookie, runs the program
+ * The Go TLS probes on the real kernel (root): finds a Go program's probe points with
+ * dw_go_probe_points, loads depwatch's BPF object with only the dw_go_* programs, attaches
+ * them at crypto/tls.(*Conn).Write's and Read's entries and every RET (file offsets, the
+ * layout's index as cookie), runs the program
  * (which prints its TLS sockets' fds: "fd client N", "fd server N"), and checks the
  * kernel's view against it:
  *   - every goroutine the probe saw wrote on one of the program's own TLS sockets' fds
@@ -13,6 +14,8 @@
  *   - each goroutine returned through one of the RETs the finder listed (dw_go_tls_write_ret)
  *     as often as it entered (but for one Write still running when the process exited), and
  *     n at the RETs adds up to the lengths at the entries;
+ *   - Read likewise (but for one parked in it at exit), go_tls_reads its entries, and the
+ *     bytes its RETs returned no more than those written, over HTTP/1.1 exactly as many;
  *   - go_tls_fd_unread stays 0; the program answered every request.
  * Prints one line of figures; exit 0 on success, 1 on a wrong answer, 77 when it cannot run.
  *   goattach GO_BINARY REQUESTS [gotls options...]
@@ -66,6 +69,7 @@ int main(int argc, char **argv)
 	long requests = -1, want;
 	int h1 = 0;
 	__u64 gsum = 0, ngor = 0, rsum = 0, asked = 0, written = 0, short_one = 0;
+	__u64 reads = 0, rrets = 0, bread = 0, parked = 0;
 	FILE *out;
 	pid_t pid;
 
@@ -90,8 +94,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	bpf_object__for_each_program(prog, s->obj)
-		bpf_program__set_autoload(prog, prog == s->progs.dw_go_tls_write ||
-					       prog == s->progs.dw_go_tls_write_ret);
+		bpf_program__set_autoload(prog, !strncmp(bpf_program__name(prog), "dw_go_", 6));
 	if (depwatch_bpf__load(s)) {
 		fprintf(stderr, "goattach: load failed: %s (root? uprobes?)\n", strerror(errno));
 		return 77;
@@ -112,6 +115,18 @@ int main(int argc, char **argv)
 						     (size_t)p.write.ret_off[i], &uo)) {
 			fprintf(stderr, "goattach: attach at RET %s+0x%llx: %s\n", argv[1],
 				(unsigned long long)p.write.ret_off[i], strerror(errno));
+			return 77;
+		}
+	if (!bpf_program__attach_uprobe_opts(s->progs.dw_go_tls_read, -1, argv[1], (size_t)p.read.off, &uo)) {
+		fprintf(stderr, "goattach: attach at %s+0x%llx: %s\n", argv[1], (unsigned long long)p.read.off,
+			strerror(errno));
+		return 77;
+	}
+	for (unsigned i = 0; i < p.read.nret; i++)
+		if (!bpf_program__attach_uprobe_opts(s->progs.dw_go_tls_read_ret, -1, argv[1],
+						     (size_t)p.read.ret_off[i], &uo)) {
+			fprintf(stderr, "goattach: attach at RET %s+0x%llx: %s\n", argv[1],
+				(unsigned long long)p.read.ret_off[i], strerror(errno));
 			return 77;
 		}
 	if (pipe(to) || pipe(from))
@@ -170,8 +185,22 @@ int main(int argc, char **argv)
 			 * its RET not reached): one short at most, with that write's bytes */
 			if (v.returns + 1 == v.writes) {
 				v.returns++;
-				v.bytes_written += v.len;
+				v.bytes_written += v.write_len;
 				short_one++;
+			}
+			/* ... or parked in a Read (nothing read yet) */
+			if (v.read_returns + 1 == v.reads) {
+				v.read_returns++;
+				parked++;
+			}
+			reads += v.reads;
+			rrets += v.read_returns;
+			bread += v.bytes_read;
+			if (v.read_returns != v.reads) {
+				fprintf(stderr, "goattach: goroutine g=0x%llx: %llu reads, %llu returns\n",
+					(unsigned long long)k.g, (unsigned long long)v.reads,
+					(unsigned long long)v.read_returns);
+				bad = 1;
 			}
 			rsum += v.returns;
 			asked += v.bytes_asked;
@@ -197,13 +226,19 @@ int main(int argc, char **argv)
 		__u64 writes = global(s, offsetof(struct dw_global_stats, go_tls_writes));
 		__u64 unread = global(s, offsetof(struct dw_global_stats, go_tls_fd_unread));
 
-		printf("goattach: %s (%s): Write at +0x%llx, %u RETs, fd chain from %s; %ld requests; go_tls_writes %llu, "
-		       "%llu goroutines' writes %llu, returns %llu, bytes asked %llu written %llu, go_tls_fd_unread %llu, %llu inside Write at exit, fds",
+		__u64 kreads = global(s, offsetof(struct dw_global_stats, go_tls_reads));
+
+		printf("goattach: %s (%s): Write at +0x%llx, %u RETs, Read at +0x%llx, %u RETs, fd chain from %s; "
+		       "%ld requests; go_tls_writes %llu, "
+		       "%llu goroutines' writes %llu, returns %llu, bytes asked %llu written %llu, go_tls_fd_unread %llu, %llu inside Write at exit, "
+		       "go_tls_reads %llu, reads %llu, returns %llu (%llu parked at exit), bytes read %llu, fds",
 		       argv[1], p.build.version, (unsigned long long)p.write.off, p.write.nret,
+		       (unsigned long long)p.read.off, p.read.nret,
 		       p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table", requests, (unsigned long long)writes,
 		       (unsigned long long)ngor, (unsigned long long)gsum, (unsigned long long)rsum,
 		       (unsigned long long)asked, (unsigned long long)written, (unsigned long long)unread,
-		       (unsigned long long)short_one);
+		       (unsigned long long)short_one, (unsigned long long)kreads, (unsigned long long)reads,
+		       (unsigned long long)rrets, (unsigned long long)parked, (unsigned long long)bread);
 		for (int i = 0; i < nfds; i++)
 			printf(" %d", fds[i]);
 		printf("\n");
@@ -214,6 +249,10 @@ int main(int argc, char **argv)
 		}
 		/* every entry returned through a probed RET, with all it was asked to write */
 		if (rsum != gsum || written != asked || asked == 0)
+			bad = 1;
+		/* one process, both ends: what was written was read (HTTP/2's last frames, GOAWAY, may
+		 * still be unread at exit; HTTP/1.1 writes nothing at shutdown) */
+		if (kreads != reads || bread > written || (h1 && bread != written))
 			bad = 1;
 		if (writes != gsum || unread || nfds < 2 || !seen_client || !seen_server)
 			bad = 1;

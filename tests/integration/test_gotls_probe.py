@@ -1,10 +1,12 @@
 """Go's TLS probe on the real kernel (issue 34's first part, doc/go.md): build/goattach
-attaches bpf/gotls.bpf.c's dw_go_tls_write at crypto/tls.(*Conn).Write of a Go program
+attaches bpf/gotls.bpf.c's dw_go_tls_* programs at crypto/tls.(*Conn).Write and Read of a Go program
 built here with Debian's golang-go (tests/go/gotls: a net/http client and server over
 TLS in one process, which prints its sockets' fds), and checks every fd the probe read
 through the struct offsets against the program's own; over HTTP/1.1 the writes are
 exactly two a request; each Write returned through the RETs the finder listed
-(dw_go_tls_write_ret) as often as it entered, with all its bytes written. Plain, stripped (-s -w, offsets from the table) and -trimpath
+(dw_go_tls_write_ret) as often as it entered, with all its bytes written; Read's entry
+and RETs likewise, and the bytes Read returned add up to those written (one process holds
+both ends). Plain, stripped (-s -w, offsets from the table) and -trimpath
 builds. And the daemon: it loads with the Go program left out (nothing attaches it yet)
 and reports the new counters."""
 
@@ -37,15 +39,20 @@ class GoTLSProbeTest(unittest.TestCase):
             self.skipTest("goattach cannot load or attach here: " + err.strip().splitlines()[-1])
         self.assertEqual(rc, 0, "goattach %s: %s\n%s" % (binary, out, err))
         m = re.search(r"fd chain from (\S+ ?\S*); (\d+) requests; go_tls_writes (\d+), \d+ goroutines' "
-                      r"writes (\d+), returns (\d+), bytes asked (\d+) written (\d+), go_tls_fd_unread 0, (\d+) inside", out)
+                      r"writes (\d+), returns (\d+), bytes asked (\d+) written (\d+), go_tls_fd_unread 0, (\d+) inside Write at exit, "
+                      r"go_tls_reads (\d+), reads (\d+), returns (\d+) \(\d+ parked at exit\), bytes read (\d+)", out)
         self.assertIsNotNone(m, out)
         self.assertEqual(m.group(1), source)
         self.assertEqual(int(m.group(2)), requests)
         self.assertEqual(int(m.group(3)), int(m.group(4)))
         self.assertEqual(int(m.group(5)), int(m.group(4)), "every Write returned through a probed RET")
         self.assertEqual(int(m.group(6)), int(m.group(7)))
+        self.assertEqual(int(m.group(9)), int(m.group(10)), "go_tls_reads = the goroutines' reads")
+        self.assertEqual(int(m.group(11)), int(m.group(10)), "every Read returned through a probed RET")
+        self.assertLessEqual(int(m.group(12)), int(m.group(7)), "no more read than written")
         if "-h1" in opts:
             self.assertEqual(int(m.group(3)), 2 * requests, out)
+            self.assertEqual(int(m.group(12)), int(m.group(7)), "what one end wrote the other read")
         return out
 
     def test_http2_8_goroutines(self):

@@ -89,6 +89,7 @@ FAMILIES = {
     "depwatch_kernel_h2_state_full_total": "counter",
     "depwatch_kernel_go_tls_writes_total": "counter",
     "depwatch_kernel_go_tls_fd_unread_total": "counter",
+    "depwatch_kernel_go_tls_reads_total": "counter",
     "depwatch_connections_aborted_total": "counter",
     "depwatch_kernel_caller_map_full_total": "counter",
     "depwatch_caller_calls_total": "counter",
