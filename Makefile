@@ -145,12 +145,13 @@ $(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/sockdiag.o
 -include $(wildcard $(OUT)/obj-san/user/sockdiag.d)
 
 # Go programs the Go probe tests read (tests/go/, standard library only, built offline with Debian's
-# golang-go): plain, stripped (-s -w), -trimpath, and both; and one without crypto/tls. Without
+# golang-go): plain, stripped (-s -w), -trimpath, and both, PIE and PIE stripped; and one without crypto/tls. Without
 # `go` nothing is built and the tests that need them skip, saying so.
 GO ?= go
 GOBIN_DIR := $(OUT)/go
 GO_ENV = GOCACHE=$(abspath $(OUT))/gocache GOPATH=$(abspath $(OUT))/gopath GOFLAGS=-buildvcs=false GOPROXY=off GO111MODULE=auto
-GO_BINS := $(GOBIN_DIR)/gotls $(GOBIN_DIR)/gotls-stripped $(GOBIN_DIR)/gotls-trimpath $(GOBIN_DIR)/gotls-stripped-trimpath $(GOBIN_DIR)/goplain
+GO_BINS := $(GOBIN_DIR)/gotls $(GOBIN_DIR)/gotls-stripped $(GOBIN_DIR)/gotls-trimpath $(GOBIN_DIR)/gotls-stripped-trimpath \
+	$(GOBIN_DIR)/gotls-pie $(GOBIN_DIR)/gotls-pie-stripped $(GOBIN_DIR)/goplain
 go_build = if command -v $(GO) >/dev/null 2>&1; then mkdir -p $(GOBIN_DIR) && $(GO_ENV) $(GO) build $(1) -o $@ ./$<; else echo "  go absent: $@ not built (the Go probe tests skip; scripts/deps.sh installs golang-go)"; fi
 $(GOBIN_DIR)/gotls: tests/go/gotls/main.go | $(OUT)
 	$(call msg,GO,$@)
@@ -164,6 +165,12 @@ $(GOBIN_DIR)/gotls-trimpath: tests/go/gotls/main.go | $(OUT)
 $(GOBIN_DIR)/gotls-stripped-trimpath: tests/go/gotls/main.go | $(OUT)
 	$(call msg,GO,$@)
 	$(Q)$(call go_build,-trimpath -ldflags='-s -w')
+$(GOBIN_DIR)/gotls-pie: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-buildmode=pie)
+$(GOBIN_DIR)/gotls-pie-stripped: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-buildmode=pie -ldflags='-s -w')
 $(GOBIN_DIR)/goplain: tests/go/goplain/main.go | $(OUT)
 	$(call msg,GO,$@)
 	$(Q)$(call go_build,)

@@ -6,7 +6,7 @@ through the struct offsets against the program's own; over HTTP/1.1 the writes a
 exactly two a request; each Write returned through the RETs the finder listed
 (dw_go_tls_write_ret) as often as it entered, with all its bytes written; Read's entry
 and RETs likewise, and the bytes Read returned add up to those written (one process holds
-both ends). Plain, stripped (-s -w, offsets from the table) and -trimpath
+both ends). Plain, stripped (-s -w, offsets from the table), -trimpath and PIE
 builds. And the daemon: it loads with the Go program left out (nothing attaches it yet)
 and reports the new counters."""
 
@@ -68,6 +68,9 @@ class GoTLSProbeTest(unittest.TestCase):
     def test_trimpath(self):
         self.check("gotls-trimpath", 200, "-h1", source="DWARF")
         self.check("gotls-stripped-trimpath", 200, "-h1", source="the table")
+
+    def test_pie(self):
+        self.check("gotls-pie-stripped", 200, "-h1", source="the table")
 
     def test_stack_growth(self):
         """Handlers that grow their goroutines' stacks (Go copies them) while requests run."""

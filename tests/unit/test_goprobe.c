@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The Go probe finder on real Go programs, built by the Makefile with Debian's
- * golang-go from tests/go/ (plain, stripped -s -w, -trimpath, both), checked against
+ * golang-go from tests/go/ (plain, stripped -s -w, -trimpath, both, PIE), checked against
  * tools that read them independently: `go tool nm -size` (the .symtab the
  * unstripped build keeps) for each function's address and size, binutils' objdump
  * for the RETs, readelf's .text header for the file offsets, and the binary's own
@@ -179,6 +179,51 @@ static void test_trimpath(void **st)
 	probe_ok("gotls-stripped-trimpath", "gotls-trimpath", 1, 1);
 }
 
+static void test_pie(void **st)
+{
+	(void)st;
+	if (!have_bins())
+		skip();
+	/* the table is in .data.rel.ro.gopclntab there */
+	probe_ok("gotls-pie", "gotls-pie", 0, 0);
+	probe_ok("gotls-pie-stripped", "gotls-pie", 1, 0);
+}
+
+/* A copy of a stripped build with its section headers cut off (as sstrip does): found by the scans. */
+static void test_no_section_headers(void **st)
+{
+	FILE *f;
+	uint8_t *buf;
+	long len;
+	struct dw_go_probes p, q;
+	char why[256];
+
+	(void)st;
+	if (!have_bins())
+		skip();
+	f = fopen(bin("gotls-stripped"), "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	assert_int_equal(dw_go_probes_image(buf, (size_t)len, &q, why, sizeof(why)), 0);
+	/* e_shoff, e_shnum, e_shstrndx zeroed */
+	memset(buf + 40, 0, 8);
+	memset(buf + 60, 0, 4);
+	if (dw_go_probes_image(buf, (size_t)len, &p, why, sizeof(why)) != 0)
+		fail_msg("without section headers: %s", why);
+	assert_string_equal(p.build.version, q.build.version);
+	assert_int_equal(p.write.off, q.write.off);
+	assert_int_equal(p.write.nret, q.write.nret);
+	assert_int_equal(p.read.off, q.read.off);
+	assert_memory_equal(p.read.ret_off, q.read.ret_off, sizeof(p.read.ret_off));
+	free(buf);
+}
+
 static void test_dwarf_matches_table(void **st)
 {
 	struct dw_go_probes p;
@@ -354,6 +399,8 @@ int main(void)
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_stripped),
 		cmocka_unit_test(test_trimpath),
+		cmocka_unit_test(test_pie),
+		cmocka_unit_test(test_no_section_headers),
 		cmocka_unit_test(test_dwarf_matches_table),
 		cmocka_unit_test(test_not_probed),
 		cmocka_unit_test(test_abi_gate),

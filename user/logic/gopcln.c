@@ -66,15 +66,50 @@ int dw_go_pcln_parse(struct dw_go_pcln *p, const uint8_t *tab, uint64_t len, cha
 	return 0;
 }
 
+/*
+ * No section header names the table (sstrip, or a linker that renamed it): the header is looked
+ * for at 8-byte alignment in the file, and taken only if it parses and, for Go 1.18+, its
+ * textStart is the .text section's address or lies in the file's first executable bytes.
+ */
+static int pcln_scan(const struct dw_elf *e, struct dw_go_pcln *p)
+{
+	struct dw_elf_sect text;
+	int have_text = dw_elf_section(e, ".text", &text) == 0;
+	char why[160];
+
+	for (uint64_t off = 0; off + 64 <= e->len; off += 8) {
+		const uint8_t *b = e->buf + off;
+		uint32_t m = dw_le32(b);
+		uint64_t a, sz;
+		const char *n;
+
+		if (b[0] != 0xf0 && b[0] != 0xf1 && b[0] != 0xfa)
+			continue;
+		if ((m != DW_PCLN_GO116 && m != DW_PCLN_GO118 && m != DW_PCLN_GO120) || b[4] || b[5] || b[7] != 8)
+			continue;
+		if (dw_go_pcln_parse(p, b, e->len - off, why, sizeof(why)) < 0 || p->nfunc == 0 ||
+		    dw_go_pcln_func(p, 0, &a, &sz, &n) < 0)
+			continue;
+		if (m != DW_PCLN_GO116 && have_text && p->text_start != text.addr)
+			continue;
+		if (dw_elf_vaddr_to_off(e, a) < 0)
+			continue;
+		return 0;
+	}
+	return -1;
+}
+
 int dw_go_pcln_open(const struct dw_elf *e, struct dw_go_pcln *p, char *why, size_t whylen)
 {
 	struct dw_elf_sect s;
 
-	if (dw_elf_section(e, ".gopclntab", &s) < 0) {
-		snprintf(why, whylen, "no .gopclntab section (not a Go program, or its section headers are gone)");
-		return -1;
-	}
-	return dw_go_pcln_parse(p, e->buf + s.off, s.size, why, whylen);
+	/* -buildmode=pie puts it in .data.rel.ro, named .data.rel.ro.gopclntab */
+	if (dw_elf_section(e, ".gopclntab", &s) == 0 || dw_elf_section(e, ".data.rel.ro.gopclntab", &s) == 0)
+		return dw_go_pcln_parse(p, e->buf + s.off, s.size, why, whylen);
+	if (pcln_scan(e, p) == 0)
+		return 0;
+	snprintf(why, whylen, "no Go function table (.gopclntab) found");
+	return -1;
 }
 
 /* The i-th table entry's address (i <= nfunc) and its _func's offset in tab. */

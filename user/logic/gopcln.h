@@ -35,7 +35,11 @@ struct dw_go_pcln {
 	uint64_t functab;
 };
 
-/* 0 with *p ready; -1 when the file has no .gopclntab or one this reader does not know (why[]). */
+/*
+ * 0 with *p ready; -1 when the file has no function table or one this reader does not know
+ * (why[]). Found by its section (.gopclntab; .data.rel.ro.gopclntab in -buildmode=pie), else by
+ * a scan for a header that parses and whose text start is .text's.
+ */
 int dw_go_pcln_open(const struct dw_elf *e, struct dw_go_pcln *p, char *why, size_t whylen);
 /* The same over a table already in memory (the fuzzer's entry point). */
 int dw_go_pcln_parse(struct dw_go_pcln *p, const uint8_t *tab, uint64_t len, char *why, size_t whylen);
