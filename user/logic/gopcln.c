@@ -8,6 +8,8 @@
 /* Header: magic, two zero pads, the minimum instruction size, the pointer size, then words. */
 #define HDR_WORDS_116 7
 #define HDR_WORDS_118 8
+/* The longest function name read (Go's are far shorter; generic instantiations run to a few hundred). */
+#define DW_PCLN_NAME_MAX 4096
 
 int dw_go_pcln_parse(struct dw_go_pcln *p, const uint8_t *tab, uint64_t len, char *why, size_t whylen)
 {
@@ -148,7 +150,8 @@ int dw_go_pcln_func(const struct dw_go_pcln *p, uint64_t i, uint64_t *entry, uin
 	noff = p->funcname + (uint32_t)dw_le32(p->tab + nameoff_at);
 	if (noff >= p->len)
 		return -1;
-	nul = memchr(p->tab + noff, '\0', p->len - noff);
+	/* bounded, so a scan over hostile bytes stays linear in the file */
+	nul = memchr(p->tab + noff, '\0', p->len - noff < DW_PCLN_NAME_MAX ? p->len - noff : DW_PCLN_NAME_MAX);
 	if (!nul)
 		return -1;
 	*entry = a;
