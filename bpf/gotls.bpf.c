@@ -86,6 +86,11 @@ int dw_go_tls_write(struct pt_regs *ctx)
 	if (!s)
 		return 0;
 	s->writes++;
+	if (s->in_write) {
+		s->write_repeats++;
+		return 0;
+	}
+	s->in_write = 1;
 	s->bytes_asked += s->len;
 	s->write_len = s->len;
 	return 0;
@@ -100,6 +105,7 @@ int dw_go_tls_write_ret(struct pt_regs *ctx)
 	if (!s)
 		return 0;
 	s->returns++;
+	s->in_write = 0;
 	/* n <= len on every path; a wild RAX (a RET we misplaced) would show as bytes over */
 	s->bytes_written += ctx->ax;
 	return 0;
@@ -112,8 +118,12 @@ int dw_go_tls_read(struct pt_regs *ctx)
 
 	global_count(G_go_tls_reads);
 	s = go_enter(ctx);
-	if (s)
-		s->reads++;
+	if (!s)
+		return 0;
+	s->reads++;
+	if (s->in_read)
+		s->read_repeats++;
+	s->in_read = 1;
 	return 0;
 }
 
@@ -126,6 +136,7 @@ int dw_go_tls_read_ret(struct pt_regs *ctx)
 	if (!s)
 		return 0;
 	s->read_returns++;
+	s->in_read = 0;
 	s->bytes_read += ctx->ax;
 	return 0;
 }

@@ -41,6 +41,14 @@ struct dw_go_gstate {
 	__u64 read_returns;	/* ... and returns, at its RETs */
 	__u64 bytes_read;	/* n (RAX) at Read's return, summed */
 	__u64 write_len;	/* the last Write's length: what a Write still inside it would write */
+	/*
+	 * An entry seen while the goroutine is already inside (no RET since): the kernel ran the
+	 * entry probe twice (a signal, Go's preemption SIGURG among them, during the out-of-line
+	 * single-step restarts the probed instruction), or a return went unseen. Counted apart,
+	 * so entries less repeats are the calls; the call model counts at the RETs.
+	 */
+	__u64 write_repeats, read_repeats;
+	__u32 in_write, in_read;
 };
 
 #endif

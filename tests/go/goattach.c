@@ -16,6 +16,8 @@
  *     n at the RETs adds up to the lengths at the entries;
  *   - Read likewise (but for one parked in it at exit), go_tls_reads its entries, and the
  *     bytes its RETs returned no more than those written, over HTTP/1.1 exactly as many;
+ *   - an entry seen again with the goroutine still inside (a signal during the probe's
+ *     single-step re-runs it; bpf/gotls.h) is counted apart, and rare: at most 2%;
  *   - go_tls_fd_unread stays 0; the program answered every request.
  * Prints one line of figures; exit 0 on success, 1 on a wrong answer, 77 when it cannot run.
  *   goattach GO_BINARY REQUESTS [gotls options...]
@@ -69,7 +71,7 @@ int main(int argc, char **argv)
 	long requests = -1, want;
 	int h1 = 0;
 	__u64 gsum = 0, ngor = 0, rsum = 0, asked = 0, written = 0, short_one = 0;
-	__u64 reads = 0, rrets = 0, bread = 0, parked = 0;
+	__u64 reads = 0, rrets = 0, bread = 0, parked = 0, wrep = 0, rrep = 0;
 	FILE *out;
 	pid_t pid;
 
@@ -183,13 +185,18 @@ int main(int argc, char **argv)
 			gsum += v.writes;
 			/* the process may exit with a goroutine still inside its last Write (its bytes sent,
 			 * its RET not reached): one short at most, with that write's bytes */
-			if (v.returns + 1 == v.writes) {
+			/* entries seen again while inside are no calls (gotls.h): counted, and bounded below */
+			wrep += v.write_repeats;
+			rrep += v.read_repeats;
+			v.writes -= v.write_repeats;
+			v.reads -= v.read_repeats;
+			if (v.in_write && v.returns + 1 == v.writes) {
 				v.returns++;
 				v.bytes_written += v.write_len;
 				short_one++;
 			}
 			/* ... or parked in a Read (nothing read yet) */
-			if (v.read_returns + 1 == v.reads) {
+			if (v.in_read && v.read_returns + 1 == v.reads) {
 				v.read_returns++;
 				parked++;
 			}
@@ -231,18 +238,20 @@ int main(int argc, char **argv)
 		printf("goattach: %s (%s): Write at +0x%llx, %u RETs, Read at +0x%llx, %u RETs, fd chain from %s; "
 		       "%ld requests; go_tls_writes %llu, "
 		       "%llu goroutines' writes %llu, returns %llu, bytes asked %llu written %llu, go_tls_fd_unread %llu, %llu inside Write at exit, "
-		       "go_tls_reads %llu, reads %llu, returns %llu (%llu parked at exit), bytes read %llu, fds",
+		       "go_tls_reads %llu, reads %llu, returns %llu (%llu parked at exit), bytes read %llu, "
+		       "entries repeated %llu (writes) %llu (reads), fds",
 		       argv[1], p.build.version, (unsigned long long)p.write.off, p.write.nret,
 		       (unsigned long long)p.read.off, p.read.nret,
 		       p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table", requests, (unsigned long long)writes,
 		       (unsigned long long)ngor, (unsigned long long)gsum, (unsigned long long)rsum,
 		       (unsigned long long)asked, (unsigned long long)written, (unsigned long long)unread,
 		       (unsigned long long)short_one, (unsigned long long)kreads, (unsigned long long)reads,
-		       (unsigned long long)rrets, (unsigned long long)parked, (unsigned long long)bread);
+		       (unsigned long long)rrets, (unsigned long long)parked, (unsigned long long)bread,
+		       (unsigned long long)wrep, (unsigned long long)rrep);
 		for (int i = 0; i < nfds; i++)
 			printf(" %d", fds[i]);
 		printf("\n");
-		if (h1 && writes != (__u64)(2 * want)) {
+		if (h1 && writes - wrep != (__u64)(2 * want)) {
 			fprintf(stderr, "goattach: HTTP/1.1: %llu writes, want 2 x %ld requests\n",
 				(unsigned long long)writes, want);
 			bad = 1;
@@ -252,9 +261,12 @@ int main(int argc, char **argv)
 			bad = 1;
 		/* one process, both ends: what was written was read (HTTP/2's last frames, GOAWAY, may
 		 * still be unread at exit; HTTP/1.1 writes nothing at shutdown) */
-		if (kreads != reads || bread > written || (h1 && bread != written))
+		if (kreads != reads + rrep || bread > written || (h1 && bread != written))
 			bad = 1;
-		if (writes != gsum || unread || nfds < 2 || !seen_client || !seen_server)
+		/* repeats are rare events (a signal in a single-step): at most 2% of the entries */
+		if (50 * (wrep + rrep) > writes + kreads)
+			bad = 1;
+		if (writes != gsum + wrep || unread || nfds < 2 || !seen_client || !seen_server)
 			bad = 1;
 	}
 	depwatch_bpf__destroy(s);

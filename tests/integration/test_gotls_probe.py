@@ -39,20 +39,24 @@ class GoTLSProbeTest(unittest.TestCase):
             self.skipTest("goattach cannot load or attach here: " + err.strip().splitlines()[-1])
         self.assertEqual(rc, 0, "goattach %s: %s\n%s" % (binary, out, err))
         m = re.search(r"fd chain from (\S+ ?\S*); (\d+) requests; go_tls_writes (\d+), \d+ goroutines' "
-                      r"writes (\d+), returns (\d+), bytes asked (\d+) written (\d+), go_tls_fd_unread 0, (\d+) inside Write at exit, "
-                      r"go_tls_reads (\d+), reads (\d+), returns (\d+) \(\d+ parked at exit\), bytes read (\d+)", out)
+                      r"writes (\d+), returns (\d+), bytes asked (\d+) written (\d+), go_tls_fd_unread 0, "
+                      r"(\d+) inside Write at exit, go_tls_reads (\d+), reads (\d+), returns (\d+) "
+                      r"\(\d+ parked at exit\), bytes read (\d+), entries repeated (\d+) \(writes\) "
+                      r"(\d+) \(reads\)", out)
         self.assertIsNotNone(m, out)
-        self.assertEqual(m.group(1), source)
-        self.assertEqual(int(m.group(2)), requests)
-        self.assertEqual(int(m.group(3)), int(m.group(4)))
-        self.assertEqual(int(m.group(5)), int(m.group(4)), "every Write returned through a probed RET")
-        self.assertEqual(int(m.group(6)), int(m.group(7)))
-        self.assertEqual(int(m.group(9)), int(m.group(10)), "go_tls_reads = the goroutines' reads")
-        self.assertEqual(int(m.group(11)), int(m.group(10)), "every Read returned through a probed RET")
-        self.assertLessEqual(int(m.group(12)), int(m.group(7)), "no more read than written")
+        (src, nreq, kwrites, writes, wrets, asked, written, _, kreads, reads, rrets, bread, wrep,
+         rrep) = [m.group(1)] + [int(x) for x in m.groups()[1:]]
+        self.assertEqual(src, source)
+        self.assertEqual(nreq, requests)
+        self.assertEqual(kwrites, writes + wrep, "go_tls_writes = the goroutines' entries")
+        self.assertEqual(wrets, writes, "every Write returned through a probed RET")
+        self.assertEqual(asked, written)
+        self.assertEqual(kreads, reads + rrep, "go_tls_reads = the goroutines' entries")
+        self.assertEqual(rrets, reads, "every Read returned through a probed RET")
+        self.assertLessEqual(bread, written, "no more read than written")
         if "-h1" in opts:
-            self.assertEqual(int(m.group(3)), 2 * requests, out)
-            self.assertEqual(int(m.group(12)), int(m.group(7)), "what one end wrote the other read")
+            self.assertEqual(writes, 2 * requests, out)
+            self.assertEqual(bread, written, "what one end wrote the other read")
         return out
 
     def test_http2_8_goroutines(self):
