@@ -74,6 +74,10 @@ SUBSET=(
 	"20 test_eject.EjectTest.test_max_ejected_two_slow_of_three"
 	"15 test_eject.EjectTest.test_manual_eject_and_return"
 	"10 test_eject.EjectTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
+	# Go's TLS uprobes on 6.1 (doc/go.md): the offsets from the table, the RETs, and entries
+	# repeated under Go's preemption signals (GOMAXPROCS=8 on one vCPU)
+	"30 test_gotls_probe.GoTLSProbeTest.test_gomaxprocs"
+	"30 test_gotls_probe.GoTLSProbeTest.test_stripped"
 )
 
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1
