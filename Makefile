@@ -227,7 +227,7 @@ integration: $(OUT)/loadgen
 # runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
 # again and says why.
 DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
-test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/fuzz_goelf $(OUT)/loadgen | deps
+test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/fuzz_goelf $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
 	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 
@@ -237,7 +237,7 @@ test: $(OUT)/depwatch $(UNIT_BINS) $(OUT)/fuzz_config $(OUT)/fuzz_goelf $(OUT)/l
 # KERNELS="linux-image-amd64 linux-image-rt-amd64" adds the PREEMPT_RT flavour.
 KERNELS ?= linux-image-amd64
 export KERNELS
-test-kernels: $(OUT)/depwatch $(OUT)/loadgen | deps
+test-kernels: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)OUT=$(OUT) bash tests/vm/kernels.sh
 
 # Build, install what is missing, start the daemon on its embedded default config.
