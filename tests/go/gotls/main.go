@@ -132,6 +132,7 @@ func main() {
 		fmt.Printf("ready %d\n", os.Getpid())
 		bufio.NewReader(os.Stdin).ReadString('\n')
 	}
+	start := time.Now()
 	var done, failed int64
 	var next int64
 	var wg sync.WaitGroup
@@ -157,12 +158,13 @@ func main() {
 		}()
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
 	// Let the server's last writes return before exiting (a probe test counts the returns).
 	tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	srv.Shutdown(ctx)
 	cancel()
-	fmt.Printf("requests %d failed %d proto %s\n", done, failed, proto)
+	fmt.Printf("requests %d failed %d proto %s elapsed_us %d\n", done, failed, proto, elapsed.Microseconds())
 	if failed != 0 {
 		os.Exit(1)
 	}
