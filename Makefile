@@ -17,13 +17,14 @@ VERSION := $(shell sed -n '1s/^depwatch (\([0-9A-Za-z.+~]*\)) .*/\1/p' debian/ch
 ifeq ($(VERSION),)
 $(error cannot read the version from debian/changelog's first line)
 endif
-LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm
+# -lcapstone: the Go RET finder (user/logic/goret.c); -ldw: Go struct offsets from DWARF (user/golang/).
+LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm -lcapstone -ldw
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Pure logic: no I/O, unit-tested on its own.
 LOGIC_SRCS := $(wildcard user/logic/*.c)
 # The daemon and CLI.
-APP_SRCS := $(wildcard user/*.c user/tls/*.c)
+APP_SRCS := $(wildcard user/*.c user/tls/*.c user/golang/*.c)
 # One .bpf.c per group of programs, linked into one object (one set of maps: bpf/maps.bpf.h).
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -120,7 +121,7 @@ $(OUT)/obj-san/%.o: %.c | $(DEPS_FIRST)
 $(UNIT_BINS): $(OUT)/tests/%: $(OUT)/obj-san/tests/unit/%.o $(SAN_LOGIC_OBJS) | $(OUT)
 	$(call msg,UNIT,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lm -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lcapstone $(UNIT_LIBS) -lm -o $@
 
 # Tests of a daemon file that does no more I/O than a test can (no BPF, no root needed) link it too.
 $(OUT)/tests/test_config_file: $(OUT)/obj-san/user/config_file.o
@@ -144,6 +145,52 @@ $(OUT)/tests/test_control: $(OUT)/obj-san/user/control.o
 $(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/sockdiag.o
 -include $(wildcard $(OUT)/obj-san/user/sockdiag.d)
 
+# Go programs the Go probe tests read (tests/go/, standard library only, built offline with Debian's
+# golang-go): plain, stripped (-s -w), -trimpath, and both, PIE and PIE stripped; and one without crypto/tls. Without
+# `go` nothing is built and the tests that need them skip, saying so.
+GO ?= go
+GOBIN_DIR := $(OUT)/go
+GO_ENV = GOCACHE=$(abspath $(OUT))/gocache GOPATH=$(abspath $(OUT))/gopath GOFLAGS=-buildvcs=false GOPROXY=off GO111MODULE=auto
+GO_BINS := $(GOBIN_DIR)/gotls $(GOBIN_DIR)/gotls-stripped $(GOBIN_DIR)/gotls-trimpath $(GOBIN_DIR)/gotls-stripped-trimpath \
+	$(GOBIN_DIR)/gotls-pie $(GOBIN_DIR)/gotls-pie-stripped $(GOBIN_DIR)/goplain
+go_build = if command -v $(GO) >/dev/null 2>&1; then mkdir -p $(GOBIN_DIR) && $(GO_ENV) $(GO) build $(1) -o $@ ./$<; else echo "  go absent: $@ not built (the Go probe tests skip; scripts/deps.sh installs golang-go)"; fi
+$(GOBIN_DIR)/gotls: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,)
+$(GOBIN_DIR)/gotls-stripped: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-ldflags='-s -w')
+$(GOBIN_DIR)/gotls-trimpath: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-trimpath)
+$(GOBIN_DIR)/gotls-stripped-trimpath: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-trimpath -ldflags='-s -w')
+$(GOBIN_DIR)/gotls-pie: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-buildmode=pie)
+$(GOBIN_DIR)/gotls-pie-stripped: tests/go/gotls/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,-buildmode=pie -ldflags='-s -w')
+$(GOBIN_DIR)/goplain: tests/go/goplain/main.go | $(OUT)
+	$(call msg,GO,$@)
+	$(Q)$(call go_build,)
+.PHONY: gobins
+gobins: $(GO_BINS)
+
+# The Go TLS probe on the real kernel (root): tests/go/goattach.c attaches bpf/gotls.bpf.c's
+# dw_go_tls_write to build/go/gotls and checks the fds it reads against the program's own.
+$(OUT)/goattach: tests/go/goattach.c $(OUT)/obj/user/golang/goprobe.o $(OUT)/obj/user/golang/godwarf.o $(LOGIC_OBJS) | $(OUT)/depwatch.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+integration: $(OUT)/goattach $(GO_BINS)
+
+# The Go probe finder's test reads those binaries and links the I/O half (user/golang/, libdw).
+$(OUT)/obj-san/tests/unit/test_goprobe.o: private CFLAGS += -DDW_GOBIN_DIR='"$(abspath $(GOBIN_DIR))"'
+$(OUT)/tests/test_goprobe: $(OUT)/obj-san/user/golang/goprobe.o $(OUT)/obj-san/user/golang/godwarf.o | $(GO_BINS)
+$(OUT)/tests/test_goprobe: private UNIT_LIBS += -ldw
+-include $(wildcard $(OUT)/obj-san/user/golang/*.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 
@@ -157,7 +204,7 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
-		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lm -o $@
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lm -o $@
 
 # The HTTP/1 status-line reader (bpf/http1.h), pure: the header alone.
 $(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/http1.h bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
@@ -166,8 +213,15 @@ $(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/http1.h bpf/depwatch.h | $(DEPS_F
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
 		-fsanitize=fuzzer,address,undefined $< -o $@
 
+# The same over the Go probe finder's parsers (ELF, .gopclntab, build info, Capstone's RETs).
+$(OUT)/fuzz_goelf: tests/fuzz/fuzz_goelf.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) | $(DEPS_FIRST) $(OUT)
+	$(call msg,FUZZ,$@)
+	$(Q)$(call need,$(CLANG),clang)
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lm -o $@
+
 # Every libFuzzer target (tests/fuzz/run.sh runs each).
-FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1
+FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/fuzz_goelf
 
 fuzz: $(FUZZ_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
@@ -190,7 +244,7 @@ integration: $(OUT)/loadgen
 # runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
 # again and says why.
 DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
-test: $(OUT)/depwatch $(UNIT_BINS) $(FUZZ_BINS) $(OUT)/loadgen | deps
+test: $(OUT)/depwatch $(UNIT_BINS) $(FUZZ_BINS) $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
 	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 
@@ -200,7 +254,7 @@ test: $(OUT)/depwatch $(UNIT_BINS) $(FUZZ_BINS) $(OUT)/loadgen | deps
 # KERNELS="linux-image-amd64 linux-image-rt-amd64" adds the PREEMPT_RT flavour.
 KERNELS ?= linux-image-amd64
 export KERNELS
-test-kernels: $(OUT)/depwatch $(OUT)/loadgen | deps
+test-kernels: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)OUT=$(OUT) bash tests/vm/kernels.sh
 
 # Build, install what is missing, start the daemon on its embedded default config.

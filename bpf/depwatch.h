@@ -426,7 +426,14 @@ struct dw_abandon_key {
 	X(tls_writes, tls_writes,						\
 	  "SSL_write and SSL_write_ex calls seen at their entry by the TLS uprobes.") \
 	X(tls_exec_lost, tls_exec_lost,						\
-	  "Process starts (exec) the TLS discovery was not told of: its ring buffer was full.")
+	  "Process starts (exec) the TLS discovery was not told of: its ring buffer was full.") \
+	/* Go's crypto/tls (bpf/gotls.bpf.c, doc/go.md) */				\
+	X(go_tls_writes, go_tls_writes,						\
+	  "Entries of Go's crypto/tls.(*Conn).Write in probed Go programs.")	\
+	X(go_tls_fd_unread, go_tls_fd_unread,					\
+	  "Go TLS writes and reads whose socket fd could not be read through the struct offsets.") \
+	X(go_tls_reads, go_tls_reads,						\
+	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

@@ -13,6 +13,7 @@
 #define DEPWATCH_MAPS_BPF_H
 
 #include "depwatch.h"
+#include "gotls.h"
 #include "h2.h"
 #include "dns.h"
 
@@ -339,5 +340,23 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } dns_ports SEC(".maps") __weak;
+/* Go's crypto/tls (bpf/gotls.bpf.c): the struct layouts, by attach cookie, set by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DW_GO_LAYOUTS);
+	__type(key, __u32);
+	__type(value, struct dw_go_layout);
+} go_layouts SEC(".maps") __weak;
+
+/*
+ * A goroutine's state inside Go's TLS Write, keyed by (process, g). LRU: a goroutine that
+ * exits leaves its entry to be evicted; none is refused for want of room.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DW_GO_GOROUTINES);
+	__type(key, struct dw_go_gkey);
+	__type(value, struct dw_go_gstate);
+} go_goroutines SEC(".maps") __weak;
 
 #endif /* DEPWATCH_MAPS_BPF_H */

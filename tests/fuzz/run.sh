@@ -23,3 +23,4 @@ run() {
 
 run config 8192 "config parser"
 run http1 64 "HTTP/1 status-line reader"
+run goelf 8192 "Go ELF, .gopclntab, build info and RET parsers"

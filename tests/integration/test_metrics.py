@@ -94,6 +94,9 @@ FAMILIES = {
     "depwatch_tls_files_attached": "gauge",
     "depwatch_tls_processes": "gauge",
     "depwatch_tls_escaped_total": "counter",
+    "depwatch_kernel_go_tls_writes_total": "counter",
+    "depwatch_kernel_go_tls_fd_unread_total": "counter",
+    "depwatch_kernel_go_tls_reads_total": "counter",
     "depwatch_connections_aborted_total": "counter",
     "depwatch_kernel_caller_map_full_total": "counter",
     # DNS over UDP (issue 35)

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The Go probe finder on real Go programs, built by the Makefile with Debian's
+ * golang-go from tests/go/ (plain, stripped -s -w, -trimpath, both, PIE), checked against
+ * tools that read them independently: `go tool nm -size` (the .symtab the
+ * unstripped build keeps) for each function's address and size, binutils' objdump
+ * for the RETs, readelf's .text header for the file offsets, and the binary's own
+ * DWARF for the table's struct offsets. Then the reasons a file is not probed, the
+ * version parser, a Go 1.16-format table made here, and hostile bytes.
+ * Without `go` the tests on built programs skip, saying so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dwtest.h"
+
+#include "golang/goprobe.h"
+#include "logic/goelf.h"
+#include "logic/gopcln.h"
+
+static const char *bin(const char *name)
+{
+	static char p[4][512];
+	static int k;
+	char *b = p[k++ % 4];
+
+	snprintf(b, sizeof(p[0]), "%s/%s", DW_GOBIN_DIR, name);
+	return b;
+}
+
+static int have_bins(void)
+{
+	if (access(bin("gotls"), R_OK) == 0 && access(bin("goplain"), R_OK) == 0)
+		return 1;
+	fprintf(stderr, "test_goprobe: %s not built (no `go`: scripts/deps.sh installs golang-go): skipped\n",
+		bin("gotls"));
+	return 0;
+}
+
+/* `go tool nm -size` of an unstripped build: the symbol's address and size. */
+static void nm_sym(const char *path, const char *sym, uint64_t *addr, uint64_t *size)
+{
+	char cmd[1024], line[1024];
+	FILE *f;
+
+	*addr = *size = 0;
+	snprintf(cmd, sizeof(cmd), "go tool nm -size '%s'", path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, s;
+		char t, name[512];
+
+		if (sscanf(line, "%llx %llu %c %511s", &a, &s, &t, name) == 4 && !strcmp(name, sym)) {
+			*addr = a;
+			*size = s;
+		}
+	}
+	pclose(f);
+	if (!*addr)
+		fail_msg("go tool nm: no %s in %s", sym, path);
+}
+
+/* objdump's RETs in [addr, addr+size), as offsets from addr. */
+static unsigned objdump_rets(const char *path, uint64_t addr, uint64_t size, uint64_t *rets)
+{
+	char cmd[1024], line[1024];
+	unsigned n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx '%s'",
+		 (unsigned long long)addr, (unsigned long long)(addr + size), path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char op[32];
+
+		if (sscanf(line, " %llx: %31s", &a, op) == 2 && (!strcmp(op, "ret") || !strcmp(op, "retq")) &&
+		    n < DW_GO_MAX_RETS)
+			rets[n++] = a - addr;
+	}
+	pclose(f);
+	return n;
+}
+
+/* readelf's .text: vaddr - addr + offset is where the code is in the file. */
+static uint64_t text_off(const char *path, uint64_t vaddr)
+{
+	char cmd[1024], line[1024];
+	unsigned long long a = 0, o = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "readelf -SW '%s'", path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *t = strstr(line, " .text ");
+
+		if (t && sscanf(t, " .text PROGBITS %llx %llx", &a, &o) == 2)
+			break;
+	}
+	pclose(f);
+	assert_true(a != 0);
+	return vaddr - a + o;
+}
+
+static void check_func(const struct dw_go_func *f, const char *truth, const char *sym, const char *path)
+{
+	uint64_t a, s, rets[DW_GO_MAX_RETS];
+	unsigned n;
+
+	nm_sym(truth, sym, &a, &s);
+	assert_int_equal(f->vaddr, a);
+	/* nm's size is the code's; the table's runs to the next function (INT3 padding between) */
+	assert_true(f->size >= s && f->size < s + 32);
+	assert_int_equal(f->off, text_off(path, a));
+	n = objdump_rets(truth, a, s, rets);
+	assert_true(n >= 1);
+	assert_int_equal(f->nret, n);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(f->ret_off[i], f->off + rets[i]);
+}
+
+static void probe_ok(const char *name, const char *truth, int stripped, int trimpath)
+{
+	struct dw_go_probes p;
+	struct dw_go_fdchain t;
+	char why[256] = "";
+	const char *path = bin(name);
+
+	if (dw_go_probe_points(path, &p, why, sizeof(why)) != 0)
+		fail_msg("%s: not probed: %s", path, why);
+	assert_string_equal(p.build.version, "go1.19.8");
+	assert_int_equal(p.build.major, 1);
+	assert_int_equal(p.build.minor, 19);
+	assert_true(p.build.inline_strings);
+	assert_string_equal(p.build.path, "command-line-arguments");
+	assert_int_equal(p.pcln_magic, DW_PCLN_GO118);
+	assert_int_equal(p.has_symtab, !stripped);
+	check_func(&p.write, bin(truth), DW_GO_WRITE_SYM, path);
+	check_func(&p.read, bin(truth), DW_GO_READ_SYM, path);
+	/* with DWARF (-w absent) the offsets are the binary's own, and the table agrees with them */
+	assert_int_equal(p.fd_source, stripped ? DW_GO_FD_TABLE : DW_GO_FD_DWARF);
+	assert_int_equal(dw_go_layout_table(1, 19, &t), 0);
+	assert_memory_equal(&p.fd, &t, sizeof(t));
+	(void)trimpath;
+	printf("  %s: %s, Write at file offset 0x%llx (%llu bytes, %u RETs), Read at 0x%llx (%llu bytes, %u RETs), fd from %s\n",
+	       name, p.build.version, (unsigned long long)p.write.off, (unsigned long long)p.write.size, p.write.nret,
+	       (unsigned long long)p.read.off, (unsigned long long)p.read.size, p.read.nret,
+	       p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table");
+}
+
+static void test_plain(void **st)
+{
+	(void)st;
+	if (!have_bins())
+		skip();
+	probe_ok("gotls", "gotls", 0, 0);
+}
+
+static void test_stripped(void **st)
+{
+	(void)st;
+	if (!have_bins())
+		skip();
+	/* same build but the symbols: the code and its addresses are the unstripped one's */
+	probe_ok("gotls-stripped", "gotls", 1, 0);
+}
+
+static void test_trimpath(void **st)
+{
+	(void)st;
+	if (!have_bins())
+		skip();
+	probe_ok("gotls-trimpath", "gotls-trimpath", 0, 1);
+	probe_ok("gotls-stripped-trimpath", "gotls-trimpath", 1, 1);
+}
+
+static void test_pie(void **st)
+{
+	(void)st;
+	if (!have_bins())
+		skip();
+	/* the table is in .data.rel.ro.gopclntab there */
+	probe_ok("gotls-pie", "gotls-pie", 0, 0);
+	probe_ok("gotls-pie-stripped", "gotls-pie", 1, 0);
+}
+
+/* A copy of a stripped build with its section headers cut off (as sstrip does): found by the scans. */
+static void test_no_section_headers(void **st)
+{
+	FILE *f;
+	uint8_t *buf;
+	long len;
+	struct dw_go_probes p, q;
+	char why[256];
+
+	(void)st;
+	if (!have_bins())
+		skip();
+	f = fopen(bin("gotls-stripped"), "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	assert_int_equal(dw_go_probes_image(buf, (size_t)len, &q, why, sizeof(why)), 0);
+	/* e_shoff, e_shnum, e_shstrndx zeroed */
+	memset(buf + 40, 0, 8);
+	memset(buf + 60, 0, 4);
+	if (dw_go_probes_image(buf, (size_t)len, &p, why, sizeof(why)) != 0)
+		fail_msg("without section headers: %s", why);
+	assert_string_equal(p.build.version, q.build.version);
+	assert_int_equal(p.write.off, q.write.off);
+	assert_int_equal(p.write.nret, q.write.nret);
+	assert_int_equal(p.read.off, q.read.off);
+	assert_memory_equal(p.read.ret_off, q.read.ret_off, sizeof(p.read.ret_off));
+	free(buf);
+}
+
+static void test_dwarf_matches_table(void **st)
+{
+	struct dw_go_probes p;
+	char why[256];
+
+	(void)st;
+	if (!have_bins())
+		skip();
+	assert_int_equal(dw_go_probe_points(bin("gotls"), &p, why, sizeof(why)), 0);
+	assert_int_equal(p.fd_source, DW_GO_FD_DWARF);
+	assert_int_equal(p.fd.conn_iface, 0);
+	assert_int_equal(p.fd.conn_fd, 0);
+	assert_int_equal(p.fd.netfd_pfd, 0);
+	assert_int_equal(p.fd.pfd_sysfd, 16);
+}
+
+static void test_not_probed(void **st)
+{
+	struct dw_go_probes p;
+	char why[256];
+
+	(void)st;
+	assert_int_equal(dw_go_probe_points("/nonexistent/x", &p, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "No such file"));
+	assert_int_equal(dw_go_probe_points("/etc/passwd", &p, why, sizeof(why)), -1);
+	assert_string_equal(why, "not an ELF file");
+	/* a C program: ELF, no Go build info */
+	assert_int_equal(dw_go_probe_points("/bin/sh", &p, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "no Go build info"));
+	if (!have_bins())
+		skip();
+	assert_int_equal(dw_go_probe_points(bin("goplain"), &p, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "no crypto/tls.(*Conn).Write"));
+	assert_string_equal(p.build.version, "go1.19.8");
+}
+
+static void test_abi_gate(void **st)
+{
+	char why[200];
+
+	(void)st;
+	assert_int_equal(dw_go_abi_ok(1, 17, DW_EM_X86_64, why, sizeof(why)), 0);
+	assert_int_equal(dw_go_abi_ok(1, 16, DW_EM_X86_64, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "register ABI is Go 1.17+"));
+	assert_int_equal(dw_go_abi_ok(1, 19, DW_EM_AARCH64, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "only x86-64"));
+	assert_int_equal(dw_go_abi_ok(-1, -1, DW_EM_X86_64, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "devel"));
+}
+
+static void test_versions(void **st)
+{
+	int a, b, c;
+
+	(void)st;
+	assert_int_equal(dw_go_parse_version("go1.19.8", &a, &b, &c), 0);
+	assert_true(a == 1 && b == 19 && c == 8);
+	assert_int_equal(dw_go_parse_version("go1.20", &a, &b, &c), 0);
+	assert_true(a == 1 && b == 20 && c == 0);
+	assert_int_equal(dw_go_parse_version("go1.21rc2", &a, &b, &c), 0);
+	assert_true(a == 1 && b == 21);
+	assert_int_equal(dw_go_parse_version("go1.22.1 X:loopvar", &a, &b, &c), 0);
+	assert_true(b == 22 && c == 1);
+	assert_int_equal(dw_go_parse_version("devel go1.23-abcdef Tue", &a, &b, &c), -1);
+	assert_int_equal(a, -1);
+	assert_int_equal(dw_go_parse_version("go1.", &a, &b, &c), -1);
+	assert_int_equal(dw_go_parse_version("go1.19.8x", &a, &b, &c), -1);
+	assert_int_equal(dw_go_parse_version("", &a, &b, &c), -1);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/*
+ * A Go 1.16-1.17 table made here (no such toolchain on Debian 12): header of 7 words, the
+ * function table of {entry, funcoff} 8-byte pairs with absolute entries, _func {entry, nameoff}.
+ */
+static void test_pcln_go116(void **st)
+{
+	uint8_t t[512];
+	struct dw_go_pcln p;
+	uint64_t e, s;
+	const char *n;
+	char why[200];
+	const uint64_t funcname = 64, functab = 128;
+
+	(void)st;
+	memset(t, 0, sizeof(t));
+	put64(t, 0xfffffffa);
+	t[6] = 1;
+	t[7] = 8;
+	put64(t + 8, 2);		/* nfunc */
+	put64(t + 8 + 2 * 8, funcname);
+	put64(t + 8 + 6 * 8, functab);
+	memcpy(t + funcname, "main.a\0main.b", 14);
+	/* entries 0x401000, 0x401040, end 0x401100; _funcs after the table */
+	put64(t + functab, 0x401000);
+	put64(t + functab + 8, 64);
+	put64(t + functab + 16, 0x401040);
+	put64(t + functab + 24, 80);
+	put64(t + functab + 32, 0x401100);
+	put64(t + functab + 64, 0x401000);
+	t[functab + 64 + 8] = 0;		/* nameoff "main.a" */
+	put64(t + functab + 80, 0x401040);
+	t[functab + 80 + 8] = 7;		/* "main.b" */
+	assert_int_equal(dw_go_pcln_parse(&p, t, sizeof(t), why, sizeof(why)), 0);
+	assert_int_equal(p.nfunc, 2);
+	assert_int_equal(dw_go_pcln_func(&p, 1, &e, &s, &n), 0);
+	assert_string_equal(n, "main.b");
+	assert_int_equal(e, 0x401040);
+	assert_int_equal(s, 0xc0);
+	assert_int_equal(dw_go_pcln_find(&p, "main.a", &e, &s), 0);
+	assert_int_equal(e, 0x401000);
+	assert_int_equal(s, 0x40);
+	assert_int_equal(dw_go_pcln_find(&p, "main.c", &e, &s), -1);
+	/* a function count that would run past the table is refused, not read */
+	put64(t + 8, 1000);
+	assert_int_equal(dw_go_pcln_parse(&p, t, sizeof(t), why, sizeof(why)), -1);
+	/* Go 1.2-1.15 */
+	put64(t, 0xfffffffb);
+	assert_int_equal(dw_go_pcln_parse(&p, t, sizeof(t), why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "Go 1.2-1.15"));
+}
+
+/* Every prefix of a real binary and a few thousand corrupted copies: an answer, never a bad read. */
+static void test_hostile(void **st)
+{
+	FILE *f;
+	uint8_t *buf;
+	long len;
+	struct dw_go_probes p;
+	char why[256];
+	uint64_t rs = 42;
+
+	(void)st;
+	if (!have_bins())
+		skip();
+	f = fopen(bin("gotls-stripped"), "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	assert_int_equal(dw_go_probes_image(buf, (size_t)len, &p, why, sizeof(why)), 0);
+	for (long cut = 0; cut < len; cut += len / 40 + 1)
+		(void)dw_go_probes_image(buf, (size_t)cut, &p, why, sizeof(why));
+	for (int i = 0; i < 200; i++) {
+		uint8_t *c = malloc((size_t)len);
+
+		memcpy(c, buf, (size_t)len);
+		for (int k = 0; k < 64; k++) {
+			uint64_t at = dwt_rand(&rs) % (uint64_t)len;
+			/* aim half the flips at the headers, where the offsets are */
+			if (k % 2)
+				at %= 4096;
+			c[at] = (uint8_t)dwt_rand(&rs);
+		}
+		(void)dw_go_probes_image(c, (size_t)len, &p, why, sizeof(why));
+		free(c);
+	}
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plain),
+		cmocka_unit_test(test_stripped),
+		cmocka_unit_test(test_trimpath),
+		cmocka_unit_test(test_pie),
+		cmocka_unit_test(test_no_section_headers),
+		cmocka_unit_test(test_dwarf_matches_table),
+		cmocka_unit_test(test_not_probed),
+		cmocka_unit_test(test_abi_gate),
+		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_pcln_go116),
+		cmocka_unit_test(test_hostile),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
