@@ -28,6 +28,7 @@
 
 #include "call.bpf.h"
 #include "h2conn.bpf.h"
+#include "readend.bpf.h"
 
 /* Calls answered whose outcome is owed to a copy (sock backend): the copy hook leaves at once while 0. */
 __u32 dw_answers_owed __weak;
@@ -39,6 +40,7 @@ __u32 dw_answers_owed __weak;
  * An answer's first bytes in user memory (b's first buffer: a user buffer,
  * or the first iovec of an array in user or kernel memory), read for the
  * outstanding call's outcome. Global, verified once (see dw_outcome_peek()).
+ * Returns what dw_outcome_peek() read (DW_HTTP1_SHORT: nothing readable).
  */
 __weak __noinline int dw_answer_read_user(struct dw_conn *conn, struct h2_bytes *b)
 {
@@ -71,11 +73,10 @@ __weak __noinline int dw_answer_read_user(struct dw_conn *conn, struct h2_bytes 
 	if (n == 0 || n > DW_HTTP1_PEEK || bpf_probe_read_user(pk.b, n, (const void *)at)) {
 		if (conn->http1 == DW_HTTP1_YES)
 			conn->status = DW_STATUS_UNKNOWN;
-		return 0;
+		return DW_HTTP1_SHORT;
 	}
 	pk.n = n;
-	dw_outcome_peek(conn, &pk);
-	return 0;
+	return dw_outcome_peek(conn, &pk);
 }
 
 static __always_inline void answer_read_user(struct dw_conn *conn, struct h2_bytes *b)
@@ -231,6 +232,57 @@ static __always_inline bool answer_on_copy(const struct sk_buff *skb, int len)
 	}
 	answer_settle(conn);
 	return true;
+}
+
+/*
+ * A read ended (sock backend at the read's end, readend.bpf.h: x86-64,
+ * where the copy hook is not loaded): if it holds an owed answer's first
+ * byte, the status line is read from the reader's buffer, as
+ * answer_on_copy() reads it from the skb. Not inlined, for the same reason
+ * as h2_read_walk().
+ */
+static __noinline void answer_read_walk(const struct sock *sk, int ret)
+{
+	struct h2_bytes b = {};
+	struct dw_conn *conn;
+	__u32 first, skip = 0;
+	int r;
+
+	if (!sk)
+		return;
+	conn = conn_of(sk);
+	if (!conn || !conn->answer_ns)
+		return;
+	first = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq) - (__u32)ret;
+	if (!conn->answer_looks) {
+		if ((__s32)(first + (__u32)ret - conn->rcv_seq) <= 0)
+			return;			/* bytes from before the request, still being read */
+		if ((__s32)(conn->rcv_seq - first) < 0) {
+			answer_settle(conn);	/* its first byte went by unseen */
+			return;
+		}
+		skip = conn->rcv_seq - first;	/* the answer begins within this read */
+	}
+	if (skip >= (__u32)ret || !read_end_bytes(&b, ret)) {
+		answer_settle(conn);
+		return;
+	}
+	b.off = skip;
+	b.len = ret - skip;
+	r = dw_answer_read_user(conn, &b);
+	if (r == DW_HTTP1_INTERIM && conn->answer_looks < DW_ANSWER_LOOKS) {
+		conn->answer_looks++;
+		conn->status = 0;
+		return;
+	}
+	answer_settle(conn);
+}
+
+static __always_inline void answer_on_read(const struct sock *sk, int ret, int flags)
+{
+	if (!dw_h2_at_read || ret <= 0 || (flags & MSG_PEEK) || !*(volatile __u32 *)&dw_answers_owed)
+		return;
+	answer_read_walk(sk, ret);
 }
 
 #endif /* DEPWATCH_ANSWER_BPF_H */

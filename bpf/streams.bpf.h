@@ -51,6 +51,7 @@
 
 #include "h2detect.bpf.h"
 #include "h2walk.bpf.h"
+#include "readend.bpf.h"
 
 /*
  * An event's bytes on a connection that is or may be h2c (sends and
@@ -230,23 +231,13 @@ static __always_inline void h2_on_copy(const struct sk_buff *skb, int len)
 }
 
 /*
- * 1 (set by the loader, x86-64 only) when the sock backend reads a receive's
- * bytes at the read's end, h2_on_read() from dw_recv, and not at each copy
- * (dw_h2_copy, then not loaded): issue 36, a copy hook runs on every read of
- * every socket, TCP or not; sock_recv_length runs already, and on anything
- * but an h2c connection (or one whose first bytes are still to be looked at)
- * the check below leaves after two loads of globals.
- */
-const volatile __u32 dw_h2_at_read __weak = 0;
-
-/*
- * A read ended (sock backend, sock_recv_length, in the reading task): its
- * bytes are in the user buffers the system call passed, found in the task's
- * saved registers as the syscalls backend finds them at the exit, and start
- * ret bytes before copied_seq. A read through anything but read, readv,
- * preadv2, recvfrom or recvmsg (recvmmsg, io_uring) is not walked: on an h2c
- * connection the next walk finds a gap, which is a desync (never an invented
- * call). A peek is not walked: the bytes come again.
+ * A read ended (sock backend, sock_recv_length): its bytes (readend.bpf.h)
+ * start ret bytes before copied_seq. On anything but an h2c connection (or
+ * one whose first bytes are still to be looked at) the check below leaves
+ * after two loads of globals. A read whose bytes are not found is not
+ * walked: on an h2c connection the next walk finds a gap, which is a
+ * desync (never an invented call). A peek is not walked: the bytes come
+ * again.
  */
 static __noinline void h2_read_walk(const struct sock *sk, int ret);
 
@@ -266,57 +257,18 @@ static __always_inline void h2_on_read(const struct sock *sk, int ret, int flags
  */
 static __noinline void h2_read_walk(const struct sock *sk, int ret)
 {
-#if defined(__TARGET_ARCH_x86)
-	struct h2_bytes b = { .kind = H2_SRC_USER, .len = ret };
-	const struct user_msghdr *m;
-	struct pt_regs *regs;
+	struct h2_bytes b = {};
 	struct dw_conn *conn;
-	__u64 nseg;
-	long nr;
 
 	if (!sk)
 		return;
 	conn = conn_of(sk);
 	if (!conn || conn->h2 == DW_H2_NEVER || conn->h2 == DW_H2_LOST)
 		return;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs)
+	if (!read_end_bytes(&b, ret))
 		return;
-	/*
-	 * Each value read into a register of its own (barrier_var): the compiler
-	 * would otherwise load readv's dx and recvmsg's msg_iovlen with one
-	 * instruction, from two kinds of pointer, which the verifier refuses.
-	 */
-	nr = regs->orig_ax;
-	b.addr = regs->si;
-	nseg = regs->dx;
-	barrier_var(nseg);
-	b.nseg = nseg;
-	switch (nr) {
-	case 0:		/* read(fd, buf, count) */
-	case 45:	/* recvfrom(fd, buf, len, flags, ...) */
-		b.nseg = 0;
-		break;
-	case 19:	/* readv(fd, iov, iovcnt) */
-	case 327:	/* preadv2(fd, iov, iovcnt, ...) */
-		b.kind = H2_SRC_IOV_USER;
-		break;
-	case 47:	/* recvmsg(fd, msg, flags) */
-		/* two fields, not the whole msghdr: with bpf_loop's frame, the stack is near its 512 bytes */
-		m = (const struct user_msghdr *)(unsigned long)b.addr;
-		if (bpf_probe_read_user(&b.addr, sizeof(b.addr), &m->msg_iov) ||
-		    bpf_probe_read_user(&nseg, sizeof(nseg), &m->msg_iovlen))
-			return;
-		b.kind = H2_SRC_IOV_USER;
-		barrier_var(nseg);
-		b.nseg = nseg;
-		break;
-	default:
-		return;
-	}
 	b.seq = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq) - (__u32)ret;
 	h2_on_bytes(sk, conn, H2_RX, &b, 0, bpf_ktime_get_ns(), false);
-#endif
 }
 
 #endif /* DEPWATCH_STREAMS_BPF_H */
