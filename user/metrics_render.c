@@ -223,9 +223,6 @@ static const struct simple {
 	{ "depwatch_calls_cancelled_total", "counter",
 	  "Of the failed calls, HTTP/2 streams the client reset (a gRPC deadline or cancel).",
 	  offsetof(struct fig, f.cancelled), U64 },
-	{ "depwatch_call_failures_status_total", "counter",
-	  "Of the failed calls, those whose answer's HTTP status is in the dependency's failure_status.",
-	  offsetof(struct fig, f.failed_status), U64 },
 	{ "depwatch_call_rate", "gauge",
 	  "Calls started per second, averaged over about 2 s.",
 	  offsetof(struct fig, call_rate), DBL },
@@ -308,22 +305,41 @@ static void aborted_family(struct dw_buf *o, const struct fig *figs, size_t n)
 	}
 }
 
+/* Whether any of the dependency's answers had their status read (not HTTP/1: none, and no series). */
+static bool has_answers(const struct fig *f)
+{
+	uint64_t any = 0;
+
+	for (int k = 0; k < DW_ANS_N; k++)
+		any += f->f.answers[k];
+	return any > 0;
+}
+
 /* Answers by class (outcome.h): the label is a class or a kind, never a path. */
 static void answers_family(struct dw_buf *o, const struct fig *figs, size_t n)
 {
-	static const char name[] = "depwatch_answers_total";
+	static const char name[] = "depwatch_answers_total", failed[] = "depwatch_call_failures_status_total";
 	char label[32];
 
 	family(o, name, "counter",
 	       "HTTP/1 answers from the dependency whose status line the kernel read, by class (2xx..5xx), "
-	       "and those it could not read (unknown; bad: a malformed line).");
+	       "and those it could not read (unknown; bad: a malformed line). Only dependencies with answers read.");
 	for (size_t i = 0; i < n; i++)
-		for (int k = 0; k < DW_ANS_N; k++) {
+		for (int k = 0; has_answers(&figs[i]) && k < DW_ANS_N; k++) {
 			snprintf(label, sizeof(label), ",class=\"%s\"", dw_answer_names[k]);
 			series(o, name, sizeof(name) - 1, &figs[i], label);
 			put_u64(o, figs[i].f.answers[k]);
 			put(o, "\n", 1);
 		}
+	family(o, failed, "counter",
+	       "Of the failed calls, those whose answer's HTTP status is in the dependency's failure_status.");
+	for (size_t i = 0; i < n; i++) {
+		if (!has_answers(&figs[i]))
+			continue;
+		series(o, failed, sizeof(failed) - 1, &figs[i], NULL);
+		put_u64(o, figs[i].f.failed_status);
+		put(o, "\n", 1);
+	}
 }
 
 static void limit_family(struct dw_buf *o, const struct fig *figs, size_t n)

@@ -76,7 +76,9 @@ class OutcomeTest(unittest.TestCase):
                 "[dependency pool]\nmatch = 127.0.0.1:%d-%d\neject = on\nfailure_rate = 50%%\n"
                 "min_calls = 10\nsample = 20\nmax_ejected = 34%%\neject_for = 30s\n"
                 % (cls.web, cls.replicas[0], cls.replicas[-1]))
-        cls.d = start_configured(cls.addClassCleanup, conf)
+        cls.metrics_port = free_run(1)
+        cls.d = start_configured(cls.addClassCleanup, conf,
+                                 extra_args=["--metrics", "127.0.0.1:%d" % cls.metrics_port])
 
     # unittest's tempdir helper takes a test's addCleanup: the class's serves here
     addCleanup = classmethod(lambda cls, fn, *a: cls.addClassCleanup(fn, *a))
@@ -116,6 +118,14 @@ class OutcomeTest(unittest.TestCase):
         text = subprocess.run([DEPWATCH, "status", "--run-dir", self.d.run_dir], capture_output=True,
                               text=True, timeout=10).stdout
         self.assertRegex(text, r"answers: web: 5xx \d+ \(failed by status \d+\)", text)
+        c = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=10)
+        c.request("GET", "/metrics")
+        page = c.getresponse().read().decode()
+        c.close()
+        line = [l for l in page.splitlines()
+                if l.startswith('depwatch_answers_total{dependency="web",class="5xx"}')]
+        self.assertEqual(len(line), 1, page[-3000:])
+        self.assertGreaterEqual(int(line[0].split()[-1]), fives)
         print("outcomes: wrk %d non-2xx (+1 ours), depwatch failed %d, 5xx %d; opened %.3f s after the "
               "first 503" % (w["requests"], failed, fives, opened[0]["time"] - first_503))
 
