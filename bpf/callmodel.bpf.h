@@ -59,6 +59,7 @@
 
 #include "closing.bpf.h"
 #include "streams.bpf.h"
+#include "tlslink.bpf.h"
 
 static __always_inline void dw_on_connect_start(const struct sock *sk)
 {
@@ -248,7 +249,7 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 {
 	struct dw_conn *conn = conn_of(sk);
 
-	if (!conn || h2_on_send_msg(sk, conn, msg))
+	if (!conn || h2_on_send_msg(sk, conn, msg) || tls_owned(sk, conn, true))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_answer(sk, conn, 0);
@@ -286,7 +287,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 	if (ret <= 0)
 		return;
 	conn = conn_of(sk);
-	if (!conn || h2_took(conn))
+	if (!conn || h2_took(conn) || tls_owned(sk, conn, true))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_answer(sk, conn, began_ns);
@@ -330,6 +331,8 @@ static __always_inline void dw_on_data(const struct sock *sk)
 	if (!conn || h2_took(conn))
 		return;
 	h2_rx_pending(conn);
+	if (tls_owned(sk, conn, false))
+		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		/* a bare FIN wakes the reader too: no request without request bytes */
 		if (!conn->call_start_ns && unread_of(sk, DW_SK_BTF))
@@ -399,7 +402,7 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 	if (!recv_matters(ret, flags))
 		return;
 	conn = conn_of(sk);
-	if (!conn || h2_took(conn))
+	if (!conn || h2_took(conn) || tls_owned(sk, conn, false))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_recv(sk, conn, ret, via);
@@ -463,6 +466,7 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	/* before looking for a call: see outbound_start() */
 	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
+	tls_on_state(sk, conn, newstate);
 	if (newstate == TCP_CLOSE) {
 		conn_closed(conn);
 		h2_forget(conn);

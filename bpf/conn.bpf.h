@@ -64,6 +64,12 @@ struct dw_conn {
 	__u8 pad[2];
 	__u32 rx_mark;			/* multiplexed TLS, sock backend: rcv_nxt at the last data_ready */
 	__u64 tls_next_ns;		/* multiplexed TLS: a request sent during the burst, the next burst's start */
+	/* TLS plaintext (bpf/tlslink.bpf.h): whose session owns its calls */
+	__u64 tls_ssl;			/* the SSL pointer of the session tied to it */
+	__u64 tls_sk;			/* the socket's address (a link's copy says whose it is) */
+	__u32 tls_tgid;			/* the process the session lives in */
+	__u8 tls_own;			/* enum dw_tls_own */
+	__u8 pad3[3];
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */

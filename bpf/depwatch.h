@@ -392,7 +392,18 @@ struct dw_abandon_key {
 	X(caller_map_full, caller_map_full,					\
 	  "Connections whose caller found no row left: their calls count for the destination only.") \
 	X(h2_state_full, h2_state_full,						\
-	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.")
+	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.") \
+	/* TLS plaintext (issue 32, bpf/ssl.bpf.c, bpf/tlslink.bpf.h) */	\
+	X(tls_writes, tls_writes,						\
+	  "SSL_write and SSL_write_ex calls seen by the TLS uprobes.")		\
+	X(tls_linked, tls_linked,						\
+	  "TLS sessions tied to their TCP connection: timed from the plaintext.") \
+	X(tls_unlinked, tls_unlinked,						\
+	  "TLS connections whose session could not be tied to them: timed from the records.") \
+	X(tls_links_full, tls_links_full,					\
+	  "TLS sessions that found the link table full (also counted in tls_unlinked).") \
+	X(tls_linked_late, tls_linked_late,					\
+	  "Of tls_linked, sessions tied by the thread's last SSL call (memory BIOs: grpc-core, asyncio).")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

@@ -96,6 +96,67 @@ static void decide_h2(struct dw_bpf *b, bool h2)
 				 "HTTP/2 calls are not timed per stream: h2c connections are timed as multiplexed bursts");
 }
 
+/*
+ * TEMPORARY (wt-tlsbpf, issue 32): a stand-in for the TLS discovery
+ * (wt-tlsfind), which replaces it at merge. With DW_TLS_LIB_TMP set to a
+ * libssl file, dw_tls_on is 1 and every dw_ssl_* program is attached to
+ * that file by its symbol (dw_ssl_read_ex_ret: SSL_read_ex, a return
+ * probe), in every process (pid -1); without it they are not loaded.
+ */
+#define DW_TLS_TMP_MAX 16
+static struct bpf_link *tls_tmp_links[DW_TLS_TMP_MAX];
+
+static void tls_tmp_before_load(struct dw_bpf *b)
+{
+	const char *lib = getenv("DW_TLS_LIB_TMP");
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, b->skel->obj)
+		if (!strncmp(bpf_program__name(prog), "dw_ssl_", 7))
+			bpf_program__set_autoload(prog, lib && *lib);
+	b->skel->rodata->dw_tls_on = lib && *lib;
+}
+
+static void tls_tmp_attach(struct dw_bpf *b)
+{
+	const char *lib = getenv("DW_TLS_LIB_TMP");
+	struct bpf_program *prog;
+	int n = 0;
+
+	if (!lib || !*lib)
+		return;
+	bpf_object__for_each_program(prog, b->skel->obj) {
+		const char *name = bpf_program__name(prog);
+		char sym[64];
+		size_t len;
+		bool ret;
+
+		if (strncmp(name, "dw_ssl_", 7) || n >= DW_TLS_TMP_MAX)
+			continue;
+		snprintf(sym, sizeof(sym), "SSL_%s", name + 7);
+		len = strlen(sym);
+		ret = len > 4 && !strcmp(sym + len - 4, "_ret");
+		if (ret)
+			sym[len - 4] = 0;
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = sym, .retprobe = ret);
+		tls_tmp_links[n] = bpf_program__attach_uprobe_opts(prog, -1, lib, 0, &o);
+		if (!tls_tmp_links[n]) {
+			dw_err("TEMPORARY TLS hook: %s on %s:%s failed: %s", name, lib, sym, strerror(errno));
+			continue;
+		}
+		n++;
+	}
+	dw_notice("TEMPORARY TLS hook: %d uprobes on %s", n, lib);
+}
+
+static void tls_tmp_detach(void)
+{
+	for (int i = 0; i < DW_TLS_TMP_MAX; i++) {
+		bpf_link__destroy(tls_tmp_links[i]);
+		tls_tmp_links[i] = NULL;
+	}
+}
+
 /* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
 static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool abort, bool h2,
 			 bool *refused)
@@ -125,6 +186,7 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
 	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
 	decide_h2(b, h2);
+	tls_tmp_before_load(b);
 	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
 		b->abort_path = DW_ABORT_PATH_NONE;
@@ -387,6 +449,7 @@ int dw_bpf_start(struct dw_bpf *b, const struct dw_bpf_opts *opts)
 		err = opts->before_attach(b, opts->arg);
 	if (!err) {
 		attach_tracing(b);
+		tls_tmp_attach(b);
 		err = required_attached(b);
 	}
 	if (!err) {
@@ -407,6 +470,7 @@ void dw_bpf_stop(struct dw_bpf *b)
 	unmap_rows(&b->caller_rows);
 	b->abort_link = NULL;
 	unmap_rows(&b->callers);
+	tls_tmp_detach();
 	for (int i = 0; i < b->nprogs; i++) {
 		bpf_link__destroy(b->progs[i].link);
 		b->progs[i].link = NULL;

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * TLS sessions tied to their TCP connections (issue 32): the TCP side of
+ * the TLS plaintext model, whose uprobes are bpf/ssl.bpf.c.
+ *
+ * The uprobes on SSL_write, SSL_read, SSL_do_handshake (and the _ex forms)
+ * mark the calling thread with the session's SSL pointer while the call
+ * runs (ssl_threads, keyed by pid_tgid). A library that owns its socket
+ * (SSL_set_fd: OpenSSL's socket BIO) sends and receives the ciphertext
+ * inside those calls, from that thread: the first TCP send on a connection
+ * whose first bytes were a TLS hello (conn->tls, bpf/tls.h) made while the
+ * thread is marked ties {ssl, tgid} to that socket. The socket, its
+ * destination, its caller and its state are the connection's own: nothing
+ * is guessed but which session it carries. A library with memory BIOs
+ * (grpc-core, Python's asyncio SSLObject) writes the ciphertext itself after
+ * SSL_write returns: there the thread's last SSL call, if it returned less
+ * than DW_TLS_LATE_NS before and its session is tied to nothing yet, ties
+ * it (tls_linked_late). A connection sending TLS with neither is counted
+ * tls_unlinked once and keeps the record-level model.
+ *
+ * The link (tls_links) holds a copy of the connection's struct dw_conn:
+ * its destination slot, pending entry and caller row, and the call state
+ * of the plaintext calls, which the uprobes (which cannot reach socket
+ * storage) drive with the call model's own call_begin/call_complete. The
+ * connection itself is marked DW_TLS_OWNED, and its record-level events
+ * stop making calls. SSL_free, and the socket's TCP_CLOSE, end the link's
+ * outstanding call and drop the link.
+ *
+ * A hash, not an LRU: an evicted link would strand its outstanding call in
+ * flight. It is bounded (DW_TLS_LINKS_MAX) and a session that finds it full
+ * is counted (tls_links_full) and left to the record-level model.
+ */
+#ifndef DEPWATCH_TLSLINK_BPF_H
+#define DEPWATCH_TLSLINK_BPF_H
+
+#include "closing.bpf.h"
+#include "cascade.bpf.h"
+
+#define DW_TLS_LINKS_MAX 16384	/* TLS sessions tied to a connection at once */
+#define DW_SSL_THREADS_MAX 16384	/* threads with an SSL call (LRU: the last one is kept) */
+#define DW_TLS_LATE_NS 20000000ULL	/* memory BIOs: the ciphertext of the thread's last SSL call, 20 ms */
+
+/* Set by user space before load, exactly when the TLS uprobes will be attached (bpf/ssl.bpf.c). */
+extern const volatile __u32 dw_tls_on;
+
+enum dw_tls_own {
+	DW_TLS_NONE = 0,	/* not decided: no TLS send seen yet */
+	DW_TLS_OWNED = 1,	/* tied to a session: its calls are the plaintext's (tls_links) */
+	DW_TLS_UNLINKED = 2,	/* a TLS send with no session to tie: the record-level model */
+};
+
+/* dw_ssl_thread.op */
+#define DW_SSL_WRITE 1
+#define DW_SSL_READ 2
+#define DW_SSL_SHAKE 3
+
+/* A thread's SSL call: inside it (inside), or its last one (done_ns). */
+struct dw_ssl_thread {
+	__u64 ssl;
+	__u64 start_ns;		/* when the call began */
+	__u64 done_ns;		/* when it returned; 0 while inside */
+	__u64 rd_len;		/* SSL_read_ex: where it puts the length read (size_t *) */
+	__u8 op;		/* DW_SSL_* */
+	__u8 inside;
+	__u8 linked_now;	/* the session was tied during this call */
+	__u8 pad[5];
+};
+
+struct dw_tls_key {
+	__u64 ssl;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DW_SSL_THREADS_MAX);
+	__type(key, __u64);
+	__type(value, struct dw_ssl_thread);
+} ssl_threads SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DW_TLS_LINKS_MAX);
+	__type(key, struct dw_tls_key);
+	__type(value, struct dw_conn);
+} tls_links SEC(".maps") __weak;
+
+static __always_inline struct dw_conn *tls_link_of(__u64 ssl, __u32 tgid)
+{
+	struct dw_tls_key key = { .ssl = ssl, .tgid = tgid };
+
+	return bpf_map_lookup_elem(&tls_links, &key);
+}
+
+/*
+ * The thread's SSL call that this send is part of: the one it is inside,
+ * or (memory BIOs) its last, returned within DW_TLS_LATE_NS, whose session
+ * is tied to no socket yet.
+ */
+static __always_inline struct dw_ssl_thread *tls_sender(__u64 id, bool *late)
+{
+	struct dw_ssl_thread *t = bpf_map_lookup_elem(&ssl_threads, &id);
+
+	*late = false;
+	if (!t || t->inside)
+		return t;
+	if (bpf_ktime_get_ns() - t->done_ns > DW_TLS_LATE_NS || tls_link_of(t->ssl, id >> 32))
+		return 0;
+	*late = true;
+	return t;
+}
+
+/* Ties the thread's session to sk; false (counted) if it cannot. */
+static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_tls_key key = { .tgid = id >> 32 };
+	struct dw_ssl_thread *t;
+	struct dw_conn *l;
+	bool late;
+
+	t = tls_sender(id, &late);
+	if (!t) {
+		conn->tls_own = DW_TLS_UNLINKED;
+		global_count(G_tls_unlinked);
+		return false;
+	}
+	key.ssl = t->ssl;
+	/* a record-level call begun before the tie (the ClientHello's arrival, inbound): no call of its own */
+	if (conn->call_start_ns)
+		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
+	conn->tls_ssl = key.ssl;
+	conn->tls_tgid = key.tgid;
+	conn->tls_sk = (__u64)(unsigned long)sk;
+	conn->tls_own = DW_TLS_OWNED;
+	if (bpf_map_update_elem(&tls_links, &key, conn, BPF_ANY)) {
+		conn->tls_own = DW_TLS_UNLINKED;
+		global_count(G_tls_links_full);
+		global_count(G_tls_unlinked);
+		return false;
+	}
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (l) {
+		l->call_start_ns = 0;
+		l->tls_next_ns = 0;
+		l->closed = 0;
+	}
+	if (!late)
+		t->linked_now = 1;
+	global_count(G_tls_linked);
+	if (late)
+		global_count(G_tls_linked_late);
+	return true;
+}
+
+/*
+ * Whether the connection's calls are its TLS session's plaintext ones: the
+ * record-level events then leave it alone. A send (in the sending task)
+ * decides it the first time; other events only look.
+ */
+static __always_inline bool tls_owned(const struct sock *sk, struct dw_conn *conn, bool send)
+{
+	if (!dw_tls_on || !conn->tls)
+		return false;
+	if (conn->tls_own != DW_TLS_NONE || !send)
+		return conn->tls_own == DW_TLS_OWNED;
+	if (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND)
+		return false;
+	return tls_link(sk, conn);
+}
+
+/* The session's outstanding call ends with its link: the session or its socket is gone. */
+static __always_inline void tls_unlink(struct dw_conn *l, struct dw_tls_key *key)
+{
+	__sync_lock_test_and_set(&l->closed, 1);
+	if (l->call_start_ns)
+		call_fail(l);
+	bpf_map_delete_elem(&tls_links, key);
+}
+
+/*
+ * The TCP state of a connection a session owns moved. Outbound, the peer's
+ * FIN admits no new call; the outstanding one may still be answered by
+ * bytes that came before the FIN and are not read yet (SSL_read ends it).
+ * At TCP_CLOSE nothing more can answer: it fails, and the link goes.
+ */
+static __always_inline void tls_on_state(const struct sock *sk, struct dw_conn *conn, int newstate)
+{
+	struct dw_tls_key key = { .ssl = conn->tls_ssl, .tgid = conn->tls_tgid };
+	struct dw_conn *l;
+
+	if (!dw_tls_on || conn->tls_own != DW_TLS_OWNED)
+		return;
+	if (newstate != TCP_CLOSE && !(newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
+		return;
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (!l || l->tls_sk != (__u64)(unsigned long)sk)
+		return;
+	if (newstate == TCP_CLOSE)
+		tls_unlink(l, &key);
+	else
+		__sync_lock_test_and_set(&l->closed, 1);
+}
+
+#endif /* DEPWATCH_TLSLINK_BPF_H */

@@ -1,0 +1,136 @@
+"""Calls inside TLS (issue 32, doc/callmodel.md "TLS: calls from the plaintext"): the TLS uprobes on
+OpenSSL time each HTTPS request from SSL_write to the SSL_read that returns its answer, on the
+connection the session is tied to. Real nginx (`listen ... ssl`, `ssl http2`) with a certificate made
+now, loaded by ab, curl and h2load, all on Debian's libssl.so.3. Ground truth: each tool's own count
+and latency.
+
+TEMPORARY: the uprobes are attached by the loader's stand-in (DW_TLS_LIB_TMP, user/loader.c) until
+the TLS discovery (wt-tlsfind) lands; the lead switches this file to it at merge.
+"""
+
+import os
+import socket
+import subprocess
+import time
+
+from harness import Daemon, find_dest
+from realtraffic import OK_LOCATION, ab, h2load, make_cert, nginx_server, require, start_nginx
+from test_realtraffic import BUCKET, RealTrafficCase, inbound_row
+
+LIBSSL = "/lib/x86_64-linux-gnu/libssl.so.3"
+PORTS = range(24100, 24900)   # this file's own loopback ports
+
+
+_used = set()
+
+
+def own_port():
+    """A free loopback port of PORTS that no case of this run had (bound, read back, released): each
+    case's destination and inbound rows are its own."""
+    for p in PORTS:
+        if p in _used:
+            continue
+        _used.add(p)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise AssertionError("no free port in %s" % PORTS)
+
+
+def global_counter(st, name):
+    return st.get("kernel", {}).get(name)
+
+
+class TLSCase(RealTrafficCase):
+    """One daemon with the TLS uprobes on Debian's libssl for every case."""
+
+    @classmethod
+    def setUpClass(cls):
+        os.environ["DW_TLS_LIB_TMP"] = LIBSSL
+        try:
+            super().setUpClass()
+        finally:
+            del os.environ["DW_TLS_LIB_TMP"]
+
+    def nginx_tls(self, port, http2=False):
+        cert, key = make_cert(self.dir)
+        return start_nginx(self, self.dir, nginx_server(
+            "127.0.0.1:%d ssl%s" % (port, " http2" if http2 else ""), OK_LOCATION,
+            "        ssl_certificate %s;\n        ssl_certificate_key %s;\n" % (cert, key)), [port])
+
+    def linked(self, st, what):
+        self.figures["tls"] = {k: global_counter(st, k) for k in
+                               ("tls_writes", "tls_linked", "tls_unlinked", "tls_links_full", "tls_linked_late")}
+        self.check((global_counter(st, "tls_writes") or 0) > 0, what + ": tls_writes",
+                   global_counter(st, "tls_writes"), "> 0")
+
+    def test_ab_https(self):
+        """A connection per request (ab without -k): calls = requests on both ends, p50 near ab's."""
+        require("ab", "openssl")
+        port = own_port()
+        self.nginx_tls(port)
+        n = 400
+        res, out = ab(["-n", str(n), "-c", "2"], "https://127.0.0.1:%d/" % port)
+        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result:\n" + out)
+        st = self.settled([port], {port: n})
+        r, i = self.idle_after(st, port)
+        self.record("ab https", calls=r["calls"], failed=r["failed"], connects=r["connects"],
+                    in_requests=i["requests"], in_failed=i["failed"], dw_p50_ms=r["p50_ms"],
+                    in_p50_ms=i["p50_ms"], ab_mean_ms=res["mean_ms"], ab_p50_ms=res["p50_ms"])
+        self.linked(st, "ab")
+        # the readiness probe's connections (start_nginx) make no request: no calls of their own
+        self.eq("calls (ab completed %d)" % n, r["calls"], n)
+        self.eq("inbound requests", i["requests"], n)
+        self.eq("failed", r["failed"], 0)
+        self.eq("inbound failed", i["failed"], 0)
+        # ab's percentile is whole milliseconds, taken around connect + handshake + request: its mean
+        # per request (over the concurrency) bounds the request's own time from above.
+        self.check(r["p50_ms"] is not None and r["p50_ms"] <= res["mean_ms"] * 2 * (1 + BUCKET),
+                   "p50_ms vs ab's mean %.3f ms x concurrency 2" % res["mean_ms"], r["p50_ms"], "<=")
+        self.verdict()
+
+    def test_ab_https_keepalive(self):
+        """Keep-alive (ab -k): one call per request, the handshake none."""
+        require("ab", "openssl")
+        port = own_port()
+        self.nginx_tls(port)
+        n = 2000
+        res, out = ab(["-k", "-n", str(n), "-c", "2"], "https://127.0.0.1:%d/" % port)
+        self.assertEqual((res["complete"], res["failed"], res["non2xx"]), (n, 0, 0), "ab's own result:\n" + out)
+        st = self.settled([port], {port: n})
+        r, i = self.idle_after(st, port)
+        self.record("ab -k https", calls=r["calls"], failed=r["failed"], in_requests=i["requests"],
+                    dw_p50_ms=r["p50_ms"], in_p50_ms=i["p50_ms"], ab_mean_ms=res["mean_ms"],
+                    ab_p50_ms=res["p50_ms"])
+        self.eq("calls (ab completed %d)" % n, r["calls"], n)
+        self.eq("inbound requests", i["requests"], n)
+        self.eq("failed", r["failed"] + i["failed"], 0)
+        # ab -k's mean per request over concurrency 2 is half a request's time
+        self.check(r["p50_ms"] is not None and r["p50_ms"] <= 2 * res["mean_ms"] * (1 + 0.10),
+                   "p50_ms vs 2 x ab's mean %.3f ms" % res["mean_ms"], r["p50_ms"], "within 10%")
+        self.check(r["p50_ms"] is not None and r["p50_ms"] >= 2 * res["mean_ms"] * 0.5,
+                   "p50_ms vs 2 x ab's mean %.3f ms" % res["mean_ms"], r["p50_ms"], "not below half")
+        self.verdict()
+
+    def test_curl_loop(self):
+        """curl in a loop: a process, a connection and a request each."""
+        require("curl", "openssl")
+        port = own_port()
+        self.nginx_tls(port)
+        n = 30
+        for _ in range(n):
+            subprocess.run(["curl", "-sk", "-o", "/dev/null", "https://127.0.0.1:%d/" % port], check=True,
+                           timeout=30)
+        st = self.settled([port], {port: n})
+        r, i = self.idle_after(st, port)
+        self.record("curl https", calls=r["calls"], failed=r["failed"], in_requests=i["requests"],
+                    dw_p50_ms=r["p50_ms"])
+        self.eq("calls (curl's %d)" % n, r["calls"], n)
+        self.eq("inbound requests", i["requests"], n)
+        self.eq("failed", r["failed"] + i["failed"], 0)
+        self.verdict()
