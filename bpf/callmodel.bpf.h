@@ -59,7 +59,7 @@
 
 #include "closing.bpf.h"
 #include "streams.bpf.h"
-#include "tlslink.bpf.h"
+#include "tlsh2.bpf.h"
 
 static __always_inline void dw_on_connect_start(const struct sock *sk)
 {

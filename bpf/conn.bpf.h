@@ -70,6 +70,8 @@ struct dw_conn {
 	__u32 tls_tgid;			/* the process the session lives in */
 	__u8 tls_own;			/* enum dw_tls_own */
 	__u8 pad3[3];
+	__u32 tls_tx;			/* a link's copy: plaintext bytes written, the stream layer's sequence */
+	__u32 tls_rx;			/* a link's copy: plaintext bytes read */
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */

@@ -4,9 +4,10 @@
  * the discovery on the user side, never by the skeleton. Every program
  * here is named dw_ssl_*; autoload is off when TLS is off.
  *
- * Nothing of the plaintext is read: a call's start and end are the calls
- * themselves (SSL_write's entry, SSL_read's return with bytes), and the
- * session is the SSL pointer. Each entry marks the thread (ssl_threads)
+ * A call's start and end are the calls themselves (SSL_write's entry,
+ * SSL_read's return with bytes), and the session is the SSL pointer. Of
+ * the plaintext only an HTTP/2 session's frame headers are read, in the
+ * kernel (bpf/tlsh2.bpf.h); nothing of it leaves. Each entry marks the thread (ssl_threads)
  * for the TCP side to tie the session to its socket (bpf/tlslink.bpf.h);
  * each return clears the mark and keeps it as the thread's last SSL call.
  *
@@ -32,11 +33,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* 1 exactly when the user side attaches these programs (the TLS contract). */
 const volatile __u32 dw_tls_on = 0;
 
-static __always_inline void ssl_enter(__u64 ssl, __u8 op, __u64 rd_len)
+static __always_inline void ssl_enter(__u64 ssl, __u8 op, __u64 buf, __u32 len, __u64 len_at)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct dw_ssl_thread t = { .ssl = ssl, .op = op, .inside = 1, .rd_len = rd_len,
-				   .start_ns = bpf_ktime_get_ns() };
+	struct dw_ssl_thread t = { .ssl = ssl, .op = op, .inside = 1, .buf = buf, .len = len,
+				   .len_at = len_at, .start_ns = bpf_ktime_get_ns() };
 
 	bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
 }
@@ -54,6 +55,18 @@ static __always_inline struct dw_ssl_thread *ssl_leave(void)
 	return t;
 }
 
+/* What a call returned, in bytes: ret itself, or for the _ex forms (1: done) what they put at len_at. */
+static __always_inline __u32 ssl_done_len(const struct dw_ssl_thread *t, int ret, bool ex)
+{
+	__u64 n = 0;
+
+	if (!ex)
+		return ret > 0 ? ret : 0;
+	if (ret != 1 || !t->len_at || bpf_probe_read_user(&n, sizeof(n), (const void *)t->len_at))
+		return 0;
+	return n > 0x7fffffff ? 0x7fffffff : n;
+}
+
 /* Plaintext is being written at now: an outbound call's start, an inbound request's answer. */
 static __always_inline void tls_write_begins(struct dw_conn *l, __u64 now)
 {
@@ -65,7 +78,8 @@ static __always_inline void tls_write_begins(struct dw_conn *l, __u64 now)
 		row_process(l, bpf_get_current_pid_tgid() >> 32);
 		return;
 	}
-	if (l->call_start_ns || *(volatile __u32 *)&l->closed)
+	/* none after the peer's FIN (tls_on_state()) */
+	if (l->call_start_ns || *(volatile __u32 *)&l->closed || (l->tls_next_ns && l->tls_next_ns < now))
 		return;
 	st = call_begin(l, now, 0, caller_of());
 	if (!st)
@@ -90,105 +104,206 @@ static __always_inline void tls_read_done(struct dw_conn *l, __u64 now)
 		call_end(l, OUTCOME_DROPPED, now);
 }
 
-static __always_inline int on_write(__u64 ssl)
+/* A tied session's plaintext for the walker (dw_ssl_walk): one per CPU, for one tail call. */
+struct dw_tls_job {
+	struct dw_tls_key key;
+	__u64 addr;
+	__u64 now;
+	__u32 len;
+	__u32 seq;	/* the direction's plaintext bytes before these */
+	__u8 way;	/* enum h2_way */
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dw_tls_job);
+} tls_jobs SEC(".maps");
+
+/* Plaintext not walked (not HTTP/2): an outbound call's start or answer, an inbound request or answer. */
+static __always_inline void tls_plain(struct dw_conn *l, __u8 way, __u64 now)
 {
+	if (way == H2_TX)
+		tls_write_begins(l, now);
+	else
+		tls_read_done(l, now);
+}
+
+/*
+ * The stream layer's walk of a session's plaintext, in this one program:
+ * the write and read returns tail-call it (tls_walkers), so the walker is
+ * verified once, not in each of them. Attached to no symbol: user space
+ * puts it in tls_walkers[0].
+ */
+SEC("uprobe")
+int dw_ssl_walk(struct pt_regs *ctx)
+{
+	__u32 zero = 0;
+	struct dw_tls_job *j = bpf_map_lookup_elem(&tls_jobs, &zero);
+	struct dw_tls_key key;
+	struct dw_conn *l;
+
+	if (!j)
+		return 0;
+	key = j->key;
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (l && !tls_h2_bytes(l, &key, j->way, j->addr, j->len, j->seq, j->now))
+		tls_plain(l, j->way, j->now);
+	return 0;
+}
+
+/* [0]: dw_ssl_walk, put there by user space after load (only when TLS is on: it is loaded then) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} tls_walkers SEC(".maps");
+
+/*
+ * len bytes of plaintext at addr one way, after seq: to the walker if the
+ * session is or may be HTTP/2 (this program ends there), else, or if the
+ * tail call fails, to the request/response model here.
+ */
+static __always_inline void tls_bytes(void *ctx, struct dw_conn *l, struct dw_tls_key *key, __u8 way,
+				      __u64 addr, __u32 len, __u32 seq, __u64 now)
+{
+	__u32 zero = 0;
+	struct dw_tls_job *j;
+
+	if (dw_h2_enabled && l->h2 != DW_H2_NEVER && l->h2 != DW_H2_LOST &&
+	    (j = bpf_map_lookup_elem(&tls_jobs, &zero))) {
+		j->key = *key;
+		j->addr = addr;
+		j->len = len;
+		j->seq = seq;
+		j->now = now;
+		j->way = way;
+		bpf_tail_call(ctx, &tls_walkers, 0);
+	}
+	tls_plain(l, way, now);
+}
+
+/*
+ * A write begins: the thread is marked; the plaintext is looked at when it
+ * returns (how much was written is known then), as of now.
+ */
+static __always_inline int on_write(__u64 ssl, __u64 buf, int num, __u64 len_at)
+{
+	global_count(G_tls_writes);
+	ssl_enter(ssl, DW_SSL_WRITE, buf, num > 0 ? num : 0, len_at);
+	return 0;
+}
+
+/*
+ * A write returns: its bytes, as of when it began, go to the stream layer
+ * or start (answer) a call. Nothing of the answer can be read before the
+ * write returns: OpenSSL serialises a session's calls.
+ */
+static __always_inline int on_write_ret(void *ctx, int ret, bool ex)
+{
+	struct dw_ssl_thread *t = ssl_leave();
+	struct dw_tls_key key = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct dw_conn *l;
+	__u32 n, seq;
+
+	if (!t)
+		return 0;
+	key.ssl = t->ssl;
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (!l)
+		return 0;
+	n = ssl_done_len(t, ret, ex);
+	seq = l->tls_tx;
+	l->tls_tx += n;
+	if (n)
+		tls_bytes(ctx, l, &key, H2_TX, t->buf, n, seq, t->start_ns);
+	return 0;
+}
+
+static __always_inline int on_read_ret(void *ctx, int ret, bool ex)
+{
+	struct dw_ssl_thread *t = ssl_leave();
+	struct dw_tls_key key = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct dw_conn *l;
 	__u64 now;
+	__u32 n, seq;
 
-	global_count(G_tls_writes);
-	ssl_enter(ssl, DW_SSL_WRITE, 0);
-	l = tls_link_of(ssl, bpf_get_current_pid_tgid() >> 32);
+	if (!t)
+		return 0;
+	n = ssl_done_len(t, ret, ex);
+	key.ssl = t->ssl;
+	l = n ? bpf_map_lookup_elem(&tls_links, &key) : 0;
 	if (!l)
 		return 0;
 	now = bpf_ktime_get_ns();
-	tls_write_begins(l, now);
-	return 0;
-}
-
-/* A write that tied its session: its call began when the write did. */
-static __always_inline int on_write_ret(void)
-{
-	struct dw_ssl_thread *t = ssl_leave();
-	struct dw_conn *l;
-
-	if (!t || !t->linked_now)
-		return 0;
-	t->linked_now = 0;
-	l = tls_link_of(t->ssl, bpf_get_current_pid_tgid() >> 32);
-	if (l)
-		tls_write_begins(l, t->start_ns);
-	return 0;
-}
-
-static __always_inline int on_read_ret(bool got)
-{
-	struct dw_ssl_thread *t = ssl_leave();
-	struct dw_conn *l;
-
-	if (!t || !got)
-		return 0;
-	l = tls_link_of(t->ssl, bpf_get_current_pid_tgid() >> 32);
-	if (l)
-		tls_read_done(l, bpf_ktime_get_ns());
+	seq = l->tls_rx;
+	l->tls_rx += n;
+	tls_bytes(ctx, l, &key, H2_RX, t->buf, n, seq, now);
 	return 0;
 }
 
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_write, void *ssl)
+int BPF_KPROBE(dw_ssl_write, void *ssl, const void *buf, int num)
 {
-	return on_write((__u64)(unsigned long)ssl);
+	return on_write((__u64)(unsigned long)ssl, (__u64)(unsigned long)buf, num, 0);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dw_ssl_write_ret, int ret)
 {
-	return on_write_ret();
+	return on_write_ret(ctx, ret, false);
 }
 
+/* SSL_write_ex(ssl, buf, num, &written) returns 1 with written > 0 */
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_write_ex, void *ssl)
+int BPF_KPROBE(dw_ssl_write_ex, void *ssl, const void *buf, size_t num, size_t *written)
 {
-	return on_write((__u64)(unsigned long)ssl);
+	return on_write((__u64)(unsigned long)ssl, (__u64)(unsigned long)buf,
+			num > 0x7fffffff ? 0x7fffffff : (int)num, (__u64)(unsigned long)written);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dw_ssl_write_ex_ret, int ret)
 {
-	return on_write_ret();
+	return on_write_ret(ctx, ret, true);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_read, void *ssl)
+int BPF_KPROBE(dw_ssl_read, void *ssl, void *buf)
 {
-	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_READ, 0);
+	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_READ, (__u64)(unsigned long)buf, 0, 0);
 	return 0;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dw_ssl_read_ret, int ret)
 {
-	return on_read_ret(ret > 0);
+	return on_read_ret(ctx, ret, false);
 }
 
 /* SSL_read_ex(ssl, buf, num, &readbytes) returns 1 with readbytes > 0 */
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_read_ex, void *ssl)
+int BPF_KPROBE(dw_ssl_read_ex, void *ssl, void *buf, size_t num, size_t *readbytes)
 {
-	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_READ, 0);
+	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_READ, (__u64)(unsigned long)buf, 0,
+		  (__u64)(unsigned long)readbytes);
 	return 0;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dw_ssl_read_ex_ret, int ret)
 {
-	return on_read_ret(ret == 1);
+	return on_read_ret(ctx, ret, true);
 }
 
 /* The handshake's first send ties the session before any record-level call can start. */
 SEC("uprobe")
 int BPF_KPROBE(dw_ssl_do_handshake, void *ssl)
 {
-	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_SHAKE, 0);
+	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_SHAKE, 0, 0, 0);
 	return 0;
 }
 

@@ -59,11 +59,13 @@ struct dw_ssl_thread {
 	__u64 ssl;
 	__u64 start_ns;		/* when the call began */
 	__u64 done_ns;		/* when it returned; 0 while inside */
-	__u64 rd_len;		/* SSL_read_ex: where it puts the length read (size_t *) */
+	__u64 buf;		/* the plaintext's buffer */
+	__u64 len_at;		/* the _ex forms: where they put the length done (size_t *) */
 	__u8 op;		/* DW_SSL_* */
 	__u8 inside;
-	__u8 linked_now;	/* the session was tied during this call */
-	__u8 pad[5];
+	__u8 pad[6];
+	__u32 len;		/* SSL_write: the bytes given */
+	__u32 pad2;
 };
 
 struct dw_tls_key {
@@ -145,9 +147,11 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 		l->call_start_ns = 0;
 		l->tls_next_ns = 0;
 		l->closed = 0;
+		l->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
+		l->h2_seen = 0;
+		l->tls_tx = 0;
+		l->tls_rx = 0;
 	}
-	if (!late)
-		t->linked_now = 1;
 	global_count(G_tls_linked);
 	if (late)
 		global_count(G_tls_linked_late);
@@ -168,39 +172,6 @@ static __always_inline bool tls_owned(const struct sock *sk, struct dw_conn *con
 	if (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND)
 		return false;
 	return tls_link(sk, conn);
-}
-
-/* The session's outstanding call ends with its link: the session or its socket is gone. */
-static __always_inline void tls_unlink(struct dw_conn *l, struct dw_tls_key *key)
-{
-	__sync_lock_test_and_set(&l->closed, 1);
-	if (l->call_start_ns)
-		call_fail(l);
-	bpf_map_delete_elem(&tls_links, key);
-}
-
-/*
- * The TCP state of a connection a session owns moved. Outbound, the peer's
- * FIN admits no new call; the outstanding one may still be answered by
- * bytes that came before the FIN and are not read yet (SSL_read ends it).
- * At TCP_CLOSE nothing more can answer: it fails, and the link goes.
- */
-static __always_inline void tls_on_state(const struct sock *sk, struct dw_conn *conn, int newstate)
-{
-	struct dw_tls_key key = { .ssl = conn->tls_ssl, .tgid = conn->tls_tgid };
-	struct dw_conn *l;
-
-	if (!dw_tls_on || conn->tls_own != DW_TLS_OWNED)
-		return;
-	if (newstate != TCP_CLOSE && !(newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
-		return;
-	l = bpf_map_lookup_elem(&tls_links, &key);
-	if (!l || l->tls_sk != (__u64)(unsigned long)sk)
-		return;
-	if (newstate == TCP_CLOSE)
-		tls_unlink(l, &key);
-	else
-		__sync_lock_test_and_set(&l->closed, 1);
 }
 
 #endif /* DEPWATCH_TLSLINK_BPF_H */

@@ -125,13 +125,21 @@ static void tls_tmp_attach(struct dw_bpf *b)
 
 	if (!lib || !*lib)
 		return;
+	{
+		__u32 zero = 0;
+		int fd = bpf_program__fd(b->skel->progs.dw_ssl_walk);
+
+		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.tls_walkers), &zero, &fd, BPF_ANY))
+			dw_err("TEMPORARY TLS hook: tls_walkers[0]: %s", strerror(errno));
+	}
 	bpf_object__for_each_program(prog, b->skel->obj) {
 		const char *name = bpf_program__name(prog);
 		char sym[64];
 		size_t len;
 		bool ret;
 
-		if (strncmp(name, "dw_ssl_", 7) || n >= DW_TLS_TMP_MAX)
+		/* dw_ssl_walk is tail-called, attached to nothing */
+		if (strncmp(name, "dw_ssl_", 7) || !strcmp(name, "dw_ssl_walk") || n >= DW_TLS_TMP_MAX)
 			continue;
 		snprintf(sym, sizeof(sym), "SSL_%s", name + 7);
 		len = strlen(sym);
