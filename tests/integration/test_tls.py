@@ -13,8 +13,10 @@ import os
 import socket
 import subprocess
 import time
+import unittest
 
 from harness import Daemon, find_dest
+from test_h2 import GrpcClient, GrpcServer, have_grpc
 from realtraffic import OK_LOCATION, ab, h2load, make_cert, nginx_server, require, start_nginx
 from test_realtraffic import BUCKET, RealTrafficCase, inbound_row
 
@@ -207,4 +209,42 @@ class TLSCase(RealTrafficCase):
         self.eq("calls (h2load's %d)" % n, r["calls"], n)
         self.eq("inbound requests", i["requests"], n)
         self.eq("failed", r["failed"] + i["failed"], 0)
+        self.verdict()
+
+    def grpc_run(self):
+        """python3-grpcio over TLS, 8 threads on one channel for 4 s, handler 20 ms: the client's result
+        and depwatch's rows for the server's port."""
+        if not have_grpc():
+            self.fail("python3-grpcio is not installed for /usr/bin/python3 (scripts/deps.sh installs it)")
+        cert, key = make_cert(self.dir)
+        srv = GrpcServer(20, tls=(cert, key))
+        self.addCleanup(srv.close)
+        cli = GrpcClient(srv.port, 8, 4, cert=cert)
+        self.addCleanup(cli.close)
+        res = cli.result()
+        st = self.settled([srv.port], {srv.port: res["ok"]})
+        r, i = self.row(st, srv.port), self.inbound(st, srv.port)
+        self.record("grpc tls", calls=r["calls"], failed=r["failed"], dropped=r["dropped"],
+                    streams=r.get("streams"), in_requests=i["requests"], in_p50_ms=i["p50_ms"],
+                    dw_p50_ms=r["p50_ms"], client_ok=res["ok"], client_p50_ms=res.get("p50_ms"))
+        self.linked(st, "grpc")
+        return res, r, i
+
+    def test_grpc_tls_server(self):
+        """The gRPC server (grpc-core: memory BIOs, the ciphertext written after SSL_write returns, from
+        the same thread) is tied by its thread's last SSL call: requests within 2% of the client's."""
+        res, r, i = self.grpc_run()
+        n = res["ok"]
+        self.check(abs(i["requests"] - n) <= 0.02 * n, "inbound requests vs the client's %d" % n, i["requests"],
+                   "within 2%")
+        self.check(i["p50_ms"] is not None and i["p50_ms"] * (1 + BUCKET) >= 20, "inbound p50_ms vs the handler's 20 ms", i["p50_ms"], ">= 20 ms")
+        self.verdict()
+
+    @unittest.expectedFailure
+    def test_grpc_tls_client(self):
+        """KNOWN MISSING: the gRPC client's session is not tied (grpc-core writes its ciphertext from
+        another thread than its SSL calls): tls_unlinked, the record-level model (bursts)."""
+        res, r, i = self.grpc_run()
+        n = res["ok"]
+        self.check(abs(r["calls"] - n) <= 0.02 * n, "calls vs the client's %d" % n, r["calls"], "within 2%")
         self.verdict()
