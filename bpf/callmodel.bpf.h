@@ -399,10 +399,14 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 {
 	struct dw_conn *conn;
 
-	if (!recv_matters(ret, flags))
+	/* with TLS on, a receive's bytes may make the thread's TLS candidate (tls_rx_candidate()) */
+	if (!recv_matters(ret, flags) && !(dw_tls_on && ret > 0))
 		return;
 	conn = conn_of(sk);
-	if (!conn || h2_took(conn) || tls_owned(sk, conn, false))
+	if (!conn || h2_took(conn))
+		return;
+	tls_rx_candidate(sk, conn, ret, flags);
+	if (tls_owned(sk, conn, false) || !recv_matters(ret, flags))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_recv(sk, conn, ret, via);

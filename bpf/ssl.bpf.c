@@ -33,12 +33,48 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* 1 exactly when the user side attaches these programs (the TLS contract). */
 const volatile __u32 dw_tls_on = 0;
 
+/*
+ * The thread's candidate connection (tls_rx_candidate()), if it read it
+ * within DW_TLS_LATE_NS and this session is tied to nothing: the session's
+ * link, and the socket's next send takes it over (tls_owner).
+ */
+static __always_inline void ssl_take_cand(__u64 id, __u64 ssl)
+{
+	struct dw_tls_key key = { .ssl = ssl, .tgid = id >> 32 };
+	struct dw_conn *c = bpf_map_lookup_elem(&ssl_cands, &id), *l;
+	__u64 skey;
+
+	if (!c)
+		return;
+	skey = c->tls_sk;
+	if (bpf_ktime_get_ns() - c->last_ns > DW_TLS_LATE_NS || bpf_map_lookup_elem(&tls_links, &key) ||
+	    bpf_map_update_elem(&tls_links, &key, c, BPF_NOEXIST)) {
+		bpf_map_delete_elem(&ssl_cands, &id);
+		return;
+	}
+	bpf_map_delete_elem(&ssl_cands, &id);
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (!l)
+		return;
+	tls_link_init(l);
+	l->tls_ssl = ssl;
+	l->tls_tgid = key.tgid;
+	l->tls_own = DW_TLS_OWNED;
+	if (bpf_map_update_elem(&tls_owner, &skey, &key, BPF_ANY)) {
+		bpf_map_delete_elem(&tls_links, &key);
+		return;
+	}
+	global_count(G_tls_linked);
+	global_count(G_tls_linked_late);
+}
+
 static __always_inline void ssl_enter(__u64 ssl, __u8 op, __u64 buf, __u32 len, __u64 len_at)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dw_ssl_thread t = { .ssl = ssl, .op = op, .inside = 1, .buf = buf, .len = len,
 				   .len_at = len_at, .start_ns = bpf_ktime_get_ns() };
 
+	ssl_take_cand(id, ssl);
 	bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
 }
 

@@ -173,6 +173,8 @@ static __always_inline void tls_on_state(const struct sock *sk, struct dw_conn *
 	struct dw_tls_key key = { .ssl = conn->tls_ssl, .tgid = conn->tls_tgid };
 	struct dw_conn *l;
 
+	if (newstate == TCP_CLOSE)
+		tls_owner_forget(sk, conn);
 	if (!dw_tls_on || conn->tls_own != DW_TLS_OWNED)
 		return;
 	if (newstate != TCP_CLOSE && !(newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))

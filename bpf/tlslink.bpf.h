@@ -88,6 +88,22 @@ struct {
 	__type(value, struct dw_conn);
 } tls_links SEC(".maps") __weak;
 
+/* A thread's candidate connection (tls_rx_candidate()): a copy, tls_sk its socket, last_ns when. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DW_SSL_THREADS_MAX);
+	__type(key, __u64);
+	__type(value, struct dw_conn);
+} ssl_cands SEC(".maps") __weak;
+
+/* A socket an SSL call tied its session to, for the socket's next send to take over (tls_link()). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DW_TLS_LINKS_MAX);
+	__type(key, __u64);
+	__type(value, struct dw_tls_key);
+} tls_owner SEC(".maps") __weak;
+
 static __always_inline struct dw_conn *tls_link_of(__u64 ssl, __u32 tgid)
 {
 	struct dw_tls_key key = { .ssl = ssl, .tgid = tgid };
@@ -113,29 +129,55 @@ static __always_inline struct dw_ssl_thread *tls_sender(__u64 id, bool *late)
 	return t;
 }
 
-/* Ties the thread's session to sk; false (counted) if it cannot. */
+/* A new link's call state: none yet, its plaintext not looked at. */
+static __always_inline void tls_link_init(struct dw_conn *l)
+{
+	l->call_start_ns = 0;
+	l->tls_next_ns = 0;
+	l->closed = 0;
+	l->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
+	l->h2_seen = 0;
+	l->tls_tx = 0;
+	l->tls_rx = 0;
+}
+
+/*
+ * Ties a session to sk; false (counted) if it cannot: the thread's
+ * (tls_sender), or one an SSL call already took the socket for (tls_owner:
+ * memory BIOs that read the ciphertext before the SSL call, see
+ * tls_rx_candidate()).
+ */
 static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct dw_tls_key key = { .tgid = id >> 32 };
-	struct dw_ssl_thread *t;
+	__u64 id = bpf_get_current_pid_tgid(), skey = (__u64)(unsigned long)sk;
+	struct dw_tls_key key = { .tgid = id >> 32 }, *o;
+	struct dw_ssl_thread *t = 0;
 	struct dw_conn *l;
-	bool late;
+	bool late = false;
 
-	t = tls_sender(id, &late);
-	if (!t) {
-		conn->tls_own = DW_TLS_UNLINKED;
-		global_count(G_tls_unlinked);
-		return false;
+	o = bpf_map_lookup_elem(&tls_owner, &skey);
+	if (o) {
+		key = *o;
+		bpf_map_delete_elem(&tls_owner, &skey);
+	} else {
+		t = tls_sender(id, &late);
+		if (!t) {
+			if (conn->tls_own == DW_TLS_NONE)
+				global_count(G_tls_unlinked);
+			conn->tls_own = DW_TLS_UNLINKED;
+			return false;
+		}
+		key.ssl = t->ssl;
 	}
-	key.ssl = t->ssl;
 	/* a record-level call begun before the tie (the ClientHello's arrival, inbound): no call of its own */
 	if (conn->call_start_ns)
 		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
 	conn->tls_ssl = key.ssl;
 	conn->tls_tgid = key.tgid;
-	conn->tls_sk = (__u64)(unsigned long)sk;
+	conn->tls_sk = skey;
 	conn->tls_own = DW_TLS_OWNED;
+	if (o)
+		return true;
 	if (bpf_map_update_elem(&tls_links, &key, conn, BPF_ANY)) {
 		conn->tls_own = DW_TLS_UNLINKED;
 		global_count(G_tls_links_full);
@@ -143,15 +185,8 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 		return false;
 	}
 	l = bpf_map_lookup_elem(&tls_links, &key);
-	if (l) {
-		l->call_start_ns = 0;
-		l->tls_next_ns = 0;
-		l->closed = 0;
-		l->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
-		l->h2_seen = 0;
-		l->tls_tx = 0;
-		l->tls_rx = 0;
-	}
+	if (l)
+		tls_link_init(l);
 	global_count(G_tls_linked);
 	if (late)
 		global_count(G_tls_linked_late);
@@ -161,17 +196,61 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 /*
  * Whether the connection's calls are its TLS session's plaintext ones: the
  * record-level events then leave it alone. A send (in the sending task)
- * decides it the first time; other events only look.
+ * decides it the first time, and takes a later tie (tls_owner) over; other
+ * events only look.
  */
 static __always_inline bool tls_owned(const struct sock *sk, struct dw_conn *conn, bool send)
 {
+	__u64 skey = (__u64)(unsigned long)sk;
+
 	if (!dw_tls_on || !conn->tls)
 		return false;
-	if (conn->tls_own != DW_TLS_NONE || !send)
+	if (conn->tls_own == DW_TLS_OWNED || !send)
 		return conn->tls_own == DW_TLS_OWNED;
+	if (conn->tls_own == DW_TLS_UNLINKED && !bpf_map_lookup_elem(&tls_owner, &skey))
+		return false;
 	if (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND)
 		return false;
 	return tls_link(sk, conn);
+}
+
+/*
+ * A receive with bytes on a TLS connection no session owns, made outside
+ * any SSL call (a library with memory BIOs reads the ciphertext, then hands
+ * it to its SSL call in the same thread: grpc-core): the connection is the
+ * thread's candidate (ssl_cands), which its next SSL call within
+ * DW_TLS_LATE_NS, on a session tied to nothing, takes (ssl_take_cand() in
+ * bpf/ssl.bpf.c). A socket BIO's reads are inside SSL calls, and a peek
+ * (nginx's, before the handshake) is no read: neither makes a candidate.
+ */
+static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_conn *conn, int ret, int flags)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_ssl_thread *t;
+	struct dw_conn *c;
+
+	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED || ret <= 0 || (flags & MSG_PEEK) ||
+	    (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND))
+		return;
+	t = bpf_map_lookup_elem(&ssl_threads, &id);
+	if (t && t->inside)
+		return;
+	if (bpf_map_update_elem(&ssl_cands, &id, conn, BPF_ANY))
+		return;
+	c = bpf_map_lookup_elem(&ssl_cands, &id);
+	if (c) {
+		c->tls_sk = (__u64)(unsigned long)sk;
+		c->last_ns = bpf_ktime_get_ns();
+	}
+}
+
+/* At TCP_CLOSE: a tie no send took over goes (the address may be another socket's next). */
+static __always_inline void tls_owner_forget(const struct sock *sk, struct dw_conn *conn)
+{
+	__u64 skey = (__u64)(unsigned long)sk;
+
+	if (dw_tls_on && conn->tls && conn->tls_own != DW_TLS_OWNED)
+		bpf_map_delete_elem(&tls_owner, &skey);
 }
 
 #endif /* DEPWATCH_TLSLINK_BPF_H */
