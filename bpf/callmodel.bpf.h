@@ -397,16 +397,25 @@ static __always_inline int recv_matters(int ret, int flags)
 
 static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags, enum dw_sk via)
 {
+#ifdef DW_TLS_NO_OWNER
+	const bool cand = false;
+#else
+	/* sock backend, TLS on: a receive's bytes may make the thread's TLS candidate (tls_rx_candidate()) */
+	bool cand = dw_tls_on && ret > 0;
+#endif
 	struct dw_conn *conn;
 
-	/* with TLS on, a receive's bytes may make the thread's TLS candidate (tls_rx_candidate()) */
-	if (!recv_matters(ret, flags) && !(dw_tls_on && ret > 0))
+	if (!cand && !recv_matters(ret, flags))
 		return;
 	conn = conn_of(sk);
 	if (!conn || h2_took(conn))
 		return;
-	tls_rx_candidate(sk, conn, ret, flags);
-	if (tls_owned(sk, conn, false) || !recv_matters(ret, flags))
+	if (cand) {
+		tls_rx_candidate(sk, conn, ret, flags);
+		if (!recv_matters(ret, flags))
+			return;
+	}
+	if (tls_owned(sk, conn, false))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_recv(sk, conn, ret, via);

@@ -104,6 +104,18 @@ struct {
 	__type(value, struct dw_tls_key);
 } tls_owner SEC(".maps") __weak;
 
+/*
+ * The socket's tie made by an SSL call (memory BIOs), if any. Not in the
+ * syscalls backend's programs (syscalls.bpf.c defines DW_TLS_NO_OWNER):
+ * its exit programs, which serve both directions, have no room left under
+ * the verifier's limit; there such a client stays tls_unlinked.
+ */
+#ifdef DW_TLS_NO_OWNER
+#define tls_owner_of(skey) ((void)(skey), (struct dw_tls_key *)0)
+#else
+#define tls_owner_of(skey) ((struct dw_tls_key *)bpf_map_lookup_elem(&tls_owner, (skey)))
+#endif
+
 static __always_inline struct dw_conn *tls_link_of(__u64 ssl, __u32 tgid)
 {
 	struct dw_tls_key key = { .ssl = ssl, .tgid = tgid };
@@ -155,15 +167,14 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 	struct dw_conn *l;
 	bool late = false;
 
-	o = bpf_map_lookup_elem(&tls_owner, &skey);
+	o = tls_owner_of(&skey);
 	if (o) {
 		key = *o;
 		bpf_map_delete_elem(&tls_owner, &skey);
 	} else {
 		t = tls_sender(id, &late);
 		if (!t) {
-			if (conn->tls_own == DW_TLS_NONE)
-				global_count(G_tls_unlinked);
+			global_count(G_tls_unlinked);
 			conn->tls_own = DW_TLS_UNLINKED;
 			return false;
 		}
@@ -207,7 +218,7 @@ static __always_inline bool tls_owned(const struct sock *sk, struct dw_conn *con
 		return false;
 	if (conn->tls_own == DW_TLS_OWNED || !send)
 		return conn->tls_own == DW_TLS_OWNED;
-	if (conn->tls_own == DW_TLS_UNLINKED && !bpf_map_lookup_elem(&tls_owner, &skey))
+	if (conn->tls_own == DW_TLS_UNLINKED && !tls_owner_of(&skey))
 		return false;
 	if (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND)
 		return false;
@@ -229,6 +240,9 @@ static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_co
 	struct dw_ssl_thread *t;
 	struct dw_conn *c;
 
+	/* not on the syscalls backend: see tls_owner_of() */
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		return;
 	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED || ret <= 0 || (flags & MSG_PEEK) ||
 	    (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND))
 		return;
