@@ -267,4 +267,30 @@ static __always_inline void tls_owner_forget(const struct sock *sk, struct dw_co
 		bpf_map_delete_elem(&tls_owner, &skey);
 }
 
+/* The record-level model of TLS connections (no session tied), from callmodel.bpf.h. */
+
+/*
+ * A multiplexed TLS connection's bursts (DW_TLS_SMALL): a request sent while
+ * a burst is outstanding is noted, and when the burst ends at an answer
+ * (which may be to an earlier request), the next burst starts at that
+ * send. Requests sent during a burst are never left unwatched, so a hang
+ * after them stays visible.
+ */
+static __always_inline void tls_note_send(struct dw_conn *conn, __u64 now, __u32 len)
+{
+	if (conn->tls && conn->multiplexed && conn->call_start_ns && len > DW_TLS_SMALL && !conn->tls_next_ns)
+		conn->tls_next_ns = now;
+}
+
+static __always_inline void tls_next_burst(struct dw_conn *conn)
+{
+	__u64 start = conn->tls_next_ns;
+
+	if (!start)
+		return;
+	conn->tls_next_ns = 0;
+	if (!*(volatile __u32 *)&conn->closed)
+		call_begin(conn, start, 0, 0);
+}
+
 #endif /* DEPWATCH_TLSLINK_BPF_H */
