@@ -60,6 +60,7 @@
 #include "closing.bpf.h"
 #include "streams.bpf.h"
 #include "answer.bpf.h"
+#include "tlsh2.bpf.h"
 
 static __always_inline void dw_on_connect_start(const struct sock *sk)
 {
@@ -216,30 +217,6 @@ static __always_inline void syn_data_call(const struct sock *sk)
 }
 
 /*
- * A multiplexed TLS connection's bursts (DW_TLS_SMALL): a request sent while
- * a burst is outstanding is noted, and when the burst ends at an answer
- * (which may be to an earlier request), the next burst starts at that
- * send. Requests sent during a burst are never left unwatched, so a hang
- * after them stays visible.
- */
-static __always_inline void tls_note_send(struct dw_conn *conn, __u64 now, __u32 len)
-{
-	if (conn->tls && conn->multiplexed && conn->call_start_ns && len > DW_TLS_SMALL && !conn->tls_next_ns)
-		conn->tls_next_ns = now;
-}
-
-static __always_inline void tls_next_burst(struct dw_conn *conn)
-{
-	__u64 start = conn->tls_next_ns;
-
-	if (!start)
-		return;
-	conn->tls_next_ns = 0;
-	if (!*(volatile __u32 *)&conn->closed)
-		call_begin(conn, start, 0, 0);
-}
-
-/*
  * A send begins on sk (tcp_sendmsg_locked): the socket is locked and none
  * of its bytes are queued yet, so no answer can be processed before this.
  * Its bytes (msg) go to the stream layer first, where the connection is or
@@ -249,7 +226,7 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 {
 	struct dw_conn *conn = conn_of(sk);
 
-	if (!conn || h2_on_send_msg(sk, conn, msg))
+	if (!conn || h2_on_send_msg(sk, conn, msg) || tls_owned(sk, conn, true))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		answer_inbound_msg(conn, msg);
@@ -290,7 +267,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 	if (ret <= 0)
 		return;
 	conn = conn_of(sk);
-	if (!conn || h2_took(conn))
+	if (!conn || h2_took(conn) || tls_owned(sk, conn, true))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_answer(sk, conn, began_ns);
@@ -334,6 +311,8 @@ static __always_inline void dw_on_data(const struct sock *sk)
 	if (!conn || h2_took(conn))
 		return;
 	h2_rx_pending(conn);
+	if (tls_owned(sk, conn, false))
+		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		/* a bare FIN wakes the reader too: no request without request bytes */
 		if (!conn->call_start_ns && unread_of(sk, DW_SK_BTF))
@@ -399,12 +378,25 @@ static __always_inline int recv_matters(int ret, int flags)
 
 static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags, enum dw_sk via)
 {
+#ifdef DW_TLS_NO_OWNER
+	const bool cand = false;
+#else
+	/* sock backend, TLS on: a receive's bytes may make the thread's TLS candidate (tls_rx_candidate()) */
+	bool cand = dw_tls_on && ret > 0;
+#endif
 	struct dw_conn *conn;
 
-	if (!recv_matters(ret, flags))
+	if (!cand && !recv_matters(ret, flags))
 		return;
 	conn = conn_of(sk);
 	if (!conn || h2_took(conn))
+		return;
+	if (cand) {
+		tls_rx_candidate(sk, conn, ret, flags);
+		if (!recv_matters(ret, flags))
+			return;
+	}
+	if (tls_owned(sk, conn, false))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_recv(sk, conn, ret, via);
@@ -468,6 +460,7 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	/* before looking for a call: see outbound_start() */
 	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
+	tls_on_state(sk, conn, newstate);
 	if (newstate == TCP_CLOSE) {
 		answer_settle(conn);	/* nobody reads an owed answer's status any more */
 		conn_closed(conn);

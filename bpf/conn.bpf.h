@@ -68,7 +68,14 @@ struct dw_conn {
 	/* call outcomes (outcome.bpf.h, answer.bpf.h) */
 	__u64 answer_ns;		/* sock backend: the outstanding call was answered then; its outcome is owed to the read */
 	__s32 status;			/* the answer's status, read before its call ends (0: none; 1: unknown) */
-	__u32 pad;
+	/* TLS plaintext (bpf/tlslink.bpf.h): whose session owns its calls */
+	__u32 tls_tgid;			/* the process the session lives in */
+	__u64 tls_ssl;			/* the SSL pointer of the session tied to it */
+	__u64 tls_sk;			/* the socket's address (a link's copy says whose it is) */
+	__u32 tls_tx;			/* a link's copy: plaintext bytes written, the stream layer's sequence */
+	__u32 tls_rx;			/* a link's copy: plaintext bytes read */
+	__u8 tls_own;			/* enum dw_tls_own */
+	__u8 pad3[7];
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */

@@ -427,6 +427,14 @@ struct dw_abandon_key {
 	  "SSL_write and SSL_write_ex calls seen at their entry by the TLS uprobes.") \
 	X(tls_exec_lost, tls_exec_lost,						\
 	  "Process starts (exec) the TLS discovery was not told of: its ring buffer was full.") \
+	X(tls_linked, tls_linked,						\
+	  "TLS sessions tied to their TCP connection: timed from the plaintext.") \
+	X(tls_unlinked, tls_unlinked,						\
+	  "TLS connections whose session could not be tied to them: timed from the records.") \
+	X(tls_links_full, tls_links_full,					\
+	  "TLS sessions that found the link table full (also counted in tls_unlinked).") \
+	X(tls_linked_late, tls_linked_late,					\
+	  "Of tls_linked, sessions tied by the thread's last SSL call (memory BIOs: grpc-core, asyncio).") \
 	/* Go's crypto/tls (bpf/gotls.bpf.c, doc/go.md) */				\
 	X(go_tls_writes, go_tls_writes,						\
 	  "Entries of Go's crypto/tls.(*Conn).Write in probed Go programs.")	\

@@ -203,7 +203,12 @@ static __always_inline void tls_first(struct dw_conn *conn, const struct h2_byte
 	tls_src_of(b, skb, &t, from_skb);
 	alpn = tls_alpn(&t, from_skb);
 	conn->h2 = DW_H2_NEVER;
-	if (!alpn)
+	/*
+	 * A server's OpenSSL reads a record's 5-byte header alone first: a
+	 * handshake record's header (the caller saw 0x16 3) is TLS too, its
+	 * ALPN unread (the hello's body comes in the next read).
+	 */
+	if (!alpn && t.len != 5)
 		return;
 	conn->tls = 1;
 	if (dw_tls_h2_only(alpn, side == DW_H2_SERVER))
@@ -220,15 +225,19 @@ static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn
 				     const struct h2_bytes *b, struct bpf_dynptr *skb, __u8 side,
 				     bool from_skb)
 {
+	__u8 seen = way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
 	__u8 buf[16] = {};
 	__u32 n;
 
-	conn->h2_seen |= way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
+	n = first_bytes(b, skb, buf, from_skb);
+	/* one byte of a TLS record (nginx peeks 1 to tell TLS from plain HTTP): the next read decides */
+	if (n == 1 && buf[0] == 0x16)
+		return false;
+	conn->h2_seen |= seen;
 	if (way == H2_RX && (conn->h2_seen & DW_H2_RX_PENDING)) {
 		conn->h2_seen &= ~DW_H2_RX_PENDING;
 		__sync_fetch_and_add(&dw_h2_pending, -1);
 	}
-	n = first_bytes(b, skb, buf, from_skb);
 	if (n >= 2 && buf[0] == 0x16 && buf[1] == 3 && conn->h2 != DW_H2_MAYBE) {
 		tls_first(conn, b, skb, side, from_skb);
 		return false;

@@ -175,6 +175,7 @@ static __always_inline struct dw_conn *conn_adopt_as(const struct sock *sk, __u8
 	conn->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
 	conn->h2_seen = 0;
 	conn->tls = 0;
+	conn->tls_own = 0;
 	conn->rx_mark = 0;
 	conn->tls_next_ns = 0;
 	conn->last_ns = bpf_ktime_get_ns();

@@ -1,74 +1,364 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * STUB of the TLS uprobes (issue 32; the real programs are wt-tlsbpf's and
- * replace this file). It holds the contract the user side relies on: the
- * program names, their sections, dw_tls_on, and tls_writes counted at every
- * SSL_write and SSL_write_ex entry, so that the discovery (user/tls/) can be
- * tested alone. The programs have no target in their section: the daemon
- * attaches them per ELF file (user/tls/attach.c), never the skeleton.
+ * The TLS uprobes (issue 32): OpenSSL's API, attached per library file by
+ * the discovery on the user side, never by the skeleton. Every program
+ * here is named dw_ssl_*; autoload is off when TLS is off.
+ *
+ * A call's start and end are the calls themselves (SSL_write's entry,
+ * SSL_read's return with bytes), and the session is the SSL pointer. Of
+ * the plaintext only an HTTP/2 session's frame headers are read, in the
+ * kernel (bpf/tlsh2.bpf.h); nothing of it leaves. Each entry marks the thread (ssl_threads)
+ * for the TCP side to tie the session to its socket (bpf/tlslink.bpf.h);
+ * each return clears the mark and keeps it as the thread's last SSL call.
+ *
+ * On a tied session (tls_links), in the link's copy of the connection:
+ * - outbound: a call starts when SSL_write begins with none outstanding
+ *   (or, where the session was tied during that very write, when it
+ *   began: the mark's start), and completes when SSL_read returns bytes;
+ * - inbound: a request starts when SSL_read returns bytes with none
+ *   outstanding, and completes when the answer's SSL_write begins.
+ * The handshake (SSL_do_handshake, and whatever SSL_read and SSL_write do
+ * of it inside), session tickets, close_notify (SSL_shutdown) and alerts
+ * are no SSL_write and return no plaintext: no calls.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "conn.bpf.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "callmodel.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set by the daemon before load exactly when these programs will be attached. */
+/* 1 exactly when the user side attaches these programs (the TLS contract). */
 const volatile __u32 dw_tls_on = 0;
 
+/*
+ * The thread's candidate connection (tls_rx_candidate()), if it read it
+ * within DW_TLS_LATE_NS and this session is tied to nothing: the session's
+ * link, and the socket's next send takes it over (tls_owner).
+ */
+static __always_inline void ssl_take_cand(__u64 id, __u64 ssl)
+{
+	struct dw_tls_key key = { .ssl = ssl, .tgid = id >> 32 };
+	struct dw_conn *c = bpf_map_lookup_elem(&ssl_cands, &id), *l;
+	__u64 skey;
+
+	if (!c)
+		return;
+	skey = c->tls_sk;
+	if (bpf_ktime_get_ns() - c->last_ns > DW_TLS_LATE_NS || bpf_map_lookup_elem(&tls_links, &key) ||
+	    bpf_map_update_elem(&tls_links, &key, c, BPF_NOEXIST)) {
+		bpf_map_delete_elem(&ssl_cands, &id);
+		return;
+	}
+	bpf_map_delete_elem(&ssl_cands, &id);
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (!l)
+		return;
+	tls_link_init(l);
+	l->tls_ssl = ssl;
+	l->tls_tgid = key.tgid;
+	l->tls_own = DW_TLS_OWNED;
+	if (bpf_map_update_elem(&tls_owner, &skey, &key, BPF_ANY)) {
+		bpf_map_delete_elem(&tls_links, &key);
+		return;
+	}
+	global_count(G_tls_linked);
+	global_count(G_tls_linked_late);
+}
+
+static __always_inline void ssl_enter(__u64 ssl, __u8 op, __u64 buf, __u32 len, __u64 len_at)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_ssl_thread t = { .ssl = ssl, .op = op, .inside = 1, .buf = buf, .len = len,
+				   .len_at = len_at, .start_ns = bpf_ktime_get_ns() };
+
+	ssl_take_cand(id, ssl);
+	bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
+}
+
+/* The thread's mark at a return: no longer inside, kept as its last call. */
+static __always_inline struct dw_ssl_thread *ssl_leave(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_ssl_thread *t = bpf_map_lookup_elem(&ssl_threads, &id);
+
+	if (!t || !t->inside)
+		return 0;
+	t->inside = 0;
+	t->done_ns = bpf_ktime_get_ns();
+	return t;
+}
+
+/* What a call returned, in bytes: ret itself, or for the _ex forms (1: done) what they put at len_at. */
+static __always_inline __u32 ssl_done_len(const struct dw_ssl_thread *t, int ret, bool ex)
+{
+	__u64 n = 0;
+
+	if (!ex)
+		return ret > 0 ? ret : 0;
+	if (ret != 1 || !t->len_at || bpf_probe_read_user(&n, sizeof(n), (const void *)t->len_at))
+		return 0;
+	return n > 0x7fffffff ? 0x7fffffff : n;
+}
+
+/* Plaintext is being written at now: an outbound call's start, an inbound request's answer. */
+static __always_inline void tls_write_begins(struct dw_conn *l, __u64 now)
+{
+	struct dw_dest_stats *st;
+
+	if (l->role == DW_ROLE_INBOUND) {
+		if (l->call_start_ns)
+			call_complete(l, now);
+		row_process(l, bpf_get_current_pid_tgid() >> 32);
+		return;
+	}
+	/* none after the peer's FIN (tls_on_state()) */
+	if (l->call_start_ns || *(volatile __u32 *)&l->closed || (l->tls_next_ns && l->tls_next_ns < now))
+		return;
+	st = call_begin(l, now, 0, caller_of());
+	if (!st)
+		return;
+	retry_check(l, st, now);
+	/* the link went (TCP_CLOSE, SSL_free on another thread) as the call began: see outbound_start() */
+	if (*(volatile __u32 *)&l->closed)
+		call_end(l, OUTCOME_DROPPED, now);
+}
+
+/* Plaintext was read: an outbound call's answer, an inbound request. */
+static __always_inline void tls_read_done(struct dw_conn *l, __u64 now)
+{
+	if (l->role == DW_ROLE_OUTBOUND) {
+		if (l->call_start_ns)
+			call_complete(l, now);
+		return;
+	}
+	if (l->call_start_ns || *(volatile __u32 *)&l->closed)
+		return;
+	if (call_begin(l, now, 0, 0) && *(volatile __u32 *)&l->closed)
+		call_end(l, OUTCOME_DROPPED, now);
+}
+
+/* A tied session's plaintext for the walker (dw_ssl_walk): one per CPU, for one tail call. */
+struct dw_tls_job {
+	struct dw_tls_key key;
+	__u64 addr;
+	__u64 now;
+	__u32 len;
+	__u32 seq;	/* the direction's plaintext bytes before these */
+	__u8 way;	/* enum h2_way */
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dw_tls_job);
+} tls_jobs SEC(".maps");
+
+/* Plaintext not walked (not HTTP/2): an outbound call's start or answer, an inbound request or answer. */
+static __always_inline void tls_plain(struct dw_conn *l, __u8 way, __u64 now)
+{
+	if (way == H2_TX)
+		tls_write_begins(l, now);
+	else
+		tls_read_done(l, now);
+}
+
+/*
+ * The stream layer's walk of a session's plaintext, in this one program:
+ * the write and read returns tail-call it (tls_walkers), so the walker is
+ * verified once, not in each of them. Attached to no symbol: user space
+ * puts it in tls_walkers[0].
+ */
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_write)
+int dw_ssl_walk(struct pt_regs *ctx)
+{
+	__u32 zero = 0;
+	struct dw_tls_job *j = bpf_map_lookup_elem(&tls_jobs, &zero);
+	struct dw_tls_key key;
+	struct dw_conn *l;
+
+	if (!j)
+		return 0;
+	key = j->key;
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (l && !tls_h2_bytes(l, &key, j->way, j->addr, j->len, j->seq, j->now))
+		tls_plain(l, j->way, j->now);
+	return 0;
+}
+
+/* [0]: dw_ssl_walk, put there by user space after load (only when TLS is on: it is loaded then) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} tls_walkers SEC(".maps");
+
+/*
+ * len bytes of plaintext at addr one way, after seq: to the walker if the
+ * session is or may be HTTP/2 (this program ends there), else, or if the
+ * tail call fails, to the request/response model here.
+ */
+static __always_inline void tls_bytes(void *ctx, struct dw_conn *l, struct dw_tls_key *key, __u8 way,
+				      __u64 addr, __u32 len, __u32 seq, __u64 now)
+{
+	__u32 zero = 0;
+	struct dw_tls_job *j;
+
+	if (dw_h2_enabled && l->h2 != DW_H2_NEVER && l->h2 != DW_H2_LOST &&
+	    (j = bpf_map_lookup_elem(&tls_jobs, &zero))) {
+		j->key = *key;
+		j->addr = addr;
+		j->len = len;
+		j->seq = seq;
+		j->now = now;
+		j->way = way;
+		bpf_tail_call(ctx, &tls_walkers, 0);
+	}
+	tls_plain(l, way, now);
+}
+
+/*
+ * A write begins: the thread is marked; the plaintext is looked at when it
+ * returns (how much was written is known then), as of now.
+ */
+static __always_inline int on_write(__u64 ssl, __u64 buf, int num, __u64 len_at)
 {
 	global_count(G_tls_writes);
+	ssl_enter(ssl, DW_SSL_WRITE, buf, num > 0 ? num : 0, len_at);
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(dw_ssl_write_ret)
+/*
+ * A write returns: its bytes, as of when it began, go to the stream layer
+ * or start (answer) a call. Nothing of the answer can be read before the
+ * write returns: OpenSSL serialises a session's calls.
+ */
+static __always_inline int on_write_ret(void *ctx, int ret, bool ex)
 {
+	struct dw_ssl_thread *t = ssl_leave();
+	struct dw_tls_key key = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct dw_conn *l;
+	__u32 n, seq;
+
+	if (!t)
+		return 0;
+	key.ssl = t->ssl;
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (!l)
+		return 0;
+	n = ssl_done_len(t, ret, ex);
+	seq = l->tls_tx;
+	l->tls_tx += n;
+	if (n)
+		tls_bytes(ctx, l, &key, H2_TX, t->buf, n, seq, t->start_ns);
+	return 0;
+}
+
+static __always_inline int on_read_ret(void *ctx, int ret, bool ex)
+{
+	struct dw_ssl_thread *t = ssl_leave();
+	struct dw_tls_key key = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct dw_conn *l;
+	__u64 now;
+	__u32 n, seq;
+
+	if (!t)
+		return 0;
+	n = ssl_done_len(t, ret, ex);
+	key.ssl = t->ssl;
+	l = n ? bpf_map_lookup_elem(&tls_links, &key) : 0;
+	if (!l)
+		return 0;
+	now = bpf_ktime_get_ns();
+	seq = l->tls_rx;
+	l->tls_rx += n;
+	tls_bytes(ctx, l, &key, H2_RX, t->buf, n, seq, now);
 	return 0;
 }
 
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_write_ex)
+int BPF_KPROBE(dw_ssl_write, void *ssl, const void *buf, int num)
 {
-	global_count(G_tls_writes);
+	return on_write((__u64)(unsigned long)ssl, (__u64)(unsigned long)buf, num, 0);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(dw_ssl_write_ret, int ret)
+{
+	return on_write_ret(ctx, ret, false);
+}
+
+/* SSL_write_ex(ssl, buf, num, &written) returns 1 with written > 0 */
+SEC("uprobe")
+int BPF_KPROBE(dw_ssl_write_ex, void *ssl, const void *buf, size_t num, size_t *written)
+{
+	return on_write((__u64)(unsigned long)ssl, (__u64)(unsigned long)buf,
+			num > 0x7fffffff ? 0x7fffffff : (int)num, (__u64)(unsigned long)written);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(dw_ssl_write_ex_ret, int ret)
+{
+	return on_write_ret(ctx, ret, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(dw_ssl_read, void *ssl, void *buf)
+{
+	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_READ, (__u64)(unsigned long)buf, 0, 0);
 	return 0;
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(dw_ssl_write_ex_ret)
+int BPF_KRETPROBE(dw_ssl_read_ret, int ret)
 {
-	return 0;
+	return on_read_ret(ctx, ret, false);
 }
 
+/* SSL_read_ex(ssl, buf, num, &readbytes) returns 1 with readbytes > 0 */
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_read)
+int BPF_KPROBE(dw_ssl_read_ex, void *ssl, void *buf, size_t num, size_t *readbytes)
 {
+	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_READ, (__u64)(unsigned long)buf, 0,
+		  (__u64)(unsigned long)readbytes);
 	return 0;
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(dw_ssl_read_ret)
+int BPF_KRETPROBE(dw_ssl_read_ex_ret, int ret)
 {
-	return 0;
+	return on_read_ret(ctx, ret, true);
 }
 
+/* The handshake's first send ties the session before any record-level call can start. */
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_read_ex)
+int BPF_KPROBE(dw_ssl_do_handshake, void *ssl)
 {
+	ssl_enter((__u64)(unsigned long)ssl, DW_SSL_SHAKE, 0, 0, 0);
 	return 0;
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(dw_ssl_read_ex_ret)
+int BPF_KRETPROBE(dw_ssl_do_handshake_ret, int ret)
 {
+	ssl_leave();
 	return 0;
 }
 
+/* The session is gone: its outstanding call was abandoned, and the link goes. */
 SEC("uprobe")
-int BPF_KPROBE(dw_ssl_free)
+int BPF_KPROBE(dw_ssl_free, void *ssl)
 {
+	struct dw_tls_key key = { .ssl = (__u64)(unsigned long)ssl,
+				  .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct dw_conn *l = bpf_map_lookup_elem(&tls_links, &key);
+
+	if (l)
+		tls_unlink(l, &key);
 	return 0;
 }

@@ -32,6 +32,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
+/* no room for the TLS read-side tie here (bpf/tlslink.bpf.h, tls_owner_of()) */
+#define DW_TLS_NO_OWNER 1
 #include "callmodel.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

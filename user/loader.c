@@ -131,6 +131,23 @@ static void decide_tls(struct dw_bpf *b)
 	bpf_program__set_autoload(b->skel->progs.dw_tls_exec, false);
 }
 
+/*
+ * The TLS plaintext's stream-layer walk (dw_ssl_walk, bpf/ssl.bpf.c) is
+ * tail-called from the uprobes through tls_walkers[0]; attached to nothing
+ * (it has no row in user/tls/attach.c's table).
+ */
+static int tls_walker_in(struct dw_bpf *b)
+{
+	int fd = bpf_program__fd(b->skel->progs.dw_ssl_walk);
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.tls_walkers), &zero, &fd, BPF_ANY)) {
+		dw_err("cannot put the TLS plaintext walker in tls_walkers: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 /* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
 static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool abort, bool h2,
 			 bool *refused)
@@ -239,7 +256,7 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 		return err;
 	b->stats_fd = bpf_map__fd(b->skel->maps.dest_stats);
 	b->globals_fd = bpf_map__fd(b->skel->maps.globals);
-	return 0;
+	return b->tls_on ? tls_walker_in(b) : 0;
 }
 
 static int pin_maps(struct dw_bpf *b)

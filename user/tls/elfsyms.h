@@ -20,7 +20,8 @@
 	X(WRITE_EX, "SSL_write_ex", DW_TLS_SYM_SSL_WRITE_EX)		\
 	X(READ, "SSL_read", DW_TLS_SYM_SSL_READ)			\
 	X(READ_EX, "SSL_read_ex", DW_TLS_SYM_SSL_READ_EX)		\
-	X(FREE, "SSL_free", DW_TLS_SYM_SSL_FREE)
+	X(FREE, "SSL_free", DW_TLS_SYM_SSL_FREE)				\
+	X(DO_HANDSHAKE, "SSL_do_handshake", 0)
 
 enum dw_tls_fn {
 #define DW_TLS_FN_ENUM(id, sym, bit) DW_TLS_FN_##id,
