@@ -7,10 +7,12 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <glob.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include "log.h"
@@ -224,4 +226,39 @@ void dw_tls_scan_all(struct dw_tls *t)
 	t->full_scans++;
 	t->last_full_procs = n;
 	t->last_full_ms = now_ms() - t0;
+}
+
+/*
+ * The host's own OpenSSL, mapped by a process or not: its uprobes at
+ * start, so that the first process to load it after the start is traced
+ * from its first call (an exec's rescan comes milliseconds after the
+ * program began; a short client can be done by then). Uprobes are on the
+ * file: every later mapping of it has them.
+ */
+static const char *const system_libssl[] = {
+	"/usr/lib/*/libssl.so.*", "/lib/*/libssl.so.*", "/usr/lib64/libssl.so.*", "/usr/lib/libssl.so.*",
+};
+
+void dw_tls_scan_system(struct dw_tls *t)
+{
+	if (!t->on)
+		return;
+	for (size_t i = 0; i < sizeof(system_libssl) / sizeof(system_libssl[0]); i++) {
+		glob_t g;
+
+		if (glob(system_libssl[i], 0, NULL, &g))
+			continue;
+		for (size_t j = 0; j < g.gl_pathc; j++) {
+			struct dw_tls_file *f;
+			struct stat st;
+			bool added;
+
+			if (stat(g.gl_pathv[j], &st) || !S_ISREG(st.st_mode))
+				continue;
+			f = dw_tls_files_get(t->files, st.st_dev, st.st_ino, g.gl_pathv[j], &added);
+			if (f && f->state == DW_TLS_FILE_UNREAD)
+				read_file(t, f, (uint32_t)t->self);
+		}
+		globfree(&g);
+	}
 }

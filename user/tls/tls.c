@@ -108,6 +108,7 @@ int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj)
 		dw_warn("tls: cannot read the exec ring (%s): processes started from now on are not traced",
 			strerror(errno));
 	dw_tls_scan_all(t);
+	dw_tls_scan_system(t);
 	{
 		struct dw_tls_counts c;
 

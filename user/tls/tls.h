@@ -74,6 +74,8 @@ void dw_tls_on_ready(struct dw_tls *t, uint64_t now_ns);
 void dw_tls_tick(struct dw_tls *t, uint64_t now_ns);
 /* One scan of every process (the start's, and every DW_TLS_RESCAN_FULL_NS). */
 void dw_tls_scan_all(struct dw_tls *t);
+/* The host's own libssl files, mapped or not: their uprobes (scan.c). */
+void dw_tls_scan_system(struct dw_tls *t);
 /* Scans one process's maps, attaching what it maps that is new. */
 void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid);
 
