@@ -259,7 +259,7 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
 	/* a request behind an answer nobody read: that call ends, its outcome unknown */
-	answer_settle(conn);
+	dw_answer_settle_unread(conn);
 	if (conn->call_start_ns) {
 		if (conn->tls)
 			tls_note_send(conn, bpf_ktime_get_ns(), msg ? msg->msg_iter.count : 0);
@@ -469,7 +469,7 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
 	if (newstate == TCP_CLOSE) {
-		answer_settle(conn);	/* nobody reads an owed answer's status any more */
+		dw_answer_settle_unread(conn);	/* nobody reads an owed answer's status any more */
 		conn_closed(conn);
 		h2_forget(conn);
 	}
