@@ -147,7 +147,7 @@ static __always_inline void answer_came_at(const struct sock *sk, struct dw_conn
 
 /*
  * The owed call ends: counted at its answer's time, with the status read
- * (none: unknown). A global function, verified once on its own: inlined
+ * (none: unknown); 1 if one was owed. A global function, verified once on its own: inlined
  * into each hook it would be a whole call end more for the verifier to
  * walk in each (tcp_sendmsg_locked's program is near its limit).
  */
@@ -165,6 +165,21 @@ __weak __noinline int dw_answer_settle_owed(struct dw_conn *conn)
 		conn->status = DW_STATUS_UNKNOWN;
 	call_end(conn, OUTCOME_COMPLETED, at);
 	conn->status = 0;
+	return 1;
+}
+
+/*
+ * The owed call ends unread: the next request came, or the close. A
+ * connection none of whose answers was ever copied to its reader (it reads
+ * with splice(), which no copy hook sees) owes no more: its answers
+ * complete at their arrival, as without outcomes, their status unknown.
+ */
+__weak __noinline int dw_answer_settle_unread(struct dw_conn *conn)
+{
+	if (!conn)
+		return 0;
+	if (dw_answer_settle_owed(conn) && conn->http1 == DW_HTTP1_UNSEEN)
+		conn->http1 = DW_HTTP1_UNCOPIED;
 	return 0;
 }
 

@@ -236,7 +236,7 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
 	/* a request behind an answer nobody read: that call ends, its outcome unknown */
-	answer_settle(conn);
+	dw_answer_settle_unread(conn);
 	if (conn->call_start_ns) {
 		if (conn->tls)
 			tls_note_send(conn, bpf_ktime_get_ns(), msg ? msg->msg_iter.count : 0);
@@ -462,7 +462,7 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 		__sync_lock_test_and_set(&conn->closed, 1);
 	tls_on_state(sk, conn, newstate);
 	if (newstate == TCP_CLOSE) {
-		answer_settle(conn);	/* nobody reads an owed answer's status any more */
+		dw_answer_settle_unread(conn);	/* nobody reads an owed answer's status any more */
 		conn_closed(conn);
 		h2_forget(conn);
 	}

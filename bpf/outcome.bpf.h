@@ -28,6 +28,8 @@ enum dw_http1_state {
 	DW_HTTP1_UNSEEN = 0,	/* no answer read yet */
 	DW_HTTP1_YES = 1,	/* an answer was a status line: each answer's is read */
 	DW_HTTP1_NEVER = 2,	/* its first answer read was no status line: never looked at again */
+	DW_HTTP1_UNCOPIED = 3,	/* sock backend: an answer owed to the reader's copy never had one (a
+				 * splice() reader): its answers complete at their arrival, unread */
 };
 
 /* dw_conn.status besides 100-599: what was read of the answer that is no status. */
@@ -79,7 +81,7 @@ __weak __noinline int dw_outcome_peek(struct dw_conn *conn, struct dw_peek *pk)
 /* Whether the connection's answers are still to be read: cleartext, one call at a time. */
 static __always_inline bool outcome_wanted(const struct dw_conn *conn)
 {
-	return conn->http1 != DW_HTTP1_NEVER && !conn->tls && !conn->multiplexed &&
+	return conn->http1 != DW_HTTP1_NEVER && conn->http1 != DW_HTTP1_UNCOPIED && !conn->tls && !conn->multiplexed &&
 	       (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER);
 }
 
