@@ -415,18 +415,18 @@ struct dw_abandon_key {
 	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.") \
 	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35) */			\
 	X(dns_table_full, dns_table_full,					\
-	  "DNS queries not timed because the outstanding-query table was full.") \
+	  "DNS queries not timed: the query table was full.") \
 	X(dns_unread, dns_unread,						\
-	  "Datagrams on a DNS port that are no standard query or answer, or cut short, or whose question is longer than depwatch reads.") \
+	  "DNS-port datagrams not read: no query or answer, cut short, or too long.") \
 	X(dns_unmatched, dns_unmatched,						\
-	  "DNS answers that matched no outstanding query (late, spoofed, from another address or port).") \
+	  "DNS answers matching no outstanding query.") \
 	X(dns_retransmits, dns_retransmits,					\
-	  "DNS queries sent again with the same id and question on the same socket: one call, timed from the first.") \
+	  "DNS queries sent again (same id, question, socket): one call.") \
 	/* TLS (issue 32): the uprobes on the TLS library (bpf/ssl.bpf.c) and the exec watch (bpf/tlsexec.bpf.c) */ \
 	X(tls_writes, tls_writes,						\
-	  "SSL_write and SSL_write_ex calls seen at their entry by the TLS uprobes.") \
+	  "SSL_write and SSL_write_ex calls seen by the TLS uprobes.") \
 	X(tls_exec_lost, tls_exec_lost,						\
-	  "Process starts (exec) the TLS discovery was not told of: its ring buffer was full.") \
+	  "Execs the TLS discovery missed: its ring was full.") \
 	X(tls_linked, tls_linked,						\
 	  "TLS sessions tied to their TCP connection: timed from the plaintext.") \
 	X(tls_unlinked, tls_unlinked,						\
@@ -439,7 +439,7 @@ struct dw_abandon_key {
 	X(go_tls_writes, go_tls_writes,						\
 	  "Entries of Go's crypto/tls.(*Conn).Write in probed Go programs.")	\
 	X(go_tls_fd_unread, go_tls_fd_unread,					\
-	  "Go TLS writes and reads whose socket fd could not be read through the struct offsets.") \
+	  "Go TLS writes and reads whose socket fd was not read.") \
 	X(go_tls_reads, go_tls_reads,						\
 	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.")
 
