@@ -63,6 +63,8 @@ int dw_bpf_for_each_slot(struct dw_bpf *b, dw_slot_fn fn, void *arg);
 typedef void (*dw_pending_fn)(const struct dw_pending_entry *e, const struct dw_dest_key *dest, void *arg);
 int dw_bpf_scan_pending(struct dw_bpf *b, dw_pending_fn fn, void *arg);
 
+/* The maps read in place (maprows.c) from here on. */
+
 /* Makes b->details cover at least rows 0 .. rows-1 (the mapping may move). */
 int dw_bpf_map_details(struct dw_bpf *b, unsigned rows);
 
@@ -76,6 +78,12 @@ unsigned dw_bpf_slots_used(const struct dw_bpf *b);
  * many of b->callers to read (row 0 is none and stays zero).
  */
 int dw_bpf_map_callers(struct dw_bpf *b, unsigned *rows);
+
+/* Makes b->pending cover at least its rows 0 .. rows-1 (the mapping may move). */
+int dw_bpf_map_pending(struct dw_bpf *b, unsigned rows);
+
+/* Unmaps every array mapped so far (at stop). */
+void dw_bpf_unmap_all(struct dw_bpf *b);
 
 /*
  * The mapped rows, typed: the caller keeps to the rows mapped (slot <

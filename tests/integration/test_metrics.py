@@ -116,6 +116,20 @@ FAMILIES = {
 }
 
 
+def kernel_counter_families():
+    """The kernel's global counters, one family each, from their one list (bpf/depwatch.h's
+    DW_GLOBAL_COUNTERS X-macro): the page must declare every counter the kernel has."""
+    text = open(os.path.join(REPO, "bpf/depwatch.h")).read()
+    block = text[text.index("#define DW_GLOBAL_COUNTERS(X)"):]
+    block = block[:block.index("\n\n")]
+    names = re.findall(r"\bX\((\w+),\s*(\w+),", block)
+    assert names, "no counter found in DW_GLOBAL_COUNTERS"
+    return {"depwatch_kernel_%s_total" % metric: "counter" for _, metric in names}
+
+
+FAMILIES.update(kernel_counter_families())
+
+
 def write_config(text):
     fd, path = tempfile.mkstemp(prefix="dwtest-metrics-", suffix=".conf")
     with os.fdopen(fd, "w") as f:
