@@ -36,8 +36,8 @@ const char dw_default_config[] =
 	"eject_probe_calls = 5   # calls let through and judged before an ejected one is back\n"
 	"failure_status = 5xx    # HTTP answers that fail their call: classes (5xx), codes (429), or none\n"
 	"dns_timeout = 5s        # a DNS query unanswered this long failed (reason timeout)\n"
-	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n"
-	"dns_ports = 53          # UDP ports whose datagrams are DNS, host-wide: 53, 5353, ...\n";
+	"dns_ports = 53          # UDP ports read as DNS, for every dependency: 53, 5353, ...\n"
+	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
 /*
  * A key outside struct dw_dep_settings (off unused): its value is read
