@@ -231,6 +231,15 @@ class DnsTest(unittest.TestCase):
                                               "dns_rcode_failed", "dns_timeouts")}
         self.assertEqual(delta, {"dns_queries": 13, "calls": 6, "failed": 7, "dns_nxdomain": 6,
                                  "dns_rcode_failed": 7, "dns_timeouts": 0})
+        # the same figures in the status table's line and in top's note, since start
+        want = "dns_a: %d queries, %d timeouts, %d SERVFAIL/REFUSED, %d NXDOMAIN" % (
+            now["dns_queries"], now["dns_timeouts"], now["dns_rcode_failed"], now["dns_nxdomain"])
+        r = sp.run([DEPWATCH, "status", "--run-dir", self.d.run_dir], capture_output=True, text=True)
+        self.assertIn("\ndns: " + want + "\n", r.stdout)
+        r = sp.run([DEPWATCH, "top", "--run-dir", self.d.run_dir], stdin=sp.DEVNULL, capture_output=True,
+                   text=True, timeout=10)
+        self.assertIn("\ndns_a: DNS %d queries  [%d timeouts, %d SERVFAIL/REFUSED, %d NXDOMAIN]\n" % (
+            now["dns_queries"], now["dns_timeouts"], now["dns_rcode_failed"], now["dns_nxdomain"]), r.stdout)
 
     # -- a silent resolver: in flight at once, the breaker opens on the stall, queries fail at dns_timeout
 
