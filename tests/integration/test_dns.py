@@ -6,6 +6,7 @@ and with enforce = connect an open breaker on the first of two nameservers sends
 second at once. One daemon serves every case; each case has its resolver (and dependency)."""
 
 import os
+import random
 import subprocess
 import time
 import unittest
@@ -65,6 +66,29 @@ while True:
     other.sendto(ans, peer)                                           # from port 5353
 '''
 
+
+
+# The same query sent three times on one connected socket, 20 ms apart; prints "sent", then reads
+# every answer (for up to 3 s) and prints how many came.
+RETRANSMIT = r'''
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect((sys.argv[1], 53))
+q = bytes.fromhex(sys.argv[2])
+for i in range(3):
+    s.send(q)
+    time.sleep(0.02)
+print("sent", flush=True)
+s.settimeout(3)
+n = 0
+try:
+    while n < 3:
+        s.recv(4096)
+        n += 1
+except socket.timeout:
+    pass
+print(n)
+'''
 
 
 def have_tools():
@@ -186,6 +210,55 @@ class DnsTest(unittest.TestCase):
         self.assertEqual(started + (k2["dns_table_full"] - k["dns_table_full"]), nflood, "each query timed or counted")
         self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], started)
         self.assertEqual(now["inflight"], 0)
+
+    def test_retransmits_tcp_and_other_ports(self):
+        ub, quiet = self.ub[1], self.ub[3]
+        was_q, k0 = self.dep("dns_silent"), self.d.status()["kernel"]
+        # the same query (id and question) sent three times on one socket while its resolver is
+        # stopped, as a client retransmits: one call, timed from the first send; once it runs again,
+        # unbound answers each, and the later answers match nothing
+        quiet.silence()
+        try:
+            p = self.ns.popen(["/usr/bin/python3", "-c", RETRANSMIT, quiet.addr, query(0x5151, "a.test").hex()],
+                              stdout=sp.PIPE, text=True)
+            self.d.wait_for(lambda s: self.dep("dns_silent", s)["inflight"] == was_q["inflight"] + 1)
+            self.assertEqual(p.stdout.readline().strip(), "sent")
+        finally:
+            quiet.resume()
+        self.assertEqual(p.stdout.readline().strip(), "3")
+        p.wait()
+        st = self.d.wait_for(lambda s: self.dep("dns_silent", s)["calls"] - was_q["calls"] >= 1
+                             and self.dep("dns_silent", s)["inflight"] == 0
+                             # the kernel's own counters may come a poll after the dependency's
+                             and s["kernel"]["dns_unmatched"] - k0["dns_unmatched"] >= 2, timeout=3)
+        now, k = self.dep("dns_silent", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was_q["dns_queries"], 1, "three sends of one query: one query")
+        self.assertEqual(now["calls"] - was_q["calls"], 1)
+        self.assertEqual(now["failed"] - was_q["failed"], 0)
+        self.assertGreaterEqual(k["dns_retransmits"] - k0["dns_retransmits"], 2)
+        self.assertGreaterEqual(k["dns_unmatched"] - k0["dns_unmatched"], 2, "the answers to the retransmits")
+        was = self.dep("dns_a", st)
+        # DNS over TCP keeps the TCP model: each dig +tcp is a call on its connection, no DNS query
+        for i in range(5):
+            r = self.ns.run(["dig", "+tcp", "+tries=1", "+time=3", "@" + ub.addr, "a.test"], capture_output=True, text=True)
+            self.assertIn("status: NOERROR", r.stdout)
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["calls"] - was["calls"] >= 5
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now, k = self.dep("dns_a", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 0, "no DNS query over UDP")
+        self.assertEqual(now["calls"] - was["calls"], 5, "the 5 TCP exchanges")
+        self.assertEqual(now["failed"] - was["failed"], 0)
+        # DNS messages to ports that are no DNS port (QUIC's 443, random ones): not read, not counted
+        was, k0 = now, k
+        items = [[ub.addr, port, query(0x6000 + port % 1000, "a.test").hex()]
+                 for port in [443] * 50 + random.sample(range(1024, 65000), 2000) if port not in (5300, 5353)]
+        self.assertEqual(flood(self.ns, items), ["sent"])
+        dig_times(self.ns, ub.addr, ["a.test"])  # and one real query after them, to wait on
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["dns_queries"] - was["dns_queries"] >= 1
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now, k = self.dep("dns_a", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 1, "only the query to port 53")
+        self.assertEqual(k["dns_table_full"], k0["dns_table_full"])
 
     def test_enforce_refuses_connect_and_sendmsg(self):
         first = self.ub[4]
