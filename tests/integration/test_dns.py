@@ -19,6 +19,7 @@ from harness import DEPWATCH
 from dnsnet import NET, UPSTREAM_ADDR, Lookups, Netns, SlowUpstream, Unbound, dig_times, flood, query, send_datagrams
 
 UPSTREAM = (UPSTREAM_ADDR, 5300)  # 5300: no DNS port, unbound's queries to it are not depwatch's calls
+V6_ADDR = "fd53::7"               # on the namespace's lo, nothing listening: enforcement's IPv6 case
 SLOW_S = 0.050                    # the upstream's answer time: what dig and depwatch both time
 
 CONFIG = """[dependency dns_a]
@@ -45,7 +46,10 @@ dns_timeout = 1s
 [dependency dns_flood]
 match = {net}.7:53
 dns_timeout = 3s
-""".format(net=NET)
+[dependency dns_v6]
+match = [{v6}]:53
+enforce = connect
+""".format(net=NET, v6=V6_ADDR)
 
 # A resolver that answers every query wrongly (on NET.6:53): the wrong id, another question, a
 # message cut short, and the right answer from another port; never the right one.
@@ -103,6 +107,7 @@ class DnsTest(unittest.TestCase):
         try:
             cls.ns = Netns([NET + ".1"])
             cls._cleanups.append(cls.ns.close)
+            sp.run(["ip", "-n", cls.ns.name, "addr", "add", V6_ADDR + "/128", "dev", "lo", "nodad"], check=True)
             up = SlowUpstream(cls.ns, UPSTREAM[0], UPSTREAM[1], SLOW_S)
             cls._cleanups.append(up.close)
             cls.ub = {}
@@ -273,6 +278,17 @@ class DnsTest(unittest.TestCase):
                              "connect() and sendto() to the open resolver refused, the other let through")
         finally:
             sp.run([DEPWATCH, "breaker", "auto", "dns_first", "--run-dir", self.d.run_dir], capture_output=True)
+        # IPv6 (cgroup/connect6, cgroup/sendmsg6): let through while closed, refused while open
+        q = query(0x7778, "a.test").hex()
+        self.assertEqual(send_datagrams(self.ns, [[V6_ADDR, 53, q, True, 0], [V6_ADDR, 53, q, False, 0]]), ["ok", "ok"])
+        r = sp.run([DEPWATCH, "breaker", "open", "dns_v6", "--run-dir", self.d.run_dir], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_v6", s)["breaker"] == "open")
+            self.assertEqual(send_datagrams(self.ns, [[V6_ADDR, 53, q, True, 0], [V6_ADDR, 53, q, False, 0]]),
+                             ["ECONNREFUSED", "ECONNREFUSED"], "IPv6 connect() and sendto() refused")
+        finally:
+            sp.run([DEPWATCH, "breaker", "auto", "dns_v6", "--run-dir", self.d.run_dir], capture_output=True)
 
     # Under TCG (the kernel stage) dig's own figure carries the emulated dig (75 ms against the
     # 50 ms the upstream waits, depwatch 66 ms, on 6.1): a measure of the emulation, not of the calls.
