@@ -24,6 +24,7 @@
 #include "alert.h"
 #include "cgroups.h"
 #include "deps.h"
+#include "dnsports.h"
 #include "hooks.h"
 #include "loader.h"
 #include "log.h"
@@ -506,7 +507,7 @@ static void on_fast(struct daemon *d)
 /* SIGHUP: a new config, all or nothing; an invalid one leaves the old in force. */
 static void reload(struct daemon *d)
 {
-	struct dw_config cfg;
+	struct dw_config cfg, was_ports = { 0 };
 	char err[512];
 	const char *path = dw_config_path(d->opts.config);
 
@@ -517,10 +518,15 @@ static void reload(struct daemon *d)
 	if (strcmp(cfg.enforce_cgroup, d->deps.set.cfg.enforce_cgroup))
 		dw_warn("reload: enforce_cgroup changed to '%s'; enforcement stays on %s until a restart",
 			cfg.enforce_cgroup, d->bpf.cgroup[0] ? d->bpf.cgroup : "nothing");
+	/* the old ports, kept to turn off what the new list drops once it is in force */
+	memcpy(was_ports.dns_ports, d->deps.set.cfg.dns_ports, sizeof(was_ports.dns_ports));
+	was_ports.ndns_ports = d->deps.set.cfg.ndns_ports;
 	if (dw_deps_reload(&d->deps, &cfg, &d->coll)) {
 		dw_err("reload of %s failed while applying it to the kernel", cfg.source);
 		return;
 	}
+	if (dw_dns_ports_apply(&d->bpf, &was_ports, &d->deps.set.cfg))
+		dw_err("reload: dns_ports not all applied; the kernel reads the ports it could turn on");
 	if (dw_services_sync(&d->svcs, &d->deps.set.cfg))
 		dw_err("out of memory: services dropped until the next reload");
 	dw_abort_reload(&d->abort, &d->deps.set);
@@ -600,8 +606,9 @@ static int config_to_kernel(struct dw_bpf *b, void *arg)
 {
 	struct daemon *d = arg;
 
-	(void)b;
-	return dw_deps_to_kernel(&d->deps);
+	int err = dw_dns_ports_apply(b, NULL, &d->deps.set.cfg);
+
+	return err ? err : dw_deps_to_kernel(&d->deps);
 }
 
 /* Lease of the breakers map entries: two intervals and a half-second margin for a slow poll. */

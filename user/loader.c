@@ -384,8 +384,8 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 /*
  * DNS over UDP (issue 35): the cgroup datagram programs on the same cgroup v2
  * directory as enforcement (the root: every process), both or neither (a
- * query whose answer is not seen would fail at its timeout). dns_ports
- * starts as DW_DNS_PORT_DEFAULT; dw_bpf_dns_ports changes it.
+ * query whose answer is not seen would fail at its timeout). The dns_ports
+ * map is the daemon's to fill (user/dnsports.c, before anything attaches).
  */
 static void attach_dns(struct dw_bpf *b, const char *want)
 {
@@ -440,12 +440,6 @@ static void attach_dns(struct dw_bpf *b, const char *want)
 	}
 	if (fd >= 0)
 		close(fd);
-	if (!why) {
-		__u32 port = DW_DNS_PORT_DEFAULT;
-		__u8 on = 1;
-
-		bpf_map__update_elem(b->skel->maps.dns_ports, &port, sizeof(port), &on, sizeof(on), 0);
-	}
 }
 
 /* Whether DNS queries are calls: both datagram programs attached. */
@@ -712,6 +706,8 @@ int dw_bpf_map_fd(const struct dw_bpf *b, enum dw_bpf_map map)
 		return bpf_map__fd(b->skel->maps.slot_cfg);
 	case DW_MAP_BREAKERS:
 		return bpf_map__fd(b->skel->maps.breakers);
+	case DW_MAP_DNS_PORTS:
+		return bpf_map__fd(b->skel->maps.dns_ports);
 	}
 	return -EINVAL;
 }

@@ -47,6 +47,7 @@ enum dw_bpf_map {
 	DW_MAP_SERVICE_PORTS,	/* port -> 1: a [service]'s */
 	DW_MAP_SLOT_CFG,	/* destination slot -> struct dw_slot_cfg */
 	DW_MAP_BREAKERS,	/* the pinned breakers map */
+	DW_MAP_DNS_PORTS,	/* port -> 1: DNS over UDP's (user/dnsports.c) */
 };
 int dw_bpf_map_fd(const struct dw_bpf *b, enum dw_bpf_map map);
 /* Whether the programs look for [service] requests at all. */

@@ -144,6 +144,22 @@ static void text_answers_note(struct dw_buf *out, const struct dw_dep *dep)
 	dw_buf_printf(out, " (failed by status %llu)\n", (unsigned long long)dep->fig.failed_status);
 }
 
+/*
+ * DNS over UDP (issue 35) where the dependency had queries: one line under the table, what an
+ * on-call reads first about a resolver (its timeouts and SERVFAIL/REFUSED answers fail calls,
+ * NXDOMAIN answers do not), since start. One per dependency shown, none for folded ones: bounded.
+ */
+static void text_dns_note(struct dw_buf *out, const struct dw_dep *dep)
+{
+	if (!dw_dep_shown(dep) || !dep->fig.dns_queries)
+		return;
+	dw_buf_printf(out, "dns: ");
+	dw_escape_text(out, dep->name, strlen(dep->name));
+	dw_buf_printf(out, ": %llu queries, %llu timeouts, %llu SERVFAIL/REFUSED, %llu NXDOMAIN\n",
+		      (unsigned long long)dep->fig.dns_queries, (unsigned long long)dep->fig.dns_timeouts,
+		      (unsigned long long)dep->fig.dns_rcode_failed, (unsigned long long)dep->fig.dns_nxdomain);
+}
+
 /* The first destination of dep ejected from it (eject = on) from d on, or NULL. */
 static const struct dw_dest *ejected_from(const struct dw_dep *dep, const struct dw_dest *d)
 {
@@ -200,6 +216,8 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	for (unsigned i = 0; i < deps->n; i++) {
 		text_h2_note(out, &deps->deps[i]);
 		text_answers_note(out, &deps->deps[i]);
+		if (!fold || !fold[i])
+			text_dns_note(out, &deps->deps[i]);
 		if (dw_dep_shown(&deps->deps[i]))
 			text_eject_note(out, &deps->deps[i], now);
 	}
@@ -343,6 +361,23 @@ static void tsv_ejected(struct dw_buf *out, const struct dw_dep *dep, uint64_t n
 	}
 }
 
+/*
+ * "@dns<TAB>dependency<TAB>queries<TAB>timeouts<TAB>rcode_failed<TAB>nxdomain" (issue 35), since
+ * start, for a dependency whose DNS queries had a timeout or an answer other than NOERROR: top
+ * shows it above the table, among its at most DW_TOP_NOTES notes. An older top skips the line.
+ */
+static void tsv_dns(struct dw_buf *out, const struct dw_dep *dep)
+{
+	const struct dw_dep_figs *f = &dep->fig;
+
+	if (!f->dns_queries || !(f->dns_timeouts + f->dns_rcode_failed + f->dns_nxdomain))
+		return;
+	/* config names and dest strings: no tab, newline or escape can be in them */
+	dw_buf_printf(out, "@dns\t%s\t%llu\t%llu\t%llu\t%llu\n", dep->name, (unsigned long long)f->dns_queries,
+		      (unsigned long long)f->dns_timeouts, (unsigned long long)f->dns_rcode_failed,
+		      (unsigned long long)f->dns_nxdomain);
+}
+
 /* Callers sent to top per dependency. */
 #define DW_TOP_CALLERS 5
 
@@ -384,4 +419,7 @@ void dw_report_tsv(struct dw_buf *out, const struct dw_collector *c, const struc
 	free(callers);
 	for (unsigned i = 0; i < svcs->n; i++)
 		tsv_service(out, &svcs->svc[i], deps);
+	for (unsigned i = 0; i < deps->n; i++)
+		if (dw_dep_shown(&deps->deps[i]))
+			tsv_dns(out, &deps->deps[i]);
 }

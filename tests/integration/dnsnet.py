@@ -24,7 +24,7 @@ UPSTREAM_ADDR = "10.253.%d.9" % _N
 
 UNBOUND_CONF = """server:
   interface: {addr}
-  port: 53
+  port: {port}
   do-daemonize: no
   use-syslog: no
   logfile: "{log}"
@@ -91,23 +91,23 @@ class Netns:
 
 
 class Unbound:
-    """unbound -d in the namespace on addr:53, logging every query it receives."""
+    """unbound -d in the namespace on addr:port, logging every query it receives."""
 
-    def __init__(self, ns, addr, upstream, v6=None):
-        self.ns, self.addr = ns, addr
+    def __init__(self, ns, addr, upstream, v6=None, port=53):
+        self.ns, self.addr, self.port = ns, addr, port
         self.dir = tempfile.mkdtemp(prefix="dwdns-ub-")
         self.log = os.path.join(self.dir, "unbound.log")
         conf = os.path.join(self.dir, "unbound.conf")
-        text = UNBOUND_CONF.format(addr=addr, log=self.log, dir=self.dir, net=NET, upstream=upstream)
+        text = UNBOUND_CONF.format(addr=addr, port=port, log=self.log, dir=self.dir, net=NET, upstream=upstream)
         if v6:
-            text = text.replace("  port: 53\n", "  port: 53\n  interface: %s\n" % v6)
+            text = text.replace("  port: %d\n" % port, "  port: %d\n  interface: %s\n" % (port, v6))
         with open(conf, "w") as f:
             f.write(text)
         # ip netns exec execs unbound: the pid is unbound's (SIGSTOP makes it silent)
         self.proc = ns.popen(["unbound", "-d", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            r = ns.run(["dig", "+short", "+tries=1", "+time=1", "@" + addr, "ready.a.test"],
+            r = ns.run(["dig", "+short", "+tries=1", "+time=1", "-p", str(port), "@" + addr, "ready.a.test"],
                        capture_output=True, text=True)
             if r.returncode == 0 and self.queries() > 0:
                 return
@@ -289,11 +289,11 @@ def query(qid, name, qtype=1):
     return q + b"\0" + struct.pack("!HH", qtype, 1)
 
 
-def dig_times(ns, server, names):
+def dig_times(ns, server, names, port=53):
     """dig's own "Query time" (ms) of one query for each name, run one after the other."""
     out = []
     for n in names:
-        r = ns.run(["dig", "+tries=1", "+time=3", "@" + server, n], capture_output=True, text=True)
+        r = ns.run(["dig", "+tries=1", "+time=3", "-p", str(port), "@" + server, n], capture_output=True, text=True)
         for line in r.stdout.splitlines():
             if line.startswith(";; Query time:"):
                 out.append(float(line.split()[3]))

@@ -6,6 +6,7 @@ and with enforce = connect an open breaker on the first of two nameservers sends
 second at once. One daemon serves every case; each case has its resolver (and dependency)."""
 
 import os
+import random
 import subprocess
 import time
 import unittest
@@ -18,6 +19,7 @@ from harness import DEPWATCH
 from dnsnet import NET, UPSTREAM_ADDR, Lookups, Netns, SlowUpstream, Unbound, dig_times, flood, query, send_datagrams
 
 UPSTREAM = (UPSTREAM_ADDR, 5300)  # 5300: no DNS port, unbound's queries to it are not depwatch's calls
+V6_ADDR = "fd53::7"               # on the namespace's lo, nothing listening: enforcement's IPv6 case
 SLOW_S = 0.050                    # the upstream's answer time: what dig and depwatch both time
 
 CONFIG = """[dependency dns_a]
@@ -44,7 +46,10 @@ dns_timeout = 1s
 [dependency dns_flood]
 match = {net}.7:53
 dns_timeout = 3s
-""".format(net=NET)
+[dependency dns_v6]
+match = [{v6}]:53
+enforce = connect
+""".format(net=NET, v6=V6_ADDR)
 
 # A resolver that answers every query wrongly (on NET.6:53): the wrong id, another question, a
 # message cut short, and the right answer from another port; never the right one.
@@ -67,6 +72,29 @@ while True:
 
 
 
+# The same query sent three times on one connected socket, 20 ms apart; prints "sent", then reads
+# every answer (for up to 3 s) and prints how many came.
+RETRANSMIT = r'''
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect((sys.argv[1], 53))
+q = bytes.fromhex(sys.argv[2])
+for i in range(3):
+    s.send(q)
+    time.sleep(0.02)
+print("sent", flush=True)
+s.settimeout(3)
+n = 0
+try:
+    while n < 3:
+        s.recv(4096)
+        n += 1
+except socket.timeout:
+    pass
+print(n)
+'''
+
+
 def have_tools():
     return all(os.path.exists(p) for p in ("/usr/sbin/unbound", "/usr/bin/dig"))
 
@@ -79,6 +107,7 @@ class DnsTest(unittest.TestCase):
         try:
             cls.ns = Netns([NET + ".1"])
             cls._cleanups.append(cls.ns.close)
+            sp.run(["ip", "-n", cls.ns.name, "addr", "add", V6_ADDR + "/128", "dev", "lo", "nodad"], check=True)
             up = SlowUpstream(cls.ns, UPSTREAM[0], UPSTREAM[1], SLOW_S)
             cls._cleanups.append(up.close)
             cls.ub = {}
@@ -187,6 +216,55 @@ class DnsTest(unittest.TestCase):
         self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], started)
         self.assertEqual(now["inflight"], 0)
 
+    def test_retransmits_tcp_and_other_ports(self):
+        ub, quiet = self.ub[1], self.ub[3]
+        was_q, k0 = self.dep("dns_silent"), self.d.status()["kernel"]
+        # the same query (id and question) sent three times on one socket while its resolver is
+        # stopped, as a client retransmits: one call, timed from the first send; once it runs again,
+        # unbound answers each, and the later answers match nothing
+        quiet.silence()
+        try:
+            p = self.ns.popen(["/usr/bin/python3", "-c", RETRANSMIT, quiet.addr, query(0x5151, "a.test").hex()],
+                              stdout=sp.PIPE, text=True)
+            self.d.wait_for(lambda s: self.dep("dns_silent", s)["inflight"] == was_q["inflight"] + 1)
+            self.assertEqual(p.stdout.readline().strip(), "sent")
+        finally:
+            quiet.resume()
+        self.assertEqual(p.stdout.readline().strip(), "3")
+        p.wait()
+        st = self.d.wait_for(lambda s: self.dep("dns_silent", s)["calls"] - was_q["calls"] >= 1
+                             and self.dep("dns_silent", s)["inflight"] == 0
+                             # the kernel's own counters may come a poll after the dependency's
+                             and s["kernel"]["dns_unmatched"] - k0["dns_unmatched"] >= 2, timeout=3)
+        now, k = self.dep("dns_silent", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was_q["dns_queries"], 1, "three sends of one query: one query")
+        self.assertEqual(now["calls"] - was_q["calls"], 1)
+        self.assertEqual(now["failed"] - was_q["failed"], 0)
+        self.assertGreaterEqual(k["dns_retransmits"] - k0["dns_retransmits"], 2)
+        self.assertGreaterEqual(k["dns_unmatched"] - k0["dns_unmatched"], 2, "the answers to the retransmits")
+        was = self.dep("dns_a", st)
+        # DNS over TCP keeps the TCP model: each dig +tcp is a call on its connection, no DNS query
+        for i in range(5):
+            r = self.ns.run(["dig", "+tcp", "+tries=1", "+time=3", "@" + ub.addr, "a.test"], capture_output=True, text=True)
+            self.assertIn("status: NOERROR", r.stdout)
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["calls"] - was["calls"] >= 5
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now, k = self.dep("dns_a", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 0, "no DNS query over UDP")
+        self.assertEqual(now["calls"] - was["calls"], 5, "the 5 TCP exchanges")
+        self.assertEqual(now["failed"] - was["failed"], 0)
+        # DNS messages to ports that are no DNS port (QUIC's 443, random ones): not read, not counted
+        was, k0 = now, k
+        items = [[ub.addr, port, query(0x6000 + port % 1000, "a.test").hex()]
+                 for port in [443] * 50 + random.sample(range(1024, 65000), 2000) if port not in (5300, 5353)]
+        self.assertEqual(flood(self.ns, items), ["sent"])
+        dig_times(self.ns, ub.addr, ["a.test"])  # and one real query after them, to wait on
+        st = self.d.wait_for(lambda s: self.dep("dns_a", s)["dns_queries"] - was["dns_queries"] >= 1
+                             and self.dep("dns_a", s)["inflight"] == 0)
+        now, k = self.dep("dns_a", st), st["kernel"]
+        self.assertEqual(now["dns_queries"] - was["dns_queries"], 1, "only the query to port 53")
+        self.assertEqual(k["dns_table_full"], k0["dns_table_full"])
+
     def test_enforce_refuses_connect_and_sendmsg(self):
         first = self.ub[4]
         r = sp.run([DEPWATCH, "breaker", "open", "dns_first", "--run-dir", self.d.run_dir], capture_output=True, text=True)
@@ -200,6 +278,17 @@ class DnsTest(unittest.TestCase):
                              "connect() and sendto() to the open resolver refused, the other let through")
         finally:
             sp.run([DEPWATCH, "breaker", "auto", "dns_first", "--run-dir", self.d.run_dir], capture_output=True)
+        # IPv6 (cgroup/connect6, cgroup/sendmsg6): let through while closed, refused while open
+        q = query(0x7778, "a.test").hex()
+        self.assertEqual(send_datagrams(self.ns, [[V6_ADDR, 53, q, True, 0], [V6_ADDR, 53, q, False, 0]]), ["ok", "ok"])
+        r = sp.run([DEPWATCH, "breaker", "open", "dns_v6", "--run-dir", self.d.run_dir], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.d.wait_for(lambda s: self.dep("dns_v6", s)["breaker"] == "open")
+            self.assertEqual(send_datagrams(self.ns, [[V6_ADDR, 53, q, True, 0], [V6_ADDR, 53, q, False, 0]]),
+                             ["ECONNREFUSED", "ECONNREFUSED"], "IPv6 connect() and sendto() refused")
+        finally:
+            sp.run([DEPWATCH, "breaker", "auto", "dns_v6", "--run-dir", self.d.run_dir], capture_output=True)
 
     # Under TCG (the kernel stage) dig's own figure carries the emulated dig (75 ms against the
     # 50 ms the upstream waits, depwatch 66 ms, on 6.1): a measure of the emulation, not of the calls.
@@ -231,6 +320,15 @@ class DnsTest(unittest.TestCase):
                                               "dns_rcode_failed", "dns_timeouts")}
         self.assertEqual(delta, {"dns_queries": 13, "calls": 6, "failed": 7, "dns_nxdomain": 6,
                                  "dns_rcode_failed": 7, "dns_timeouts": 0})
+        # the same figures in the status table's line and in top's note, since start
+        want = "dns_a: %d queries, %d timeouts, %d SERVFAIL/REFUSED, %d NXDOMAIN" % (
+            now["dns_queries"], now["dns_timeouts"], now["dns_rcode_failed"], now["dns_nxdomain"])
+        r = sp.run([DEPWATCH, "status", "--run-dir", self.d.run_dir], capture_output=True, text=True)
+        self.assertIn("\ndns: " + want + "\n", r.stdout)
+        r = sp.run([DEPWATCH, "top", "--run-dir", self.d.run_dir], stdin=sp.DEVNULL, capture_output=True,
+                   text=True, timeout=10)
+        self.assertIn("\ndns_a: DNS %d queries  [%d timeouts, %d SERVFAIL/REFUSED, %d NXDOMAIN]\n" % (
+            now["dns_queries"], now["dns_timeouts"], now["dns_rcode_failed"], now["dns_nxdomain"]), r.stdout)
 
     # -- a silent resolver: in flight at once, the breaker opens on the stall, queries fail at dns_timeout
 

@@ -170,6 +170,25 @@ static void test_parse_ejected(void **state)
 	dw_top_frame_free(&f);
 }
 
+/* "@dns" lines (issue 35): a resolver's outcomes as one note; malformed ones skipped. */
+static void test_parse_dns(void **state)
+{
+	char text[4096];
+	struct dw_top_frame f;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s\n%s\n%s\n%s\n%s\n", HEADER, ROW(.name = "resolver"),
+		 "@dns\tresolver\t13\t2\t7\t6",
+		 "@dns\tresolver\t13\tmany\t7\t6",
+		 "@dns\tresolver\t13\t2\t7");
+	assert_int_equal(parse(text, &f), 0);
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.skipped, 2);
+	assert_int_equal(f.nnotes, 1);
+	assert_string_equal(f.notes[0], "resolver: DNS 13 queries  [2 timeouts, 7 SERVFAIL/REFUSED, 6 NXDOMAIN]");
+	dw_top_frame_free(&f);
+}
+
 static void test_parse_well_formed(void **state)
 {
 	char text[4096];
@@ -583,6 +602,7 @@ int main(void)
 	    cmocka_unit_test(test_tsv_round_trip),
 	    cmocka_unit_test(test_parse_well_formed),
 	    cmocka_unit_test(test_parse_ejected),
+	    cmocka_unit_test(test_parse_dns),
 	    cmocka_unit_test(test_parse_callers),
 	    cmocka_unit_test(test_parse_old_answer),
 	    cmocka_unit_test(test_parse_header),

@@ -120,6 +120,9 @@ struct dw_service {
 	int line, path_line;		/* of the section header and of 'path' (0: no path) */
 };
 
+/* At most this many dns_ports: a short list of resolver ports, not a range to scan. */
+#define DW_DNS_PORTS_MAX 16
+
 struct dw_config {
 	struct dw_dep_settings defaults;	/* also for destinations no match covers */
 	struct dw_dep_config *deps;		/* in file order */
@@ -133,6 +136,14 @@ struct dw_config {
 	 * not look at the file system). "": not set, the cgroup v2 root.
 	 */
 	char enforce_cgroup[DW_CGROUP_PATH_MAX + 1];
+	/*
+	 * DNS over UDP (issue 35): the resolver ports whose datagrams are read
+	 * as queries and answers, host-wide (one kernel map for every
+	 * dependency and namespace), in the order written, no port twice.
+	 * [defaults] only; the built-in config says 53.
+	 */
+	uint16_t dns_ports[DW_DNS_PORTS_MAX];
+	unsigned ndns_ports;
 	char source[256];			/* file name errors and describe use */
 };
 

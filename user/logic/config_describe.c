@@ -83,6 +83,21 @@ static void describe_cgroup(struct dw_buf *out, const char *path)
 	dw_buf_printf(out, "enforce_cgroup = %.*s\n", (int)n, path);
 }
 
+/* A list filled in by hand may be empty or too long; a parsed one never is. */
+static void describe_dns_ports(struct dw_buf *out, const struct dw_config *cfg)
+{
+	unsigned i, n = cfg->ndns_ports;
+
+	if (n == 0 || n > DW_DNS_PORTS_MAX) {
+		dw_buf_printf(out, "# dns_ports: %u ports (not a list a config can name)\n", n);
+		return;
+	}
+	dw_buf_printf(out, "dns_ports = ");
+	for (i = 0; i < n; i++)
+		dw_buf_printf(out, "%s%u", i ? ", " : "", cfg->dns_ports[i]);
+	dw_buf_printf(out, "\n");
+}
+
 static void describe_listen(struct dw_buf *out, const struct dw_service *s)
 {
 	size_t n = strnlen(s->cgroup, DW_CGROUP_PATH_MAX + 1), at;
@@ -180,6 +195,7 @@ void dw_config_describe(const struct dw_config *cfg, struct dw_buf *out)
 		dw_buf_printf(out, "# syslog_facility = %d (not one a config can name)\n",
 			      cfg->syslog_facility);
 	describe_cgroup(out, cfg->enforce_cgroup);
+	describe_dns_ports(out, cfg);
 	for (i = 0; i < cfg->ndeps; i++) {
 		d = &cfg->deps[i];
 		dw_buf_printf(out, "\n[dependency %s]\t# line %d\n", d->name, d->line);

@@ -36,6 +36,7 @@ const char dw_default_config[] =
 	"eject_probe_calls = 5   # calls let through and judged before an ejected one is back\n"
 	"failure_status = 5xx    # HTTP answers that fail their call: classes (5xx), codes (429), or none\n"
 	"dns_timeout = 5s        # a DNS query unanswered this long failed (reason timeout)\n"
+	"dns_ports = 53          # UDP ports read as DNS, for every dependency: 53, 5353, ...\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
 
 /*
@@ -46,7 +47,7 @@ const char dw_default_config[] =
 static const struct key_def timeout_key = { "timeout", KIND_DURATION, 0, NS_PER_MS, NS_PER_H };
 
 /* The keys of [defaults] and [dependency] besides cfg_keys[], and of [service]. */
-static const char *const other_keys[] = { "match", "syslog_facility", "enforce_cgroup", "timeout" };
+static const char *const other_keys[] = { "match", "syslog_facility", "enforce_cgroup", "dns_ports", "timeout" };
 static const char *const service_keys[] = { "listen", "pool", "deadline", "path" };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -193,7 +194,7 @@ static const char *home_of(const char *key, enum section sec)
 		return in_list(key, service_keys, ARRAY_SIZE(service_keys)) ? "a [service NAME]" : NULL;
 	if (!strcmp(key, "match") || !strcmp(key, "timeout"))
 		return "a [dependency NAME]";
-	if (!strcmp(key, "syslog_facility") || !strcmp(key, "enforce_cgroup"))
+	if (!strcmp(key, "syslog_facility") || !strcmp(key, "enforce_cgroup") || !strcmp(key, "dns_ports"))
 		return "[defaults]";
 	return find_key(key) >= 0 ? "[defaults] or a [dependency NAME]" : NULL;
 }
@@ -346,8 +347,8 @@ static int add_match(struct parser *p, const char *val)
 	return 0;
 }
 
-/* syslog_facility and enforce_cgroup: keys of [defaults] alone, set at most once. */
-static int check_defaults_only(struct parser *p, const char *key, int line)
+/* syslog_facility, enforce_cgroup and dns_ports: keys of [defaults] alone, set at most once. */
+int cfg_check_defaults_only(struct parser *p, const char *key, int line)
 {
 	if (p->sec != SEC_DEFAULTS)
 		return fail(p, "%s belongs in [defaults], not in [dependency %s]", key,
@@ -361,7 +362,7 @@ static int set_facility(struct parser *p, const char *val)
 	size_t i;
 	int err;
 
-	err = check_defaults_only(p, "syslog_facility", p->facility_line);
+	err = cfg_check_defaults_only(p, "syslog_facility", p->facility_line);
 	if (err)
 		return err;
 	for (i = 0; i < NFACILITIES; i++) {
@@ -382,7 +383,7 @@ static int set_cgroup(struct parser *p, const char *val)
 	char c[DW_CLIP_BUF];
 	int err;
 
-	err = check_defaults_only(p, "enforce_cgroup", p->cgroup_line);
+	err = cfg_check_defaults_only(p, "enforce_cgroup", p->cgroup_line);
 	if (err)
 		return err;
 	why = cfg_cgroup_path_problem(val, n, &at);
@@ -464,6 +465,8 @@ static int parse_setting(struct parser *p, char *s)
 		return set_facility(p, val);
 	if (strcmp(key, "enforce_cgroup") == 0)
 		return set_cgroup(p, val);
+	if (strcmp(key, "dns_ports") == 0)
+		return cfg_set_dns_ports(p, val);
 	if (strcmp(key, "timeout") == 0)
 		return set_timeout(p, val);
 	k = find_key(key);
@@ -551,6 +554,8 @@ static int build(struct parser *p, struct dw_config *out)
 	out->nservices = p->nsvcs;
 	out->syslog_facility = p->facility;
 	memcpy(out->enforce_cgroup, p->cgroup, sizeof(out->enforce_cgroup));
+	memcpy(out->dns_ports, p->dns_ports, sizeof(out->dns_ports));
+	out->ndns_ports = p->ndns_ports;
 	snprintf(out->source, sizeof(out->source), "%s", p->src);
 	return 0;
 }

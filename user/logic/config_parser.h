@@ -87,11 +87,21 @@ struct parser {
 	int facility, facility_line;
 	char cgroup[DW_CGROUP_PATH_MAX + 1];
 	int cgroup_line;
+	uint16_t dns_ports[DW_DNS_PORTS_MAX];
+	unsigned ndns_ports;
+	int dns_ports_line;
 	struct pdep *deps;
 	unsigned ndeps, cap;
 	struct psvc *svcs;
 	unsigned nsvcs, svc_cap;
 };
+
+/* ---- config_dnsports.c ---- */
+
+/* A key of [defaults] alone (an error in a [dependency]), set at most once (line: where it was). */
+int cfg_check_defaults_only(struct parser *p, const char *key, int line);
+/* dns_ports = PORT[, PORT...] in [defaults]: into p->dns_ports, or an error at p->line. */
+int cfg_set_dns_ports(struct parser *p, const char *val);
 
 /* ---- config_parser.c ---- */
 

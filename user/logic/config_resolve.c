@@ -193,6 +193,12 @@ static void resolve_defaults(struct parser *p, const struct dw_config *base)
 	/* not in the built-in config: unset there means the cgroup v2 root */
 	if (!p->cgroup_line && base)
 		memcpy(p->cgroup, base->enforce_cgroup, sizeof(p->cgroup));
+	if (!p->dns_ports_line && base) {
+		memcpy(p->dns_ports, base->dns_ports, sizeof(p->dns_ports));
+		p->ndns_ports = base->ndns_ports;
+	} else if (!p->dns_ports_line) {
+		cfg_fail_at(p, 1, 0, "the built-in config does not set 'dns_ports'");
+	}
 	check_min_calls(p, &p->defaults, p->key_line, "");
 	check_abort_after(p, &p->defaults, p->key_line, p->defaults_line ? p->defaults_line : 1,
 			  " in [defaults]");

@@ -392,6 +392,35 @@ static void add_ejected(struct dw_top_frame *f, char *line)
 	f->notes[f->nnotes++][len] = 0;
 }
 
+/*
+ * "@dns<TAB>dependency<TAB>queries<TAB>timeouts<TAB>rcode_failed<TAB>nxdomain" (issue 35):
+ * a resolver's DNS outcomes since start, one line above the table.
+ */
+static void add_dns(struct dw_top_frame *f, char *line)
+{
+	char *fld[6], dep[64], note[DW_TOP_NOTE_LEN + 160];
+	unsigned long long v[4];
+	size_t len;
+
+	if (split_tabs(line, fld, 6) != 6) {
+		f->skipped++;
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		if (parse_count(fld[2 + i], &v[i])) {
+			f->skipped++;
+			return;
+		}
+	if (f->nnotes == DW_TOP_NOTES)
+		return;
+	dw_top_clean(dep, sizeof(dep), fld[1], strlen(fld[1]));
+	snprintf(note, sizeof(note), "%s: DNS %llu queries  [%llu timeouts, %llu SERVFAIL/REFUSED, %llu NXDOMAIN]",
+		 dep, v[0], v[1], v[2], v[3]);
+	len = strnlen(note, DW_TOP_NOTE_LEN - 1);
+	memcpy(f->notes[f->nnotes], note, len);
+	f->notes[f->nnotes++][len] = 0;
+}
+
 /* The next line of text[*off, len), NUL-terminated in place; its length in *n. */
 static char *next_line(char *text, size_t len, size_t *off, size_t *n)
 {
@@ -430,6 +459,8 @@ int dw_top_parse(const char *text, size_t len, struct dw_top_frame *f)
 			add_note(f, line);
 		else if (!strncmp(line, "@ejected\t", 9))
 			add_ejected(f, line);
+		else if (!strncmp(line, "@dns\t", 5))
+			add_dns(f, line);
 		else if (!strncmp(line, "@caller\t", 8))
 			err = add_caller(f, line);
 		else
