@@ -123,7 +123,7 @@ int dw_ssl_walk(struct pt_regs *ctx)
 	key = j->key;
 	l = bpf_map_lookup_elem(&tls_links, &key);
 	if (l && !tls_h2_bytes(l, &key, j->way, j->addr, j->len, j->seq, j->now))
-		tls_plain(l, j->way, j->now);
+		tls_plain(l, j->way, j->addr, j->len, j->now);
 	return 0;
 }
 

@@ -156,6 +156,7 @@ static __always_inline void tls_link_init(struct dw_conn *l)
 	l->h2_seen = 0;
 	l->tls_tx = 0;
 	l->tls_rx = 0;
+	l->status = 0;	/* the plaintext's own status lines, from now on (tls_plain()) */
 }
 
 /*
@@ -185,8 +186,14 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 		}
 		key.ssl = t->ssl;
 	}
-	/* a record-level call begun before the tie (the ClientHello's arrival, inbound): no call of its own */
-	if (conn->call_start_ns)
+	/*
+	 * A record-level call begun before the tie (the ClientHello's arrival, inbound): no call of
+	 * its own. Go ties after its handshake (tls_go_sending()): the handshake's last flight is no
+	 * call at all, released uncounted.
+	 */
+	if (conn->call_start_ns && t && t->op == DW_SSL_GO)
+		call_release(conn);
+	else if (conn->call_start_ns)
 		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
 	conn->tls_ssl = key.ssl;
 	conn->tls_tgid = key.tgid;

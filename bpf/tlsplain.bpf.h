@@ -66,13 +66,22 @@ struct {
 	__type(value, struct dw_tls_job);
 } tls_jobs SEC(".maps") __weak;
 
-/* Plaintext not walked (not HTTP/2): an outbound call's start or answer, an inbound request or answer. */
-static __always_inline void tls_plain(struct dw_conn *l, __u8 way, __u64 now)
+/*
+ * Plaintext not walked (not HTTP/2): an outbound call's start or answer, an inbound request or
+ * answer. An outbound call's answer begins with its HTTP/1 status line, if it is HTTP/1: read
+ * by the outcomes decoder (outcome.bpf.h), whose status the call's end counts.
+ */
+static __always_inline void tls_plain(struct dw_conn *l, __u8 way, __u64 addr, __u32 len, __u64 now)
 {
-	if (way == H2_TX)
+	struct h2_bytes b = { .kind = H2_SRC_USER, .addr = addr, .len = len };
+
+	if (way == H2_TX) {
 		tls_write_begins(l, now);
-	else
-		tls_read_done(l, now);
+		return;
+	}
+	if (l->role == DW_ROLE_OUTBOUND && l->call_start_ns && l->http1 != DW_HTTP1_NEVER)
+		answer_read_user(l, &b);
+	tls_read_done(l, now);
 }
 
 /* [0]: dw_ssl_walk, put there by user space after load (only when TLS is on: it is loaded then) */
@@ -104,7 +113,7 @@ static __always_inline void tls_bytes(void *ctx, struct dw_conn *l, struct dw_tl
 		j->way = way;
 		bpf_tail_call(ctx, &tls_walkers, 0);
 	}
-	tls_plain(l, way, now);
+	tls_plain(l, way, addr, len, now);
 }
 
 #endif /* DEPWATCH_TLSPLAIN_BPF_H */
