@@ -154,6 +154,33 @@ static __always_inline struct dw_go_gstate *go_leave(struct pt_regs *ctx)
 	return bpf_map_lookup_elem(&go_goroutines, &k);
 }
 
+/*
+ * crypto/tls.(*Conn).handshakeContext's entry (no RET probed): the thread is marked with the
+ * conn and its socket, so that the handshake's first send (the ClientHello, sent before the
+ * goroutine can park) ties the session, before any record-level call starts. The goroutine's
+ * state is not touched: a Write or Read may be under it (they handshake first). The mark
+ * stays until the thread's next Go entry or RET replaces or removes it; it names its socket,
+ * so a stale one ties nothing else.
+ */
+SEC("uprobe")
+int dw_go_tls_handshake(struct pt_regs *ctx)
+{
+	__u32 idx = (__u32)bpf_get_attach_cookie(ctx);
+	const struct dw_go_layout *l = bpf_map_lookup_elem(&go_layouts, &idx);
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_ssl_thread t = { .ssl = ctx->ax, .op = DW_SSL_GO, .inside = 1 };
+	__s64 fd;
+
+	if (!l || !l->valid)
+		return 0;
+	fd = go_conn_fd(ctx->ax, l);
+	t.sk = fd < 0 ? 0 : go_fd_sock(fd);
+	t.start_ns = bpf_ktime_get_ns();
+	if (t.sk && !tls_link_of(t.ssl, id >> 32))
+		bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
+	return 0;
+}
+
 SEC("uprobe")
 int dw_go_tls_write(struct pt_regs *ctx)
 {

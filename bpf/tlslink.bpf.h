@@ -188,12 +188,9 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 	}
 	/*
 	 * A record-level call begun before the tie (the ClientHello's arrival, inbound): no call of
-	 * its own. Go ties after its handshake (tls_go_sending()): the handshake's last flight is no
-	 * call at all, released uncounted.
+	 * its own.
 	 */
-	if (conn->call_start_ns && t && t->op == DW_SSL_GO)
-		call_release(conn);
-	else if (conn->call_start_ns)
+	if (conn->call_start_ns)
 		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
 	conn->tls_ssl = key.ssl;
 	conn->tls_tgid = key.tgid;

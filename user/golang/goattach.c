@@ -85,6 +85,8 @@ int dw_go_attach_file(struct bpf_object *obj, const char *path, struct dw_tls_li
 		rc |= attach_one(obj, "dw_go_tls_read", path, p.read.off, slot, out, why, whylen);
 	for (unsigned i = 0; !rc && i < p.read.nret; i++)
 		rc |= attach_one(obj, "dw_go_tls_read_ret", path, p.read.ret_off[i], slot, out, why, whylen);
+	if (!rc && p.shake_off)
+		rc |= attach_one(obj, "dw_go_tls_handshake", path, p.shake_off, slot, out, why, whylen);
 	if (rc) {
 		dw_tls_detach_file(out);
 		return -1;

@@ -24,8 +24,8 @@ extern const struct dw_tls_probe dw_tls_probes[];
 extern const size_t dw_tls_nprobes;
 
 /* The links made on one file, destroyed together. */
-/* OpenSSL: the table (11); Go: two entries and every RET of each (logic/goret.h) */
-#define DW_TLS_LINKS_MAX (2 + 2 * DW_GO_MAX_RETS)
+/* OpenSSL: the table (11); Go: three entries and every RET of Write and Read (logic/goret.h) */
+#define DW_TLS_LINKS_MAX (3 + 2 * DW_GO_MAX_RETS)
 struct dw_tls_links {
 	struct bpf_link *l[DW_TLS_LINKS_MAX];
 	unsigned n;
