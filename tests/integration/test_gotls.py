@@ -10,6 +10,7 @@ One daemon for the class; each case's server on its own port of 43100-43199 (thi
 import hashlib
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -27,8 +28,18 @@ _next_port = [43110]
 
 
 def port():
-    _next_port[0] += 1
-    return _next_port[0]
+    """The next port of this file's range that is free now (bound, released): the case's rows are its own."""
+    while _next_port[0] < 43199:
+        _next_port[0] += 1
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", _next_port[0]))
+            return _next_port[0]
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise AssertionError("no free port in 43111-43199")
 
 
 def expected_digest(n, code=200):
@@ -43,14 +54,17 @@ class GoProgram:
     """gotls -wait: started, held until the daemon has its uprobes on the file, then let go."""
 
     def __init__(self, binary, args, env=None):
+        self.err = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen([binary, "-wait"] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True, env=env)
+                                  stderr=self.err, text=True, env=env)
         self.started = time.monotonic()
         self.lines = []
         while True:
             line = self.p.stdout.readline()
             if not line:
-                raise AssertionError("%s exited before it was ready: %r" % (binary, self.lines))
+                self.p.wait()
+                self.err.seek(0)
+                raise AssertionError("%s exited before it was ready: %r %s" % (binary, self.lines, self.err.read()[-2000:]))
             self.lines.append(line)
             if line.startswith("ready"):
                 break
