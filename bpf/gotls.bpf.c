@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Go's crypto/tls (doc/go.md), first step: uprobes at crypto/tls.(*Conn).Write's and
- * Read's entries that read the connection's socket fd through the Go version's struct
- * offsets, and at their RETs that read n, recorded per goroutine. It shows that the offsets the finder (user/golang/goprobe.c)
- * gives are right on the running program; the call model on Go's plaintext builds on it.
+ * Go's crypto/tls (doc/go.md): uprobes at crypto/tls.(*Conn).Write's and Read's entries
+ * that read the connection's socket fd through the Go version's struct offsets, and at
+ * their RETs that read n, recorded per goroutine; then the same plaintext feed as
+ * OpenSSL's (bpf/tlsplain.bpf.h), the session being the *tls.Conn.
+ *
+ * The tie to the TCP connection is OpenSSL's (bpf/tlslink.bpf.h): an entry marks its
+ * thread (ssl_threads, op DW_SSL_GO) with the conn and the struct sock of its fd, and the
+ * first send on that very socket inside a Write ties {conn, tgid} to it. The mark names
+ * the socket because a thread runs many goroutines: a send for another goroutine's
+ * connection (the marked one parked, or preempted) ties nothing. At a RET the mark goes.
  *
  * Go's register ABI (1.17+, amd64): the *tls.Conn in RAX, the slice in RBX (pointer) and
  * RCX (length), the goroutine's g in R14. The return is taken at each RET instruction
@@ -19,7 +25,9 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "conn.bpf.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "tlsplain.bpf.h"
 #include "gotls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -37,6 +45,71 @@ static __always_inline __s64 go_conn_fd(__u64 conn, const struct dw_go_layout *l
 	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(nfd + l->pfd_sysfd)))
 		return -1;
 	return fd;
+}
+
+/* The struct sock of the current process's fd, as a key (never dereferenced): 0 if none. */
+static __always_inline __u64 go_fd_sock(__s64 fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *f = 0;
+	struct socket *so;
+
+	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	so = BPF_CORE_READ(f, private_data);
+	return so ? (__u64)(unsigned long)BPF_CORE_READ(so, sk) : 0;
+}
+
+/* The entry's thread mark for the TCP side's tie (tlslink.bpf.h's tls_sender). */
+static __always_inline void go_mark(struct dw_go_gstate *s, __u64 id, __u64 now)
+{
+	struct dw_ssl_thread t = { .ssl = s->conn, .op = DW_SSL_GO, .inside = 1, .buf = s->buf,
+				   .start_ns = now, .sk = s->sk };
+
+	s->tid = id;
+	s->start_ns = now;
+	if (s->sk)
+		bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
+}
+
+/* At a RET: the entry's mark goes, if it is still this goroutine's (on whichever thread it was). */
+static __always_inline void go_unmark(struct dw_go_gstate *s)
+{
+	__u64 id = s->tid;
+	struct dw_ssl_thread *t = bpf_map_lookup_elem(&ssl_threads, &id);
+
+	if (t && t->op == DW_SSL_GO && t->ssl == s->conn)
+		bpf_map_delete_elem(&ssl_threads, &id);
+}
+
+/*
+ * n bytes of plaintext, one way: to the session's link, if it is tied (this program
+ * may end here, in the walker's tail call). False: not tied.
+ */
+static __always_inline bool go_plain(void *ctx, struct dw_go_gstate *s, __u8 way, __u64 n, __u64 at)
+{
+	struct dw_tls_key key = { .ssl = s->conn, .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct dw_conn *l;
+	__u32 seq;
+
+	if (!n || n > s->len || n > 0x7fffffff)
+		return false;
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (!l)
+		return false;
+	if (way == H2_TX) {
+		seq = l->tls_tx;
+		l->tls_tx += n;
+	} else {
+		seq = l->tls_rx;
+		l->tls_rx += n;
+	}
+	tls_bytes(ctx, l, &key, way, s->buf, (__u32)n, seq, at);
+	return true;
 }
 
 /* Write's or Read's entry: the goroutine's state with the conn's fd, created if new. */
@@ -59,10 +132,15 @@ static __always_inline struct dw_go_gstate *go_enter(struct pt_regs *ctx)
 			return NULL;
 	}
 	s->conn = ctx->ax;
+	s->buf = ctx->bx;
 	s->len = ctx->cx;
 	s->fd = go_conn_fd(s->conn, l);
+	s->sk = 0;
 	if (s->fd < 0)
 		global_count(G_go_tls_fd_unread);
+	else
+		s->sk = go_fd_sock(s->fd);
+	go_mark(s, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
 	return s;
 }
 
@@ -74,6 +152,33 @@ static __always_inline struct dw_go_gstate *go_leave(struct pt_regs *ctx)
 	k.tgid = bpf_get_current_pid_tgid() >> 32;
 	k.g = ctx->r14;
 	return bpf_map_lookup_elem(&go_goroutines, &k);
+}
+
+/*
+ * crypto/tls.(*Conn).handshakeContext's entry (no RET probed): the thread is marked with the
+ * conn and its socket, so that the handshake's first send (the ClientHello, sent before the
+ * goroutine can park) ties the session, before any record-level call starts. The goroutine's
+ * state is not touched: a Write or Read may be under it (they handshake first). The mark
+ * stays until the thread's next Go entry or RET replaces or removes it; it names its socket,
+ * so a stale one ties nothing else.
+ */
+SEC("uprobe")
+int dw_go_tls_handshake(struct pt_regs *ctx)
+{
+	__u32 idx = (__u32)bpf_get_attach_cookie(ctx);
+	const struct dw_go_layout *l = bpf_map_lookup_elem(&go_layouts, &idx);
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_ssl_thread t = { .ssl = ctx->ax, .op = DW_SSL_GO, .inside = 1 };
+	__s64 fd;
+
+	if (!l || !l->valid)
+		return 0;
+	fd = go_conn_fd(ctx->ax, l);
+	t.sk = fd < 0 ? 0 : go_fd_sock(fd);
+	t.start_ns = bpf_ktime_get_ns();
+	if (t.sk && !tls_link_of(t.ssl, id >> 32))
+		bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
+	return 0;
 }
 
 SEC("uprobe")
@@ -93,6 +198,20 @@ int dw_go_tls_write(struct pt_regs *ctx)
 	s->in_write = 1;
 	s->bytes_asked += s->len;
 	s->write_len = s->len;
+	/*
+	 * A tied session's request goes to the call model at Write's entry, all of it (Write
+	 * writes it all or fails): at its RET, the answer could already have been read by the
+	 * reading goroutine on another CPU (net/http's readLoop), and the call would start
+	 * after its end. Callers serialise Write (net/http's writeLoop, HTTP/2's write mutex),
+	 * so the stream layer sees the bytes in order. Not tied yet (the first Write ties it,
+	 * in its send): at the RET.
+	 */
+	s->tx_fed = 0;
+	if (s->len && bpf_map_lookup_elem(&tls_links, &(struct dw_tls_key){ .ssl = s->conn,
+			.tgid = bpf_get_current_pid_tgid() >> 32 })) {
+		s->tx_fed = 1;
+		go_plain(ctx, s, H2_TX, s->len, s->start_ns);
+	}
 	return 0;
 }
 
@@ -108,6 +227,10 @@ int dw_go_tls_write_ret(struct pt_regs *ctx)
 	s->in_write = 0;
 	/* n <= len on every path; a wild RAX (a RET we misplaced) would show as bytes over */
 	s->bytes_written += ctx->ax;
+	go_unmark(s);
+	/* the Write that tied the session: its bytes, as of its entry */
+	if (!s->tx_fed)
+		go_plain(ctx, s, H2_TX, ctx->ax, s->start_ns);
 	return 0;
 }
 
@@ -138,5 +261,7 @@ int dw_go_tls_read_ret(struct pt_regs *ctx)
 	s->read_returns++;
 	s->in_read = 0;
 	s->bytes_read += ctx->ax;
+	go_unmark(s);
+	go_plain(ctx, s, H2_RX, ctx->ax, bpf_ktime_get_ns());
 	return 0;
 }

@@ -49,6 +49,13 @@ struct dw_go_gstate {
 	 */
 	__u64 write_repeats, read_repeats;
 	__u32 in_write, in_read;
+	/* the call model's (bpf/gotls.bpf.c): the last entry's buffer, time, thread and socket */
+	__u64 buf;		/* RBX: the slice's data */
+	__u64 start_ns;
+	__u64 tid;		/* the pid_tgid whose ssl_threads mark the entry set */
+	__u64 sk;		/* the fd's struct sock, 0 if it did not read */
+	__u32 tx_fed;		/* this Write's bytes went to the call model at its entry */
+	__u32 pad;
 };
 
 #endif

@@ -27,6 +27,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "callmodel.bpf.h"
+#include "tlsplain.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -103,70 +104,6 @@ static __always_inline __u32 ssl_done_len(const struct dw_ssl_thread *t, int ret
 	return n > 0x7fffffff ? 0x7fffffff : n;
 }
 
-/* Plaintext is being written at now: an outbound call's start, an inbound request's answer. */
-static __always_inline void tls_write_begins(struct dw_conn *l, __u64 now)
-{
-	struct dw_dest_stats *st;
-
-	if (l->role == DW_ROLE_INBOUND) {
-		if (l->call_start_ns)
-			call_complete(l, now);
-		row_process(l, bpf_get_current_pid_tgid() >> 32);
-		return;
-	}
-	/* none after the peer's FIN (tls_on_state()) */
-	if (l->call_start_ns || *(volatile __u32 *)&l->closed || (l->tls_next_ns && l->tls_next_ns < now))
-		return;
-	st = call_begin(l, now, 0, caller_of());
-	if (!st)
-		return;
-	retry_check(l, st, now);
-	/* the link went (TCP_CLOSE, SSL_free on another thread) as the call began: see outbound_start() */
-	if (*(volatile __u32 *)&l->closed)
-		call_end(l, OUTCOME_DROPPED, now);
-}
-
-/* Plaintext was read: an outbound call's answer, an inbound request. */
-static __always_inline void tls_read_done(struct dw_conn *l, __u64 now)
-{
-	if (l->role == DW_ROLE_OUTBOUND) {
-		if (l->call_start_ns)
-			call_complete(l, now);
-		return;
-	}
-	if (l->call_start_ns || *(volatile __u32 *)&l->closed)
-		return;
-	if (call_begin(l, now, 0, 0) && *(volatile __u32 *)&l->closed)
-		call_end(l, OUTCOME_DROPPED, now);
-}
-
-/* A tied session's plaintext for the walker (dw_ssl_walk): one per CPU, for one tail call. */
-struct dw_tls_job {
-	struct dw_tls_key key;
-	__u64 addr;
-	__u64 now;
-	__u32 len;
-	__u32 seq;	/* the direction's plaintext bytes before these */
-	__u8 way;	/* enum h2_way */
-	__u8 pad[7];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct dw_tls_job);
-} tls_jobs SEC(".maps");
-
-/* Plaintext not walked (not HTTP/2): an outbound call's start or answer, an inbound request or answer. */
-static __always_inline void tls_plain(struct dw_conn *l, __u8 way, __u64 now)
-{
-	if (way == H2_TX)
-		tls_write_begins(l, now);
-	else
-		tls_read_done(l, now);
-}
-
 /*
  * The stream layer's walk of a session's plaintext, in this one program:
  * the write and read returns tail-call it (tls_walkers), so the walker is
@@ -186,40 +123,8 @@ int dw_ssl_walk(struct pt_regs *ctx)
 	key = j->key;
 	l = bpf_map_lookup_elem(&tls_links, &key);
 	if (l && !tls_h2_bytes(l, &key, j->way, j->addr, j->len, j->seq, j->now))
-		tls_plain(l, j->way, j->now);
+		tls_plain(l, j->way, j->addr, j->len, j->now);
 	return 0;
-}
-
-/* [0]: dw_ssl_walk, put there by user space after load (only when TLS is on: it is loaded then) */
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} tls_walkers SEC(".maps");
-
-/*
- * len bytes of plaintext at addr one way, after seq: to the walker if the
- * session is or may be HTTP/2 (this program ends there), else, or if the
- * tail call fails, to the request/response model here.
- */
-static __always_inline void tls_bytes(void *ctx, struct dw_conn *l, struct dw_tls_key *key, __u8 way,
-				      __u64 addr, __u32 len, __u32 seq, __u64 now)
-{
-	__u32 zero = 0;
-	struct dw_tls_job *j;
-
-	if (dw_h2_enabled && l->h2 != DW_H2_NEVER && l->h2 != DW_H2_LOST &&
-	    (j = bpf_map_lookup_elem(&tls_jobs, &zero))) {
-		j->key = *key;
-		j->addr = addr;
-		j->len = len;
-		j->seq = seq;
-		j->now = now;
-		j->way = way;
-		bpf_tail_call(ctx, &tls_walkers, 0);
-	}
-	tls_plain(l, way, now);
 }
 
 /*

@@ -53,6 +53,7 @@ enum dw_tls_own {
 #define DW_SSL_WRITE 1
 #define DW_SSL_READ 2
 #define DW_SSL_SHAKE 3
+#define DW_SSL_GO 4	/* Go's crypto/tls Write or Read (bpf/gotls.bpf.c): sk says which socket */
 
 /* A thread's SSL call: inside it (inside), or its last one (done_ns). */
 struct dw_ssl_thread {
@@ -66,6 +67,7 @@ struct dw_ssl_thread {
 	__u8 pad[6];
 	__u32 len;		/* SSL_write: the bytes given */
 	__u32 pad2;
+	__u64 sk;		/* DW_SSL_GO: the socket of the conn's fd; only a send on it ties */
 };
 
 struct dw_tls_key {
@@ -128,11 +130,14 @@ static __always_inline struct dw_conn *tls_link_of(__u64 ssl, __u32 tgid)
  * or (memory BIOs) its last, returned within DW_TLS_LATE_NS, whose session
  * is tied to no socket yet.
  */
-static __always_inline struct dw_ssl_thread *tls_sender(__u64 id, bool *late)
+static __always_inline struct dw_ssl_thread *tls_sender(__u64 id, __u64 skey, bool *late)
 {
 	struct dw_ssl_thread *t = bpf_map_lookup_elem(&ssl_threads, &id);
 
 	*late = false;
+	/* a Go goroutine's mark names its socket: the thread may send for another goroutine */
+	if (t && t->op == DW_SSL_GO)
+		return t->inside && t->sk == skey ? t : 0;
 	if (!t || t->inside)
 		return t;
 	if (bpf_ktime_get_ns() - t->done_ns > DW_TLS_LATE_NS || tls_link_of(t->ssl, id >> 32))
@@ -151,6 +156,7 @@ static __always_inline void tls_link_init(struct dw_conn *l)
 	l->h2_seen = 0;
 	l->tls_tx = 0;
 	l->tls_rx = 0;
+	l->status = 0;	/* the plaintext's own status lines, from now on (tls_plain()) */
 }
 
 /*
@@ -172,7 +178,7 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 		key = *o;
 		bpf_map_delete_elem(&tls_owner, &skey);
 	} else {
-		t = tls_sender(id, &late);
+		t = tls_sender(id, skey, &late);
 		if (!t) {
 			global_count(G_tls_unlinked);
 			conn->tls_own = DW_TLS_UNLINKED;
@@ -180,7 +186,10 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 		}
 		key.ssl = t->ssl;
 	}
-	/* a record-level call begun before the tie (the ClientHello's arrival, inbound): no call of its own */
+	/*
+	 * A record-level call begun before the tie (the ClientHello's arrival, inbound): no call of
+	 * its own.
+	 */
 	if (conn->call_start_ns)
 		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
 	conn->tls_ssl = key.ssl;
@@ -205,6 +214,19 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 }
 
 /*
+ * Go ties late: its handshake runs in Conn.HandshakeContext, not probed, so
+ * the handshake's sends find no mark (tls_unlinked); the first send inside
+ * a probed Write on this very socket ties it then.
+ */
+static __always_inline bool tls_go_sending(__u64 skey)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_ssl_thread *t = bpf_map_lookup_elem(&ssl_threads, &id);
+
+	return t && t->op == DW_SSL_GO && t->inside && t->sk == skey;
+}
+
+/*
  * Whether the connection's calls are its TLS session's plaintext ones: the
  * record-level events then leave it alone. A send (in the sending task)
  * decides it the first time, and takes a later tie (tls_owner) over; other
@@ -218,7 +240,7 @@ static __always_inline bool tls_owned(const struct sock *sk, struct dw_conn *con
 		return false;
 	if (conn->tls_own == DW_TLS_OWNED || !send)
 		return conn->tls_own == DW_TLS_OWNED;
-	if (conn->tls_own == DW_TLS_UNLINKED && !tls_owner_of(&skey))
+	if (conn->tls_own == DW_TLS_UNLINKED && !tls_owner_of(&skey) && !tls_go_sending(skey))
 		return false;
 	if (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND)
 		return false;

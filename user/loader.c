@@ -125,7 +125,7 @@ static void decide_tls(struct dw_bpf *b)
 	if (b->tls_on)
 		return;
 	bpf_object__for_each_program(prog, b->skel->obj)
-		if (!strncmp(bpf_program__name(prog), "dw_ssl_", 7))
+		if (!strncmp(bpf_program__name(prog), "dw_ssl_", 7) || !strncmp(bpf_program__name(prog), "dw_go_", 6))
 			bpf_program__set_autoload(prog, false);
 	bpf_program__set_autoload(b->skel->progs.dw_tls_exec, false);
 }
@@ -185,12 +185,6 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	}
 	decide_h2(b, h2);
 	decide_tls(b);
-	/* Go's TLS uprobes (bpf/gotls.bpf.c) are attached per file by the Go discovery, which is
-	 * not there yet (doc/go.md): not loaded until it is. */
-	dw_bpf_no_autoload(b, "dw_go_tls_write");
-	dw_bpf_no_autoload(b, "dw_go_tls_write_ret");
-	dw_bpf_no_autoload(b, "dw_go_tls_read");
-	dw_bpf_no_autoload(b, "dw_go_tls_read_ret");
 	if (!abort && !b->abort_why[0]) {
 		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
 		b->abort_path = DW_ABORT_PATH_NONE;

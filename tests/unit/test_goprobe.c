@@ -142,6 +142,10 @@ static void probe_ok(const char *name, const char *truth, int stripped, int trim
 	assert_int_equal(p.has_symtab, !stripped);
 	check_func(&p.write, bin(truth), DW_GO_WRITE_SYM, path);
 	check_func(&p.read, bin(truth), DW_GO_READ_SYM, path);
+	/* handshakeContext's entry (the thread mark before the ClientHello): found, another function */
+	assert_true(p.shake_off > 0);
+	assert_true(p.shake_off < p.write.off || p.shake_off >= p.write.off + p.write.size);
+	assert_true(p.shake_off < p.read.off || p.shake_off >= p.read.off + p.read.size);
 	/* with DWARF (-w absent) the offsets are the binary's own, and the table agrees with them */
 	assert_int_equal(p.fd_source, stripped ? DW_GO_FD_TABLE : DW_GO_FD_DWARF);
 	assert_int_equal(dw_go_layout_table(1, 19, &t), 0);
@@ -220,6 +224,7 @@ static void test_no_section_headers(void **st)
 	assert_int_equal(p.write.off, q.write.off);
 	assert_int_equal(p.write.nret, q.write.nret);
 	assert_int_equal(p.read.off, q.read.off);
+	assert_int_equal(p.shake_off, q.shake_off);
 	assert_memory_equal(p.read.ret_off, q.read.ret_off, sizeof(p.read.ret_off));
 	free(buf);
 }

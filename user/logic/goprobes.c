@@ -62,6 +62,13 @@ int dw_go_probes_image(const void *buf, size_t len, struct dw_go_probes *out, ch
 	if (locate(&e, &p, DW_GO_WRITE_SYM, &out->write, why, whylen) < 0 ||
 	    locate(&e, &p, DW_GO_READ_SYM, &out->read, why, whylen) < 0)
 		return -1;
+	{
+		uint64_t va, size;
+		int64_t off;
+
+		if (dw_go_pcln_find(&p, DW_GO_SHAKE_SYM, &va, &size) == 0 && (off = dw_elf_vaddr_to_off(&e, va)) > 0)
+			out->shake_off = (uint64_t)off;
+	}
 	if (dw_go_layout_table(out->build.major, out->build.minor, &out->fd) == 0)
 		out->fd_source = DW_GO_FD_TABLE;
 	return 0;

@@ -35,12 +35,16 @@ struct dw_go_probes {
 	int has_symtab;		/* 0 when stripped (-ldflags=-s): the names came from .gopclntab */
 	uint32_t pcln_magic;
 	struct dw_go_func write, read;
+	/* crypto/tls.(*Conn).handshakeContext's entry (file offset), 0 if absent: its thread is marked
+	 * so that the handshake's first send ties the conn to its socket (bpf/gotls.bpf.c) */
+	uint64_t shake_off;
 	struct dw_go_fdchain fd;
 	enum dw_go_fd_source fd_source;
 };
 
 #define DW_GO_WRITE_SYM "crypto/tls.(*Conn).Write"
 #define DW_GO_READ_SYM "crypto/tls.(*Conn).Read"
+#define DW_GO_SHAKE_SYM "crypto/tls.(*Conn).handshakeContext"	/* Go 1.17+; entry only */
 
 /*
  * 0: *out holds the functions and, if golayout.c's table has the version, the chain

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "tls/elfsyms.h"
+#include "logic/goret.h"
 
 struct bpf_object;
 struct bpf_link;
@@ -23,7 +24,8 @@ extern const struct dw_tls_probe dw_tls_probes[];
 extern const size_t dw_tls_nprobes;
 
 /* The links made on one file, destroyed together. */
-#define DW_TLS_LINKS_MAX 16
+/* OpenSSL: the table (11); Go: three entries and every RET of Write and Read (logic/goret.h) */
+#define DW_TLS_LINKS_MAX (3 + 2 * DW_GO_MAX_RETS)
 struct dw_tls_links {
 	struct bpf_link *l[DW_TLS_LINKS_MAX];
 	unsigned n;

@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 #include "log.h"
+#include "golang/goattach.h"
 #include "tls/elfsyms.h"
 #include "tls/tls.h"
 
@@ -54,6 +56,37 @@ static void attach(struct dw_tls *t, struct dw_tls_file *f, const char *root, co
 		major(f->dev), minor(f->dev), (unsigned long long)f->ino);
 }
 
+/*
+ * A Go program using crypto/tls: its own uprobes (user/golang/goattach.c), or FAILED with
+ * the reason (a version before the register ABI, an unknown layout) for status.
+ */
+static void attach_go(struct dw_tls *t, struct dw_tls_file *f, const char *root)
+{
+	char why[200];
+
+	if (t->natt == DW_TLS_ATTACHED_MAX) {
+		f->state = DW_TLS_FILE_FAILED;
+		snprintf(f->why, sizeof(f->why), "more than %d TLS files (DW_TLS_ATTACHED_MAX)", DW_TLS_ATTACHED_MAX);
+		return;
+	}
+	if (dw_go_attach_file(t->obj, root, &t->att[t->natt].links, why, sizeof(why))) {
+		/* the process went while we read it (a short program): the next one to run it tries again */
+		if (access(root, F_OK)) {
+			f->state = DW_TLS_FILE_UNREAD;
+			return;
+		}
+		f->state = DW_TLS_FILE_FAILED;
+		dw_warn("tls: Go program %s not probed: %s; its connections stay TLS records", f->path, why);
+		snprintf(f->why, sizeof(f->why), "%s", why);
+		return;
+	}
+	f->state = DW_TLS_FILE_ATTACHED;
+	f->probes = t->att[t->natt].links.n;
+	t->att[t->natt++].file = (int)(f - t->files->e);
+	dw_info("tls: %u Go uprobes on %s (%s, dev %u:%u inode %llu)", f->probes, f->path, why, major(f->dev),
+		minor(f->dev), (unsigned long long)f->ino);
+}
+
 /* A file seen for the first time: its symbols, its kind, its uprobes if it takes them. */
 static void read_file(struct dw_tls *t, struct dw_tls_file *f, uint32_t pid)
 {
@@ -71,6 +104,8 @@ static void read_file(struct dw_tls *t, struct dw_tls_file *f, uint32_t pid)
 	f->state = DW_TLS_FILE_PLAIN;
 	if (dw_tls_kind_attachable(f->kind))
 		attach(t, f, root, &e);
+	else if (f->kind == DW_TLS_KIND_GO)
+		attach_go(t, f, root);
 }
 
 static bool seen(const struct proc_objs *o, uint64_t dev, uint64_t ino)
