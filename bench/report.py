@@ -26,6 +26,8 @@ import sys
 from collections import OrderedDict, defaultdict
 from statistics import median
 
+from summary import summary_lines
+
 MODES = OrderedDict((("A", "baseline"), ("F", "floor"), ("B", "depwatch"),
                      ("H", "depwatch, daemon stopped"),
                      ("P", os.environ.get("BEFORE_LABEL") or "depwatch before"),
@@ -846,6 +848,7 @@ def main():
         "Nothing here is a test assertion: the targets below are the issue's, and the figures "
         "are what this run measured.",
         "",
+        *summary_lines(runs, stats, floor_distance, spread, cfg_label),
         "## Targets",
         "",
         *targets_table(runs, stats, dec, scale),

@@ -268,7 +268,7 @@ static __noinline void answer_read_walk(const struct sock *sk, int ret)
 	conn = conn_of(sk);
 	if (!conn || !conn->answer_ns)
 		return;
-	first = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq) - (__u32)ret;
+	first = read_end_seq(sk, ret);
 	if (!conn->answer_looks) {
 		if ((__s32)(first + (__u32)ret - conn->rcv_seq) <= 0)
 			return;			/* bytes from before the request, still being read */

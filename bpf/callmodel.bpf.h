@@ -381,8 +381,8 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 #ifdef DW_TLS_NO_OWNER
 	const bool cand = false;
 #else
-	/* sock backend, TLS on: a receive's bytes may make the thread's TLS candidate (tls_rx_candidate()) */
-	bool cand = dw_tls_on && ret > 0;
+	/* a TLS connection live: the bytes may make its TLS candidate (tls_rx_candidate()) */
+	bool cand = dw_tls_on && ret > 0 && *(volatile __u32 *)&dw_tls_live;
 #endif
 	struct dw_conn *conn;
 

@@ -75,7 +75,8 @@ struct dw_conn {
 	__u32 tls_tx;			/* a link's copy: plaintext bytes written, the stream layer's sequence */
 	__u32 tls_rx;			/* a link's copy: plaintext bytes read */
 	__u8 tls_own;			/* enum dw_tls_own */
-	__u8 pad3[7];
+	__u8 tls_live;			/* counted in dw_tls_live (issue 36: the receive's TLS gate) */
+	__u8 pad3[6];
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */
@@ -221,6 +222,10 @@ static __always_inline void conn_forget(const struct sock *sk)
 
 	if (conn)
 		pend_give_back(conn);
+	if (conn && conn->tls_live) {
+		conn->tls_live = 0;
+		__sync_fetch_and_add(&dw_tls_live, -1);
+	}
 	if (dw_backend == DW_BACKEND_SYSCALLS)
 		bpf_map_delete_elem(&conns_sk, &key);
 }

@@ -211,6 +211,10 @@ static __always_inline void tls_first(struct dw_conn *conn, const struct h2_byte
 	if (!alpn && t.len != 5)
 		return;
 	conn->tls = 1;
+	if (!conn->tls_live) {
+		conn->tls_live = 1;
+		__sync_fetch_and_add(&dw_tls_live, 1);
+	}
 	if (dw_tls_h2_only(alpn, side == DW_H2_SERVER))
 		conn_mark_multiplexed(conn);
 	else if (side == DW_H2_CLIENT && (alpn & DW_ALPN_H2))

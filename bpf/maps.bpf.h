@@ -319,6 +319,14 @@ __u32 dw_h2_live __weak;
 __u32 dw_h2_pending __weak;
 
 /*
+ * Connections whose first bytes were a TLS hello (dw_conn.tls_live), until
+ * their TCP_CLOSE: while 0, a plain TCP read leaves dw_recv before its
+ * socket-storage lookup when TLS is on (issue 36). One that never reaches
+ * TCP_CLOSE in our sight leaves it high: the lookup again, never a miss.
+ */
+__u32 dw_tls_live __weak;
+
+/*
  * Set by user space before load: 0 where the kernel cannot show the stream
  * layer both directions (the sock backend without its receive program):
  * every connection keeps today's model.

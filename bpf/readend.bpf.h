@@ -69,4 +69,21 @@ static __always_inline bool read_end_bytes(struct h2_bytes *b, int ret)
 	return false;
 }
 
+/*
+ * The sequence number of the first of the ret bytes a read just returned:
+ * copied_seq less ret, less the peer's FIN when this read took it too
+ * (tcp_recvmsg_locked's found_fin_ok moves copied_seq past the FIN: the
+ * last data and the FIN in one segment, a client's GOAWAY and close; then,
+ * and only then, copied_seq is rcv_nxt with the FIN in it). Without this
+ * the walk started one byte late on such a read: h2_desync (issue 36).
+ */
+static __always_inline __u32 read_end_seq(const struct sock *sk, int ret)
+{
+	__u32 copied = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
+
+	if (copied == BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt))
+		copied -= fin_of(sk, DW_SK_PROBED);
+	return copied - (__u32)ret;
+}
+
 #endif /* DEPWATCH_READEND_BPF_H */

@@ -176,6 +176,10 @@ static __always_inline struct dw_conn *conn_adopt_as(const struct sock *sk, __u8
 	conn->h2_seen = 0;
 	conn->tls = 0;
 	conn->tls_own = 0;
+	if (conn->tls_live) {
+		conn->tls_live = 0;
+		__sync_fetch_and_add(&dw_tls_live, -1);
+	}
 	conn->rx_mark = 0;
 	conn->tls_next_ns = 0;
 	conn->last_ns = bpf_ktime_get_ns();

@@ -267,7 +267,7 @@ static __noinline void h2_read_walk(const struct sock *sk, int ret)
 		return;
 	if (!read_end_bytes(&b, ret))
 		return;
-	b.seq = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq) - (__u32)ret;
+	b.seq = read_end_seq(sk, ret);
 	h2_on_bytes(sk, conn, H2_RX, &b, 0, bpf_ktime_get_ns(), false);
 }
 

@@ -7,15 +7,14 @@
 #include "hooks.h"
 
 /*
- * Built with -DDW_H2_AT_READ (make CPPFLAGS=-DDW_H2_AT_READ), on x86-64 only:
- * dw_recv reads an h2c connection's received bytes at the read's end
- * (bpf/streams.bpf.h, h2_on_read: the system call's buffers from its saved
- * registers), and dw_h2_copy, a program on every copy of every socket, is not
- * loaded (issue 36). Not the default yet: on nginx and nghttpd behind h2load
- * -c 2 (test_realtraffic.Test6HTTP2) the inbound connections end in a desync
- * (bench/RESULTS.md). By default the copy program reads them, as before.
+ * On x86-64, by default: dw_recv reads an h2c connection's received bytes
+ * at the read's end (bpf/streams.bpf.h, h2_on_read: the system call's
+ * buffers from its saved registers), and dw_h2_copy, a program on every
+ * copy of every socket, is not loaded (issue 36). Built with
+ * -DDW_H2_AT_COPY (make CPPFLAGS=-DDW_H2_AT_COPY), and elsewhere than
+ * x86-64, the copy program reads them, as before.
  */
-#if defined(__x86_64__) && defined(DW_H2_AT_READ)
+#if defined(__x86_64__) && !defined(DW_H2_AT_COPY)
 #define DW_RECV_READS_H2 "dw_h2_copy"
 #else
 #define DW_RECV_READS_H2 NULL
