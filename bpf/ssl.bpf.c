@@ -234,6 +234,22 @@ static __always_inline int on_write(__u64 ssl, __u64 buf, int num, __u64 len_at)
 }
 
 /*
+ * The link's first plaintext bytes, either way: its destination counts a
+ * connection timed from the plaintext (conns_tls). Here, in the uprobes,
+ * not at the tie: the syscalls backend's exit programs have no room left.
+ */
+static __always_inline void tls_first_plain(struct dw_conn *l)
+{
+	struct dw_dest_stats *st;
+
+	if (l->tls_tx || l->tls_rx)
+		return;
+	st = stats_of(l);
+	if (st)
+		st->conns_tls++;
+}
+
+/*
  * A write returns: its bytes, as of when it began, go to the stream layer
  * or start (answer) a call. Nothing of the answer can be read before the
  * write returns: OpenSSL serialises a session's calls.
@@ -252,6 +268,8 @@ static __always_inline int on_write_ret(void *ctx, int ret, bool ex)
 	if (!l)
 		return 0;
 	n = ssl_done_len(t, ret, ex);
+	if (n)
+		tls_first_plain(l);
 	seq = l->tls_tx;
 	l->tls_tx += n;
 	if (n)
@@ -275,6 +293,7 @@ static __always_inline int on_read_ret(void *ctx, int ret, bool ex)
 	if (!l)
 		return 0;
 	now = bpf_ktime_get_ns();
+	tls_first_plain(l);
 	seq = l->tls_rx;
 	l->tls_rx += n;
 	tls_bytes(ctx, l, &key, H2_RX, t->buf, n, seq, now);

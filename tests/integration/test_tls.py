@@ -150,6 +150,12 @@ class TLSCase(RealTrafficCase):
         self.check((global_counter(st, "tls_writes") or 0) > 0, what + ": tls_writes",
                    global_counter(st, "tls_writes"), "> 0")
 
+    def plaintext(self, r, conns=None):
+        """The row says its calls are timed from the plaintext: tls_plaintext, tls_conns (all conns of them)."""
+        self.eq("tls_plaintext", r.get("tls_plaintext"), True)
+        if conns is not None:
+            self.eq("tls_conns (connections tied)", r.get("tls_conns"), conns)
+
     def test_ab_https(self):
         """A connection per request (ab without -k): calls = requests on both ends, p50 near ab's."""
         require("ab", "openssl")
@@ -164,6 +170,7 @@ class TLSCase(RealTrafficCase):
                     in_requests=i["requests"], in_failed=i["failed"], dw_p50_ms=r["p50_ms"],
                     in_p50_ms=i["p50_ms"], ab_mean_ms=res["mean_ms"], ab_p50_ms=res["p50_ms"])
         self.linked(st, "ab")
+        self.plaintext(r, n)
         # the readiness probe's connections (start_nginx) make no request: no calls of their own
         self.eq("calls (ab completed %d)" % n, r["calls"], n)
         self.eq("inbound requests", i["requests"], n)
@@ -253,6 +260,7 @@ class TLSCase(RealTrafficCase):
         self.record("asyncio https", calls=r["calls"], failed=r["failed"], in_requests=i["requests"],
                     dw_p50_ms=r["p50_ms"], client_p50_ms=res["p50_ms"])
         self.linked(st, "asyncio")
+        self.plaintext(r, 1)
         self.eq("client's own answers", res["ok"], n)
         self.eq("calls (the client's %d)" % n, r["calls"], n)
         self.eq("inbound requests", i["requests"], n)
@@ -281,6 +289,7 @@ class TLSCase(RealTrafficCase):
         self.record("nginx proxy_pass https", calls=r["calls"], failed=r["failed"], connects=r["connects"],
                     in_requests=i["requests"], dw_p50_ms=r["p50_ms"], ab_mean_ms=res["mean_ms"])
         self.linked(st, "nginx proxy")
+        self.plaintext(r, n)
         self.eq("upstream calls (ab completed %d)" % n, r["calls"], n)
         self.eq("upstream inbound requests", i["requests"], n)
         self.eq("failed", r["failed"] + i["failed"], 0)
@@ -301,6 +310,7 @@ class TLSCase(RealTrafficCase):
                     in_failed=i["failed"], conns_h2=r.get("conns_h2"), dw_p50_ms=r["p50_ms"],
                     h2load_mean_ms=res["mean_ms"])
         self.linked(st, "h2load")
+        self.plaintext(r, 1)
         self.eq("calls (h2load's %d)" % n, r["calls"], n)
         self.eq("inbound requests", i["requests"], n)
         self.eq("failed", r["failed"] + i["failed"], 0)
