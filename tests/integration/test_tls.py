@@ -245,7 +245,7 @@ class TLSCase(RealTrafficCase):
     def test_asyncio_client(self):
         """asyncio streams over TLS (ssl.SSLObject, memory BIOs): the ciphertext goes out after
         SSLObject.write returns, from the same thread, so the session is tied by the thread's last SSL
-        call (tls_linked_late): calls = requests, p50 within 10% of the client's own."""
+        call (tls_linked_late): calls = requests, p50 between the server's hold and the client's own."""
         require("openssl")
         port = own_port()
         self.nginx_tls(port, delay_ms=self.DELAY_MS)
@@ -267,8 +267,12 @@ class TLSCase(RealTrafficCase):
         self.eq("failed", r["failed"] + i["failed"], 0)
         self.check((global_counter(st, "tls_linked_late") or 0) > before, "tls_linked_late (the memory-BIO tie)",
                    global_counter(st, "tls_linked_late"), "> %d" % before)
-        self.check(r["p50_ms"] is not None and abs(r["p50_ms"] - res["p50_ms"]) <= 0.10 * res["p50_ms"],
-                   "p50_ms vs the client's %.3f ms" % res["p50_ms"], r["p50_ms"], "within 10%")
+        # between the server's hold and the client's own time (which adds its event loop's turns
+        # around the SSL calls: 20% of it under the 6.1 stage's TCG), each within a bucket (6.25%)
+        p50 = r["p50_ms"]
+        self.check(p50 is not None and self.DELAY_MS * (1 - BUCKET) <= p50 <= res["p50_ms"] * (1 + BUCKET),
+                   "p50_ms vs the hold %d ms and the client's %.3f ms" % (self.DELAY_MS, res["p50_ms"]), r["p50_ms"],
+                   "between them")
         self.verdict()
 
     def test_nginx_proxy_https(self):
@@ -296,8 +300,8 @@ class TLSCase(RealTrafficCase):
         self.verdict()
 
     def test_h2load_tls(self):
-        """HTTP/2 over TLS (ALPN h2, nginx `ssl http2`): h2load -n 20000 -c 1 -m 8 (the issue's 20 000 of 20 000), one call per stream,
-        exact, on both ends."""
+        """HTTP/2 over TLS (ALPN h2, nginx `ssl http2`): h2load -n 20000 -c 1 -m 8 (the issue's 20 000 of
+        20 000), one call per stream, exact, on both ends."""
         require("h2load", "openssl")
         port = own_port()
         self.nginx_tls(port, http2=True)
