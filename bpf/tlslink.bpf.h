@@ -96,6 +96,27 @@ struct {
 	__type(value, struct dw_conn);
 } ssl_cands SEC(".maps") __weak;
 
+/*
+ * The syscalls backend's read-side candidate (memory BIOs read outside SSL
+ * calls: grpc-core's client): the TLS socket no session owns that the
+ * thread last entered a receive on, noted at the enter (tls_sys_rx_note()),
+ * where there is room; the thread's next SSL call within DW_TLS_LATE_NS
+ * ties it (ssl_take_sys_cand() in bpf/ssl.bpf.c), writing the connection's
+ * own entry in conns_sk, which the uprobes can look up by the socket's
+ * address: no exit program has anything more to do.
+ */
+struct dw_tls_rx {
+	__u64 sk;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DW_SSL_THREADS_MAX);
+	__type(key, __u64);
+	__type(value, struct dw_tls_rx);
+} tls_sys_rx SEC(".maps") __weak;
+
 /* A socket an SSL call tied its session to, for the socket's next send to take over (tls_link()). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -256,6 +277,23 @@ static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_co
 		c->tls_sk = (__u64)(unsigned long)sk;
 		c->last_ns = bpf_ktime_get_ns();
 	}
+}
+
+/* syscalls backend, a receive's enter: the thread's candidate socket (tls_sys_rx above), not inside an SSL call. */
+static __always_inline void tls_sys_rx_note(const struct sock *sk, const struct dw_conn *conn)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_tls_rx r = { .sk = (__u64)(unsigned long)sk };
+	struct dw_ssl_thread *t;
+
+	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED ||
+	    (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND))
+		return;
+	t = bpf_map_lookup_elem(&ssl_threads, &id);
+	if (t && t->inside)
+		return;
+	r.ns = bpf_ktime_get_ns();
+	bpf_map_update_elem(&tls_sys_rx, &id, &r, BPF_ANY);
 }
 
 /* At TCP_CLOSE: a tie no send took over goes (the address may be another socket's next). */
