@@ -129,7 +129,8 @@ struct {
  * The socket's tie made by an SSL call (memory BIOs), if any. Not in the
  * syscalls backend's programs (syscalls.bpf.c defines DW_TLS_NO_OWNER):
  * its exit programs, which serve both directions, have no room left under
- * the verifier's limit; there such a client stays tls_unlinked.
+ * the verifier's limit; there the SSL call ties the connection itself
+ * (tls_sys_rx above).
  */
 #ifdef DW_TLS_NO_OWNER
 #define tls_owner_of(skey) ((void)(skey), (struct dw_tls_key *)0)
@@ -261,7 +262,7 @@ static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_co
 	struct dw_ssl_thread *t;
 	struct dw_conn *c;
 
-	/* not on the syscalls backend: see tls_owner_of() */
+	/* not on the syscalls backend: tls_sys_rx_note() at the enter there */
 	if (dw_backend == DW_BACKEND_SYSCALLS)
 		return;
 	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED || ret <= 0 || (flags & MSG_PEEK) ||
