@@ -164,6 +164,8 @@ struct dw_dest_stats {
 	__u64 dns_nxdomain;		/* of the completed: NXDOMAIN answers (no failure) */
 	__u64 dns_timeouts;		/* of the failed: queries unanswered after dns_timeout */
 	__u64 dns_rcode_failed;		/* of the failed: SERVFAIL and REFUSED answers */
+	/* TLS plaintext (issue 32, bpf/ssl.bpf.c) */
+	__u64 conns_tls;		/* connections tied to a TLS session: their calls timed from its plaintext, once each */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at

@@ -39,12 +39,64 @@ const volatile __u32 dw_tls_on = 0;
  * within DW_TLS_LATE_NS and this session is tied to nothing: the session's
  * link, and the socket's next send takes it over (tls_owner).
  */
+/*
+ * The syscalls backend's read-side tie (tls_sys_rx in bpf/tlslink.bpf.h):
+ * the socket the thread entered a receive on within DW_TLS_LATE_NS, a TLS
+ * connection no session owns, gets this session, which is tied to nothing:
+ * its link made here, and its own entry (conns_sk, by the socket's address)
+ * marked owned, so that its next send and receive leave it to the
+ * plaintext. A record-level call outstanding on it ends, no call.
+ */
+static __always_inline void ssl_take_sys_cand(__u64 id, __u64 ssl)
+{
+	struct dw_tls_key key = { .ssl = ssl, .tgid = id >> 32 };
+	struct dw_tls_rx *r = bpf_map_lookup_elem(&tls_sys_rx, &id);
+	struct dw_conn *c, *l;
+	__u64 skey, now, at;
+
+	if (!r)
+		return;
+	skey = r->sk;
+	at = r->ns;
+	now = bpf_ktime_get_ns();
+	bpf_map_delete_elem(&tls_sys_rx, &id);
+	if (now - at > DW_TLS_LATE_NS || bpf_map_lookup_elem(&tls_links, &key))
+		return;
+	c = bpf_map_lookup_elem(&conns_sk, &skey);
+	if (!c || !c->tls || c->tls_own == DW_TLS_OWNED)
+		return;
+	if (c->call_start_ns)
+		call_end(c, OUTCOME_DROPPED, now);
+	if (bpf_map_update_elem(&tls_links, &key, c, BPF_NOEXIST))
+		return;
+	l = bpf_map_lookup_elem(&tls_links, &key);
+	if (!l)
+		return;
+	tls_link_init(l);
+	l->tls_ssl = ssl;
+	l->tls_tgid = key.tgid;
+	l->tls_sk = skey;
+	l->tls_own = DW_TLS_OWNED;
+	c->tls_ssl = ssl;
+	c->tls_tgid = key.tgid;
+	c->tls_sk = skey;
+	c->tls_own = DW_TLS_OWNED;
+	global_count(G_tls_linked);
+	global_count(G_tls_linked_late);
+}
+
 static __always_inline void ssl_take_cand(__u64 id, __u64 ssl)
 {
 	struct dw_tls_key key = { .ssl = ssl, .tgid = id >> 32 };
-	struct dw_conn *c = bpf_map_lookup_elem(&ssl_cands, &id), *l;
+	struct dw_conn *c, *l;
 	__u64 skey;
 
+	/* dw_backend is read-only: the verifier drops the branch not taken */
+	if (dw_backend == DW_BACKEND_SYSCALLS) {
+		ssl_take_sys_cand(id, ssl);
+		return;
+	}
+	c = bpf_map_lookup_elem(&ssl_cands, &id);
 	if (!c)
 		return;
 	skey = c->tls_sk;
@@ -139,6 +191,22 @@ static __always_inline int on_write(__u64 ssl, __u64 buf, int num, __u64 len_at)
 }
 
 /*
+ * The link's first plaintext bytes, either way: its destination counts a
+ * connection timed from the plaintext (conns_tls). Here, in the uprobes,
+ * not at the tie: the syscalls backend's exit programs have no room left.
+ */
+static __always_inline void tls_first_plain(struct dw_conn *l)
+{
+	struct dw_dest_stats *st;
+
+	if (l->tls_tx || l->tls_rx)
+		return;
+	st = stats_of(l);
+	if (st)
+		st->conns_tls++;
+}
+
+/*
  * A write returns: its bytes, as of when it began, go to the stream layer
  * or start (answer) a call. Nothing of the answer can be read before the
  * write returns: OpenSSL serialises a session's calls.
@@ -157,6 +225,8 @@ static __always_inline int on_write_ret(void *ctx, int ret, bool ex)
 	if (!l)
 		return 0;
 	n = ssl_done_len(t, ret, ex);
+	if (n)
+		tls_first_plain(l);
 	seq = l->tls_tx;
 	l->tls_tx += n;
 	if (n)
@@ -180,6 +250,7 @@ static __always_inline int on_read_ret(void *ctx, int ret, bool ex)
 	if (!l)
 		return 0;
 	now = bpf_ktime_get_ns();
+	tls_first_plain(l);
 	seq = l->tls_rx;
 	l->tls_rx += n;
 	tls_bytes(ctx, l, &key, H2_RX, t->buf, n, seq, now);

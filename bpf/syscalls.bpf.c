@@ -106,6 +106,9 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *byt
 
 	*bytes = false;
 	if (conn) {
+		/* a memory-BIO TLS library's ciphertext read (bpf/tlslink.bpf.h, tls_sys_rx) */
+		if (op == DW_SYS_RECV)
+			tls_sys_rx_note(sk, conn);
 		*bytes = h2_took(conn) || ((conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_TLS) &&
 					   !(conn->h2_seen & seen)) || sys_answer_wanted(conn, op);
 		return conn->role != DW_ROLE_NONE;

@@ -98,6 +98,27 @@ struct {
 	__type(value, struct dw_conn);
 } ssl_cands SEC(".maps") __weak;
 
+/*
+ * The syscalls backend's read-side candidate (memory BIOs read outside SSL
+ * calls: grpc-core's client): the TLS socket no session owns that the
+ * thread last entered a receive on, noted at the enter (tls_sys_rx_note()),
+ * where there is room; the thread's next SSL call within DW_TLS_LATE_NS
+ * ties it (ssl_take_sys_cand() in bpf/ssl.bpf.c), writing the connection's
+ * own entry in conns_sk, which the uprobes can look up by the socket's
+ * address: no exit program has anything more to do.
+ */
+struct dw_tls_rx {
+	__u64 sk;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DW_SSL_THREADS_MAX);
+	__type(key, __u64);
+	__type(value, struct dw_tls_rx);
+} tls_sys_rx SEC(".maps") __weak;
+
 /* A socket an SSL call tied its session to, for the socket's next send to take over (tls_link()). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -110,7 +131,8 @@ struct {
  * The socket's tie made by an SSL call (memory BIOs), if any. Not in the
  * syscalls backend's programs (syscalls.bpf.c defines DW_TLS_NO_OWNER):
  * its exit programs, which serve both directions, have no room left under
- * the verifier's limit; there such a client stays tls_unlinked.
+ * the verifier's limit; there the SSL call ties the connection itself
+ * (tls_sys_rx above).
  */
 #ifdef DW_TLS_NO_OWNER
 #define tls_owner_of(skey) ((void)(skey), (struct dw_tls_key *)0)
@@ -262,7 +284,7 @@ static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_co
 	struct dw_ssl_thread *t;
 	struct dw_conn *c;
 
-	/* not on the syscalls backend: see tls_owner_of() */
+	/* not on the syscalls backend: tls_sys_rx_note() at the enter there */
 	if (dw_backend == DW_BACKEND_SYSCALLS)
 		return;
 	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED || ret <= 0 || (flags & MSG_PEEK) ||
@@ -278,6 +300,23 @@ static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_co
 		c->tls_sk = (__u64)(unsigned long)sk;
 		c->last_ns = bpf_ktime_get_ns();
 	}
+}
+
+/* syscalls backend, a receive's enter: the thread's candidate socket (tls_sys_rx above), not inside an SSL call. */
+static __always_inline void tls_sys_rx_note(const struct sock *sk, const struct dw_conn *conn)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dw_tls_rx r = { .sk = (__u64)(unsigned long)sk };
+	struct dw_ssl_thread *t;
+
+	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED ||
+	    (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND))
+		return;
+	t = bpf_map_lookup_elem(&ssl_threads, &id);
+	if (t && t->inside)
+		return;
+	r.ns = bpf_ktime_get_ns();
+	bpf_map_update_elem(&tls_sys_rx, &id, &r, BPF_ANY);
 }
 
 /* At TCP_CLOSE: a tie no send took over goes (the address may be another socket's next). */

@@ -105,6 +105,16 @@ static void json_streams(struct dw_buf *out, const struct dw_dest_stats *st)
 		      (unsigned long long)st->h2_desync, (unsigned long long)st->streams_untracked);
 }
 
+/*
+ * A row's TLS plaintext figure (issue 32): ,"tls_conns":N,"tls_plaintext":B, its
+ * connections tied to a TLS session and so timed from the plaintext (doc/tls.md).
+ */
+static void json_tls(struct dw_buf *out, const struct dw_dest_stats *st)
+{
+	dw_buf_printf(out, ",\"tls_conns\":%llu,\"tls_plaintext\":%s", (unsigned long long)st->conns_tls,
+		      st->conns_tls ? "true" : "false");
+}
+
 /* A row's answers by class (outcome.h): ,"answers":{"2xx":N,...},"failed_status":N */
 static void json_answers(struct dw_buf *out, const struct dw_dest_stats *st)
 {
@@ -183,6 +193,7 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      (unsigned long long)d->sum.conns_multiplexed,
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
 	json_streams(out, &d->sum);
+	json_tls(out, &d->sum);
 	dw_buf_printf(out, ",\"cancelled\":%llu", (unsigned long long)d->sum.calls_cancelled);
 	dw_buf_printf(out, ",\"dns_queries\":%llu,\"dns_nxdomain\":%llu,\"dns_timeouts\":%llu,\"dns_rcode_failed\":%llu",
 		      (unsigned long long)d->sum.calls_dns, (unsigned long long)d->sum.dns_nxdomain,
@@ -463,6 +474,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)f.dropped, (unsigned long long)f.inflight,
 			      (unsigned long long)f.connections);
 		json_streams(out, &d->sum);
+		json_tls(out, &d->sum);
 		json_answers(out, &d->sum);
 		dw_buf_printf(out, ",\"multiplexed_conns\":%llu", (unsigned long long)d->sum.conns_multiplexed);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);

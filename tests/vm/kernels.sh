@@ -80,6 +80,12 @@ SUBSET=(
 	# repeated under Go's preemption signals (GOMAXPROCS=8 on one vCPU)
 	"30 test_gotls_probe.GoTLSProbeTest.test_gomaxprocs"
 	"30 test_gotls_probe.GoTLSProbeTest.test_stripped"
+	# OpenSSL's uprobes on 6.1 (issue 32, doc/tls.md): plaintext calls, a connection per request,
+	# keep-alive, the memory-BIO tie (asyncio), nginx as a TLS client, HTTP/2 streams over TLS
+	"30 test_tls.TLSCase.test_ab_https_keepalive"
+	"20 test_tls.TLSCase.test_asyncio_client"
+	"20 test_tls.TLSCase.test_nginx_proxy_https"
+	"20 test_tls.TLSCase.test_curl_loop"
 )
 
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1
