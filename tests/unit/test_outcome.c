@@ -10,6 +10,7 @@
 
 #include "http1.h"
 #include "logic/outcome.h"
+#include "logic/h2answer.h"
 #include "logic/kplan.h"
 
 static struct dw_status_set parsed(const char *text)
@@ -142,7 +143,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lists), cmocka_unit_test(test_format),
 		cmocka_unit_test(test_bad), cmocka_unit_test(test_config_key),
-		cmocka_unit_test(test_kernel_cfg),
+		cmocka_unit_test(test_config_grpc_key), cmocka_unit_test(test_kernel_cfg),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
