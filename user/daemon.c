@@ -468,7 +468,7 @@ static void poll_once(struct daemon *d)
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
 	/* HTTP/2 answers decoded since: merged before the figures are summed and judged */
-	dw_hblocks_drain(&d->hb, &d->coll, &d->deps.set);
+	dw_hblocks_drain(&d->hb, &d->coll, &d->deps.set, true);
 	dw_deps_poll(&d->deps, &d->coll);
 	act(d);
 	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
@@ -594,7 +594,7 @@ static void loop(struct daemon *d)
 			dw_tls_tick(&d->tls, dw_monotonic_ns());
 		/* a burst of HTTP/2 answers: drained between polls, nothing lost to a full ring */
 		if (pfds[5].revents & POLLIN)
-			dw_hblocks_drain(&d->hb, &d->coll, &d->deps.set);
+			dw_hblocks_drain(&d->hb, &d->coll, &d->deps.set, false);
 		for (int i = 0; i < n; i++)
 			if (pfds[6 + i].revents)
 				on_client(d, polled[i]);
