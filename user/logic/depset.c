@@ -729,7 +729,7 @@ const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep 
 
 const char *dw_dep_outcome(const struct dw_dep *dep, char *buf, size_t len)
 {
-	if (!dep->fig.failed_status && !dep->fig.failed_grpc)
+	if (!dep->fig.failed)
 		return NULL;
 	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
 		/* an HTTP/2 answer decoded by the daemon (lateout.h), else the kernel's HTTP/1 status */

@@ -22,10 +22,12 @@ void dw_late_add(struct dw_late *l, const struct dw_hb_answer *a, const struct d
 		l->grpc[a->grpc]++;
 	by_status = a->status && dw_status_set_has(fs, a->status);
 	by_grpc = a->grpc >= 0 && a->grpc < DW_GRPC_N && (fg >> a->grpc & 1);
-	if ((!by_status && !by_grpc) || a->kfailed)
-		return;	/* not a failure, or one the kernel counted already (a reset, a static 5xx) */
+	if (!by_status && !by_grpc)
+		return;
 	l->last_status = by_status ? a->status : 0;
 	l->last_grpc = by_status ? 0 : a->grpc + 1;
+	if (a->kfailed)
+		return;	/* one the kernel counted failed already (a reset, a 5xx it could read) */
 	if (!a->timed || !a->start_ns || a->end_ns < a->start_ns) {
 		l->untimed++;
 		return;
