@@ -4,6 +4,8 @@ daemon with nghttp2's HPACK inflater, against real servers on loopback, one daem
   failed calls are within 1% of the client's failed count, counted by code (grpc.unavailable), and
   the breaker (failure_rate = 50%) opens with outcome grpc_unavailable.
 - `grpcmiss`: the same server aborting with NOT_FOUND: counted by code, no call failed, closed.
+- `grpctls`: the UNAVAILABLE server over TLS (the plaintext walker, bpf/tlsh2.bpf.h): the same, where
+  the sock backend ties grpc-core's session (the syscalls backend does not: printed, not asserted).
 - `web`: nginx `listen ... http2` (h2c), `location /fail { return 503; }`, under h2load on few
   connections (so the second and later answers' :status come from nginx's dynamic table): failed
   equals h2load's own count of 5xx (its "status codes" line), the breaker opens on failure_rate
@@ -16,16 +18,16 @@ import re
 import unittest
 
 from harness import dependency, find_dest, fmt_dest, free_port, start_configured
-from realtraffic import nginx_server, require, run_tool, start_nginx, tempdir
+from realtraffic import make_cert, nginx_server, require, run_tool, start_nginx, tempdir
 from test_h2 import GrpcClient, GrpcServer, have_grpc
 
 OK_LOC = "            return 200 \"ok\\n\";\n"
 
 
-def grpc_server(test, code):
+def grpc_server(test, code, tls=None):
     os.environ["GRPCPEER_ABORT"] = code
     try:
-        s = GrpcServer(0)
+        s = GrpcServer(0, tls=tls)
     finally:
         del os.environ["GRPCPEER_ABORT"]
     test.addClassCleanup(s.close)
@@ -48,12 +50,15 @@ class H2AnswersTest(unittest.TestCase):
         cls.work = tempdir(cls)
         cls.bad = grpc_server(cls, "UNAVAILABLE")
         cls.miss = grpc_server(cls, "NOT_FOUND")
+        cls.cert, key = make_cert(cls.work)
+        cls.tls = grpc_server(cls, "UNAVAILABLE", tls=(cls.cert, key))
         cls.web = free_port()
         body = nginx_server("127.0.0.1:%d http2" % cls.web, OK_LOC,
                             "        location /fail {\n            return 503;\n        }\n")
         cls.nginx = start_nginx(cls, cls.work, body, [cls.web])
         conf = "[defaults]\nfailure_rate = 50%\nmin_calls = 10\nsample = 20\nopen_for = 30s\n"
-        for name, port in (("grpcbad", cls.bad.port), ("grpcmiss", cls.miss.port), ("web", cls.web)):
+        for name, port in (("grpcbad", cls.bad.port), ("grpcmiss", cls.miss.port), ("web", cls.web),
+                           ("grpctls", cls.tls.port)):
             conf += "[dependency %s]\nmatch = 127.0.0.1:%d\n" % (name, port)
         cls.d = start_configured(cls.addClassCleanup, conf)
 
@@ -72,8 +77,8 @@ class H2AnswersTest(unittest.TestCase):
         self.assertEqual(ev[0].get("outcome"), outcome, ev[0])
         return dep
 
-    def grpc_run(self, port):
-        c = GrpcClient(port, 4, 2, 5.0)
+    def grpc_run(self, port, cert=None):
+        c = GrpcClient(port, 4, 2, 5.0, cert=cert)
         self.addCleanup(c.close)
         res = c.result()
         dest = fmt_dest("127.0.0.1", port)
@@ -125,6 +130,24 @@ class H2AnswersTest(unittest.TestCase):
         self.assertEqual(row["answers"]["2xx"], codes2[0], row)
         self.assertEqual(row["failed"], codes[3], row)
         self.assertEqual(row["hpack_desync"], 0, row)
+
+    def test_4_grpc_unavailable_over_tls(self):
+        c = GrpcClient(self.tls.port, 4, 2, 5.0, cert=self.cert)
+        self.addCleanup(c.close)
+        res = c.result()
+        dest = fmt_dest("127.0.0.1", self.tls.port)
+        tied = self.d.status()["kernel"]["backend"] == "sock"
+        row, _ = self.d.wait_dest(dest, lambda r: r["inflight"] == 0 and (not tied or sum(r["grpc"].values())
+                                                                          >= res["failed"]), timeout=10)
+        print("\n  grpc TLS UNAVAILABLE: client failed %d, depwatch failed %d, unavailable %d, streams %d"
+              % (res["failed"], row["failed"], row["grpc"].get("unavailable", 0), row["streams"]), end="")
+        if not tied:
+            return
+        self.assertGreater(res["failed"], 50, res)
+        self.assertLessEqual(abs(row["failed"] - res["failed"]), res["failed"] * 0.01, (row, res))
+        self.assertEqual(row["hpack_desync"], 0, row)
+        self.opened("grpctls", "grpc_unavailable")
+
 
 if __name__ == "__main__":
     unittest.main()
