@@ -35,7 +35,11 @@ static void on_answer(const struct dw_hb_answer *a, void *arg)
 		s = h->deps->deps[d->dep].s;
 	else
 		s = &h->deps->cfg.defaults;
-	dw_late_add(&d->late, a, &s->failure_status, s->failure_grpc, s->slow_call_ns);
+	if (!d->late && !(d->late = calloc(1, sizeof(*d->late)))) {
+		h->unplaced++;
+		return;
+	}
+	dw_late_add(d->late, a, &s->failure_status, s->failure_grpc, s->slow_call_ns);
 	h->answers++;
 }
 

@@ -155,7 +155,7 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      uint64_t now)
 {
 	const struct dw_dest *d = v->d;
-	uint64_t moved = d->late.moved_status + d->late.moved_grpc;
+	uint64_t moved = d->late ? d->late->moved_status + d->late->moved_grpc : 0;
 	uint64_t calls = d->sum.calls_completed - (moved < d->sum.calls_completed ? moved : d->sum.calls_completed);
 
 	dw_buf_printf(out, "{\"dest\":");

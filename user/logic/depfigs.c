@@ -53,7 +53,8 @@ void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 	f->dns_rcode_failed += d->sum.dns_rcode_failed;
 	dw_answers_add(f->answers, &d->sum);
 	f->failed_status += d->sum.calls_failed_status;
-	add_late(f, &d->late);
+	if (d->late)
+		add_late(f, d->late);
 	f->call_ns_sum += d->sum.call_ns_sum;
 	f->connect_ns_sum += d->sum.connect_ns_sum;
 	for (unsigned i = 0; i < DW_HIST_COARSE; i++) {

@@ -376,7 +376,8 @@ void dw_ds_merge_slices(struct judge_scratch *js, const struct dw_dest *d, uint6
 		struct dw_slice_counts own = *sl;
 
 		/* its HTTP/2 answers decoded since (lateout.h): failing ones move to failed */
-		dw_late_slice_apply(&d->late, sl->slice, &own);
+		if (d->late)
+			dw_late_slice_apply(d->late, sl->slice, &own);
 		acc->started += own.started;
 		acc->fast += own.fast;
 		acc->slow += own.slow;
@@ -733,7 +734,7 @@ const char *dw_dep_outcome(const struct dw_dep *dep, char *buf, size_t len)
 		return NULL;
 	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
 		/* an HTTP/2 answer decoded by the daemon (lateout.h), else the kernel's HTTP/1 status */
-		if (dw_late_outcome(&d->late, buf, len))
+		if (d->late && dw_late_outcome(d->late, buf, len))
 			return buf;
 		if (!d->sum.last_fail_status)
 			continue;

@@ -71,7 +71,8 @@ struct dw_dest {
 	uint64_t burst_gen;
 	bool burst_seen;
 	struct dw_dest_eject ej;
-	struct dw_late late;		/* HTTP/2 answers decoded after their calls (lateout.h) */
+	/* HTTP/2 answers decoded after their calls (lateout.h); NULL until its first (3 KiB) */
+	struct dw_late *late;
 };
 
 /* A row's key, and its kind decoded from it: the one way a row gets its key. */
