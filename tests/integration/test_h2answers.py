@@ -6,6 +6,7 @@ daemon with nghttp2's HPACK inflater, against real servers on loopback, one daem
 - `grpcmiss`: the same server aborting with NOT_FOUND: counted by code, no call failed, closed.
 - `grpctls`: the UNAVAILABLE server over TLS (the plaintext walker, bpf/tlsh2.bpf.h): the same, where
   the sock backend ties grpc-core's session (the syscalls backend does not: printed, not asserted).
+- `grpclate`: the server ends every call with DEADLINE_EXCEEDED itself: failed, with that code.
 - `web`: nginx `listen ... http2` (h2c), `location /fail { return 503; }`, under h2load on few
   connections (so the second and later answers' :status come from nginx's dynamic table): failed
   equals h2load's own count of 5xx (its "status codes" line), the breaker opens on failure_rate
@@ -50,6 +51,7 @@ class H2AnswersTest(unittest.TestCase):
         cls.work = tempdir(cls)
         cls.bad = grpc_server(cls, "UNAVAILABLE")
         cls.miss = grpc_server(cls, "NOT_FOUND")
+        cls.late = grpc_server(cls, "DEADLINE_EXCEEDED")
         cls.cert, key = make_cert(cls.work)
         cls.tls = grpc_server(cls, "UNAVAILABLE", tls=(cls.cert, key))
         cls.web = free_port()
@@ -58,7 +60,7 @@ class H2AnswersTest(unittest.TestCase):
         cls.nginx = start_nginx(cls, cls.work, body, [cls.web])
         conf = "[defaults]\nfailure_rate = 50%\nmin_calls = 10\nsample = 20\nopen_for = 30s\n"
         for name, port in (("grpcbad", cls.bad.port), ("grpcmiss", cls.miss.port), ("web", cls.web),
-                           ("grpctls", cls.tls.port)):
+                           ("grpctls", cls.tls.port), ("grpclate", cls.late.port)):
             conf += "[dependency %s]\nmatch = 127.0.0.1:%d\n" % (name, port)
         cls.d = start_configured(cls.addClassCleanup, conf)
 
@@ -147,6 +149,16 @@ class H2AnswersTest(unittest.TestCase):
         self.assertLessEqual(abs(row["failed"] - res["failed"]), res["failed"] * 0.01, (row, res))
         self.assertEqual(row["hpack_desync"], 0, row)
         self.opened("grpctls", "grpc_unavailable")
+
+
+    def test_5_server_deadline_exceeded_fails(self):
+        res, row = self.grpc_run(self.late.port)
+        self.assertEqual(res["codes"].get("DEADLINE_EXCEEDED", 0), res["failed"], res)
+        self.assertLessEqual(abs(row["failed"] - res["failed"]), res["failed"] * 0.01, (row, res))
+        self.assertLessEqual(abs(row["grpc"].get("deadline_exceeded", 0) - res["failed"]), res["failed"] * 0.01,
+                             (row, res))
+        self.assertEqual(row["failed_grpc"], row["grpc"].get("deadline_exceeded", 0), row)
+        self.opened("grpclate", "grpc_deadline_exceeded")
 
 
 if __name__ == "__main__":
