@@ -17,8 +17,9 @@ VERSION := $(shell sed -n '1s/^depwatch (\([0-9A-Za-z.+~]*\)) .*/\1/p' debian/ch
 ifeq ($(VERSION),)
 $(error cannot read the version from debian/changelog's first line)
 endif
-# -lcapstone: the Go RET finder (user/logic/goret.c); -ldw: Go struct offsets from DWARF (user/golang/).
-LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm -lcapstone -ldw
+# -lcapstone: the Go RET finder (user/logic/goret.c); -ldw: Go struct offsets from DWARF (user/golang/);
+# -lnghttp2: the HPACK inflater of HTTP/2 answers (user/logic/h2answer.c).
+LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm -lcapstone -ldw -lnghttp2
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Pure logic: no I/O, unit-tested on its own.
@@ -121,7 +122,7 @@ $(OUT)/obj-san/%.o: %.c | $(DEPS_FIRST)
 $(UNIT_BINS): $(OUT)/tests/%: $(OUT)/obj-san/tests/unit/%.o $(SAN_LOGIC_OBJS) | $(OUT)
 	$(call msg,UNIT,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lcapstone $(UNIT_LIBS) -lm -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lcapstone -lnghttp2 $(UNIT_LIBS) -lm -o $@
 
 # Tests of a daemon file that does no more I/O than a test can (no BPF, no root needed) link it too.
 $(OUT)/tests/test_config_file: $(OUT)/obj-san/user/config_file.o
@@ -204,7 +205,7 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
-		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lm -o $@
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lnghttp2 -lm -o $@
 
 # The HTTP/1 status-line reader (bpf/http1.h), pure: the header alone.
 $(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/http1.h bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
@@ -218,10 +219,17 @@ $(OUT)/fuzz_goelf: tests/fuzz/fuzz_goelf.c $(LOGIC_SRCS) $(wildcard user/logic/*
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
-		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lm -o $@
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lnghttp2 -lm -o $@
+
+# The header-block reader of HTTP/2 answers (user/logic/h2answer.c: records put together, HPACK).
+$(OUT)/fuzz_hblock: tests/fuzz/fuzz_hblock.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) bpf/hblock.h | $(DEPS_FIRST) $(OUT)
+	$(call msg,FUZZ,$@)
+	$(Q)$(call need,$(CLANG),clang)
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
+		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lnghttp2 -lm -o $@
 
 # Every libFuzzer target (tests/fuzz/run.sh runs each).
-FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/fuzz_goelf
+FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/fuzz_goelf $(OUT)/fuzz_hblock
 
 fuzz: $(FUZZ_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)

@@ -443,7 +443,10 @@ struct dw_abandon_key {
 	X(go_tls_fd_unread, go_tls_fd_unread,					\
 	  "Go TLS writes and reads whose socket fd was not read.") \
 	X(go_tls_reads, go_tls_reads,						\
-	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.")
+	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.") \
+	/* HTTP/2 header blocks to the daemon's HPACK decoder (bpf/hblock.bpf.h, issue 33) */ \
+	X(hblocks_lost, hblocks_lost,						\
+	  "Header-block records lost: the ring was full.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

@@ -447,6 +447,22 @@ struct dw_h2_cursor {
 	__u64 owed_end;		/* its end */
 	__u32 owed_slot;	/* a start: its stream slot */
 	__u32 owed_pend;	/* an end: its pending-table entry, to give back */
+	/*
+	 * The server's header-block frame being copied to the daemon
+	 * (bpf/hblock.bpf.h, issue 33): which, how far, and what its stream's
+	 * call was when the frame ended it.
+	 */
+	__u64 hb_start;
+	__u64 hb_end;
+	__u32 hb_stream;
+	__u32 hb_len;		/* the frame's payload length */
+	__u32 hb_off;		/* payload bytes passed so far (the peek among them) */
+	__u8 hb_on;		/* the current frame is one to copy */
+	__u8 hb_type;
+	__u8 hb_flags;
+	__u8 hb_npeek;		/* peek bytes still to go out with the next record */
+	__u8 hb_flags2;		/* DW_HB_* (hblock.h) */
+	__u8 hb_pad[3];
 };
 
 /* A connection's HTTP/2 state, made when its first bytes are HTTP/2's. */
@@ -455,7 +471,8 @@ struct dw_h2_conn {
 	struct dw_h2_dir rx;	/* what it receives */
 	struct dw_h2_cursor tx_cur, rx_cur;
 	__u32 newest;		/* the newest stream id the client opened */
-	__u32 pad;
+	__u32 hb_seq;		/* header-block records of the server's direction so far (hblock.h) */
+	__u64 hb_id;		/* the connection's number in those records; 0 until the first */
 	struct dw_h2_stream s[DW_H2_STREAMS];
 };
 

@@ -48,6 +48,8 @@ static __always_inline long walk_copy(struct h2_walk *w, __u8 *dst, __u32 n, boo
 	return bpf_probe_read_user(dst, n, (const void *)w->cur->at);
 }
 
+#include "hblock.bpf.h"
+
 /* One step of a walk (bpf_loop's callback body): 1 stops the loop. */
 static __always_inline long walk_step(struct h2_walk *w, bool from_skb)
 {
@@ -83,12 +85,19 @@ static __always_inline long walk_step(struct h2_walk *w, bool from_skb)
 	}
 	if (!take)
 		goto bad;
+	if (!dst)
+		take = hb_body(w, take, from_skb);
 	walk_advance(c, take);
 	r = dw_h2_took(w->dir, take);
 	if (r == DW_H2_BAD)
 		goto bad;
-	if (r == DW_H2_FRAME)
+	if (r == DW_H2_FRAME) {
+		struct dw_h2_frame f;
+
 		h2_frame(w);
+		dw_h2_frame_of(w->dir, &f);
+		hb_frame(w, &f);
+	}
 	return 0;
 bad:
 	c->bad = 1;

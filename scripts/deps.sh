@@ -4,7 +4,7 @@
 # and mounts the kernel filesystems depwatch needs. Idempotent: a no-op when all is there.
 set -euo pipefail
 
-PKGS=(clang libclang-rt-dev llvm gnuplot-nox libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev pkg-config make gcc python3 iproute2 rsyslog util-linux libmicrohttpd-dev prometheus libncurses-dev tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl gnutls-bin debhelper dpkg-dev fakeroot lintian qemu-system-x86 busybox-static cpio unbound bind9-dnsutils golang-go libcapstone-dev libdw-dev)
+PKGS=(clang libclang-rt-dev llvm gnuplot-nox libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev pkg-config make gcc python3 iproute2 rsyslog util-linux libmicrohttpd-dev prometheus libncurses-dev tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl gnutls-bin debhelper dpkg-dev fakeroot lintian qemu-system-x86 busybox-static cpio unbound bind9-dnsutils golang-go libcapstone-dev libdw-dev libnghttp2-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -93,6 +93,7 @@ void dw_collect_free(struct dw_collector *c)
 		dw_window_free(&c->dests[i].call_win);
 		dw_window_free(&c->dests[i].connect_win);
 		free(c->dests[i].pending_start);
+		free(c->dests[i].late);
 	}
 	free(c->dests);
 	free(c->waits);

@@ -25,6 +25,7 @@
 #include "cgroups.h"
 #include "deps.h"
 #include "dnsports.h"
+#include "hblocks.h"
 #include "hooks.h"
 #include "loader.h"
 #include "log.h"
@@ -62,6 +63,7 @@ struct daemon {
 	struct dw_services svcs;	/* polled after the dependencies */
 	struct dw_abort abort;		/* enforce = abort, abort_after: when the abort iterator runs */
 	struct dw_tls tls;		/* the TLS discovery (issue 32): libraries in processes, their uprobes */
+	struct dw_hblocks hb;		/* HTTP/2 answers: the header-block ring, decoded (issue 33) */
 	struct dw_run_info info;
 	char programs[1024];
 	int run_lock_fd;
@@ -466,6 +468,8 @@ static void poll_once(struct daemon *d)
 
 	if (err)
 		dw_err("polling the kernel maps failed: %s", strerror(-err));
+	/* HTTP/2 answers decoded since: merged before the figures are summed and judged */
+	dw_hblocks_drain(&d->hb, &d->coll, &d->deps.set, true);
 	dw_deps_poll(&d->deps, &d->coll);
 	act(d);
 	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
@@ -551,12 +555,13 @@ static int on_signal(struct daemon *d)
 
 static void loop(struct daemon *d)
 {
-	struct pollfd pfds[5 + DW_CONTROL_CLIENTS] = {
+	struct pollfd pfds[6 + DW_CONTROL_CLIENTS] = {
 		{ .fd = d->signal_fd, .events = POLLIN },
 		{ .fd = d->timer_fd, .events = POLLIN },
 		{ .fd = d->control_fd, .events = POLLIN },
 		{ .fd = d->fast_fd, .events = POLLIN },
 		{ .fd = dw_tls_fd(&d->tls), .events = POLLIN },	/* -1 (ignored) without TLS */
+		{ .fd = dw_hblocks_fd(&d->hb), .events = POLLIN },	/* the ring a quarter full */
 	};
 	struct dw_client *polled[DW_CONTROL_CLIENTS];
 
@@ -572,11 +577,11 @@ static void loop(struct daemon *d)
 			struct dw_client *c = &d->clients.c[i];
 
 			if (c->fd >= 0) {
-				pfds[5 + n] = (struct pollfd){ .fd = c->fd, .events = dw_client_events(c) };
+				pfds[6 + n] = (struct pollfd){ .fd = c->fd, .events = dw_client_events(c) };
 				polled[n++] = c;
 			}
 		}
-		if (poll(pfds, 5 + n, timeout) < 0) {
+		if (poll(pfds, 6 + n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			dw_err("poll: %s", strerror(errno));
@@ -593,8 +598,11 @@ static void loop(struct daemon *d)
 			dw_tls_on_ready(&d->tls, dw_monotonic_ns());
 		else
 			dw_tls_tick(&d->tls, dw_monotonic_ns());
+		/* a burst of HTTP/2 answers: drained between polls, nothing lost to a full ring */
+		if (pfds[5].revents & POLLIN)
+			dw_hblocks_drain(&d->hb, &d->coll, &d->deps.set, false);
 		for (int i = 0; i < n; i++)
-			if (pfds[5 + i].revents)
+			if (pfds[6 + i].revents)
 				on_client(d, polled[i]);
 		/* after the clients: it may take a slot one of them just left */
 		if (pfds[2].revents & POLLIN)
@@ -672,6 +680,8 @@ static int start(struct daemon *d, struct dw_config *cfg)
 	dw_bpf_describe(&d->bpf, d->programs, sizeof(d->programs));
 	dw_abort_init(&d->abort, &d->deps.set, &d->bpf, d->opts.interval_ns);
 	err = dw_tls_start(&d->tls, &d->bpf, dw_bpf_object(&d->bpf));
+	if (!err)
+		err = dw_hblocks_start(&d->hb, dw_bpf_object(&d->bpf));
 	if (err)
 		return err;
 	adopted = dw_bpf_classify_existing(&d->bpf);
@@ -733,6 +743,7 @@ static void stop(struct daemon *d)
 	dw_collect_free(&d->coll);
 	dw_abort_free(&d->abort);
 	dw_tls_stop(&d->tls);
+	dw_hblocks_stop(&d->hb);
 	dw_bpf_stop(&d->bpf);
 	dw_services_free(&d->svcs);
 	dw_deps_free(&d->deps);

@@ -151,7 +151,7 @@ static void alert(struct dw_deps_io *io, const struct dw_dep_event *ev)
 	const struct dw_dep *dep = &io->set.deps[ev->dep];
 	bool transition = ev->kind == DW_DEP_TRANSITION;
 	bool closing = transition && ev->state == DW_BREAKER_CLOSED;
-	char callers[3 * (DW_CG_NAME_LEN + 24)], outcome[16];
+	char callers[3 * (DW_CG_NAME_LEN + 24)], outcome[32];
 	struct dw_alert a = {
 		.dependency = dep->name,
 		.event = transition ? "transition" : "warning",

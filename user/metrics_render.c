@@ -308,31 +308,31 @@ static void aborted_family(struct dw_buf *o, const struct fig *figs, size_t n)
 /* Whether any of the dependency's answers had their status read (not HTTP/1: none, and no series). */
 static bool has_answers(const struct fig *f)
 {
-	uint64_t any = 0;
-
 	for (int k = 0; k < DW_ANS_N; k++)
-		any += f->f.answers[k];
-	return any > 0;
+		if (f->f.answers[k])
+			return true;
+	return false;
 }
 
 /* Answers by class (outcome.h): the label is a class or a kind, never a path. */
 static void answers_family(struct dw_buf *o, const struct fig *figs, size_t n)
 {
 	static const char name[] = "depwatch_answers_total", failed[] = "depwatch_call_failures_status_total";
-	char label[32];
+	char label[48];
 
-	family(o, name, "counter",
-	       "HTTP/1 answers from the dependency whose status line the kernel read, by class (2xx..5xx), "
-	       "and those it could not read (unknown; bad: a malformed line). Only dependencies with answers read.");
+	family(o, name, "counter", "Answers whose status was read, by class (HTTP/1 unknown, bad: not read), "
+	       "and gRPC answers by code name. Only dependencies with answers read.");
 	for (size_t i = 0; i < n; i++)
-		for (int k = 0; has_answers(&figs[i]) && k < DW_ANS_N; k++) {
-			snprintf(label, sizeof(label), ",class=\"%s\"", dw_answer_names[k]);
+		for (int k = 0, g; has_answers(&figs[i]) && k < DW_ANS_N + DW_GRPC_N + 1; k++) {
+			if ((g = k - DW_ANS_N) >= 0 && !figs[i].f.grpc[g])
+				continue;	/* HTTP/2's gRPC codes (lateout.h): the codes seen */
+			snprintf(label, sizeof(label), g < 0 ? ",class=\"%s\"" : ",code=\"%s\"",
+				 g < 0 ? dw_answer_names[k] : g < DW_GRPC_N ? dw_grpc_names[g] : "other");
 			series(o, name, sizeof(name) - 1, &figs[i], label);
-			put_u64(o, figs[i].f.answers[k]);
+			put_u64(o, g < 0 ? figs[i].f.answers[k] : figs[i].f.grpc[g]);
 			put(o, "\n", 1);
 		}
-	family(o, failed, "counter",
-	       "Of the failed calls, those whose answer's HTTP status is in the dependency's failure_status.");
+	family(o, failed, "counter", "Of the failed calls, those whose answer's HTTP status is in failure_status.");
 	for (size_t i = 0; i < n; i++) {
 		if (!has_answers(&figs[i]))
 			continue;

@@ -115,13 +115,18 @@ static void json_tls(struct dw_buf *out, const struct dw_dest_stats *st)
 		      st->conns_tls ? "true" : "false");
 }
 
-/* A row's answers by class (outcome.h): ,"answers":{"2xx":N,...},"failed_status":N */
-static void json_answers(struct dw_buf *out, const struct dw_dest_stats *st)
+/*
+ * A row's answers by class (outcome.h), with its HTTP/2 answers decoded by
+ * the daemon (lateout.h): ,"answers":{"2xx":N,...},"failed_status":N,
+ * "grpc":{...},"failed_grpc":N,"hpack_desync":N
+ */
+static void json_answers(struct dw_buf *out, const struct dw_dest *d)
 {
-	uint64_t a[DW_ANS_N] = {};
+	struct dw_dep_figs f = {};
 
-	dw_answers_add(a, st);
-	dw_answers_json(out, a, st->calls_failed_status);
+	dw_dep_figs_add_dest(&f, d);
+	dw_answers_json(out, f.answers, f.failed_status);
+	dw_late_json(out, f.grpc, f.failed_grpc, f.hpack_desync);
 }
 
 static const char *const eject_state_names[] = { "in", "out", "probing" };
@@ -160,14 +165,16 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      uint64_t now)
 {
 	const struct dw_dest *d = v->d;
+	uint64_t moved = d->late ? d->late->moved_status + d->late->moved_grpc : 0;
+	uint64_t calls = d->sum.calls_completed - (moved < d->sum.calls_completed ? moved : d->sum.calls_completed);
 
 	dw_buf_printf(out, "{\"dest\":");
 	dw_json_str(out, v->dest);
 	dw_buf_printf(out, ",\"dependency\":");
 	dw_json_str(out, dep_name(deps, d));
 	dw_buf_printf(out, ",\"netns\":%u,\"calls\":%llu,\"failed\":%llu,\"dropped\":%llu,\"inflight\":%llu",
-		      d->key.netns, (unsigned long long)d->sum.calls_completed,
-		      (unsigned long long)d->sum.calls_failed, (unsigned long long)d->sum.calls_dropped,
+		      d->key.netns, (unsigned long long)calls,
+		      (unsigned long long)(d->sum.calls_failed + moved), (unsigned long long)d->sum.calls_dropped,
 		      (unsigned long long)dw_dest_inflight(d));
 	dw_json_field_opt(out, "oldest_inflight_ms", v->oldest_ms, 3);
 	dw_buf_printf(out, ",\"window_calls\":%llu", (unsigned long long)v->window_calls);
@@ -198,7 +205,7 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 	dw_buf_printf(out, ",\"dns_queries\":%llu,\"dns_nxdomain\":%llu,\"dns_timeouts\":%llu,\"dns_rcode_failed\":%llu",
 		      (unsigned long long)d->sum.calls_dns, (unsigned long long)d->sum.dns_nxdomain,
 		      (unsigned long long)d->sum.dns_timeouts, (unsigned long long)d->sum.dns_rcode_failed);
-	json_answers(out, &d->sum);
+	json_answers(out, d);
 	json_ejection(out, d, dw_depset_at(deps, d->dep), now);
 	dw_buf_printf(out, ",\"last_caller\":");
 	if (!d->sum.last_conn_ns) {
@@ -375,6 +382,7 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      (unsigned long long)dep->fig.dns_queries, (unsigned long long)dep->fig.dns_nxdomain,
 		      (unsigned long long)dep->fig.dns_timeouts, (unsigned long long)dep->fig.dns_rcode_failed);
 	dw_answers_json(out, dep->fig.answers, dep->fig.failed_status);
+	dw_late_json(out, dep->fig.grpc, dep->fig.failed_grpc, dep->fig.hpack_desync);
 	json_callers(out, c, cl, now);
 	dw_buf_putc(out, '}');
 }
@@ -475,7 +483,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)f.connections);
 		json_streams(out, &d->sum);
 		json_tls(out, &d->sum);
-		json_answers(out, &d->sum);
+		json_answers(out, d);
 		dw_buf_printf(out, ",\"multiplexed_conns\":%llu", (unsigned long long)d->sum.conns_multiplexed);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);

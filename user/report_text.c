@@ -123,8 +123,8 @@ static void text_h2_note(struct dw_buf *out, const struct dw_dep *dep)
 }
 
 /*
- * A dependency's answers by class (doc/callmodel.md, outcomes) where the kernel read any: a line
- * under the table, not a column of it (most dependencies are not HTTP/1).
+ * A dependency's answers by class (doc/callmodel.md, outcomes) where any was read, and HTTP/2's gRPC
+ * codes: a line under the table, not a column of it (most dependencies are not HTTP).
  */
 static void text_answers_note(struct dw_buf *out, const struct dw_dep *dep)
 {
@@ -141,7 +141,18 @@ static void text_answers_note(struct dw_buf *out, const struct dw_dep *dep)
 		if (dep->fig.answers[k])
 			dw_buf_printf(out, " %s %llu", dw_answer_names[k],
 				      (unsigned long long)dep->fig.answers[k]);
-	dw_buf_printf(out, " (failed by status %llu)\n", (unsigned long long)dep->fig.failed_status);
+	dw_buf_printf(out, " (failed by status %llu)", (unsigned long long)dep->fig.failed_status);
+	/* HTTP/2's gRPC codes (lateout.h), the codes seen */
+	for (int k = 0, any = 0; k <= DW_GRPC_N; k++) {
+		if (!dep->fig.grpc[k])
+			continue;
+		dw_buf_printf(out, "%s %s %llu", any++ ? "" : "; grpc:", k < DW_GRPC_N ? dw_grpc_names[k] : "other",
+			      (unsigned long long)dep->fig.grpc[k]);
+	}
+	if (dep->fig.failed_grpc || dep->fig.hpack_desync)
+		dw_buf_printf(out, " (failed by code %llu, hpack_desync %llu)",
+			      (unsigned long long)dep->fig.failed_grpc, (unsigned long long)dep->fig.hpack_desync);
+	dw_buf_putc(out, '\n');
 }
 
 /*

@@ -2,7 +2,7 @@
 # Runs the libFuzzer targets: first over the regression inputs (crashes found
 # earlier, kept forever), then for SECONDS of new inputs each. A crash leaves
 # its input in tests/fuzz/regressions/ to be committed with the fix.
-# Targets: config (the config parser), http1 (the HTTP/1 status-line reader).
+# Targets: config (the config parser), http1 (the HTTP/1 status-line reader), goelf, hblock (HTTP/2 header blocks).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
@@ -24,3 +24,4 @@ run() {
 run config 8192 "config parser"
 run http1 64 "HTTP/1 status-line reader"
 run goelf 8192 "Go ELF, .gopclntab, build info and RET parsers"
+run hblock 4096 "HTTP/2 header-block reader (records, HPACK)"

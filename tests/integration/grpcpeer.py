@@ -6,6 +6,8 @@ under Debian's own interpreter (/usr/bin/python3), which has the module.
       answers /t.T/Echo after DELAY_MS; while HANG_FILE exists, holds every
       call it receives (answers none of them); every SLOW_EVERY-th call takes
       SLOW_MS; with CERT and KEY, over TLS. Prints "ready" once serving.
+      GRPCPEER_ABORT=CODE (a grpc.StatusCode name) in the environment: every
+      GRPCPEER_ABORT_EVERY-th call (default 1: all) ends with that status.
   grpcpeer.py cancel PORT AFTER_S
       one call, no deadline, cancelled by the client after AFTER_S (a
       RST_STREAM from the client); prints its JSON line as client does.
@@ -29,6 +31,8 @@ import grpc
 def serve(port, delay_ms, hang_file=None, slow_every=0, slow_ms=0, cert=None, key=None):
     count = [0]
     lock = threading.Lock()
+    abort = os.environ.get("GRPCPEER_ABORT")
+    abort_every = int(os.environ.get("GRPCPEER_ABORT_EVERY", "1"))
 
     def handler(req, ctx):
         with lock:
@@ -37,6 +41,8 @@ def serve(port, delay_ms, hang_file=None, slow_every=0, slow_ms=0, cert=None, ke
         while hang_file and os.path.exists(hang_file):
             time.sleep(0.005)
         time.sleep((slow_ms if slow_every and n % slow_every == 0 else delay_ms) / 1000.0)
+        if abort and n % abort_every == 0:
+            ctx.abort(getattr(grpc.StatusCode, abort), "grpcpeer says " + abort)
         return req
 
     methods = {"Echo": grpc.unary_unary_rpc_method_handler(handler)}

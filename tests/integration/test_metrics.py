@@ -97,6 +97,11 @@ FAMILIES = {
     "depwatch_kernel_go_tls_writes_total": "counter",
     "depwatch_kernel_go_tls_fd_unread_total": "counter",
     "depwatch_kernel_go_tls_reads_total": "counter",
+    "depwatch_kernel_hblocks_lost_total": "counter",
+    "depwatch_kernel_tls_linked_total": "counter",
+    "depwatch_kernel_tls_unlinked_total": "counter",
+    "depwatch_kernel_tls_links_full_total": "counter",
+    "depwatch_kernel_tls_linked_late_total": "counter",
     "depwatch_connections_aborted_total": "counter",
     "depwatch_kernel_caller_map_full_total": "counter",
     # DNS over UDP (issue 35)

@@ -2111,7 +2111,7 @@ static void test_describe_services(void **state)
 	assert_false(out.oom);
 	assert_non_null(strstr(out.data, ": 3 dependencies, 3 services; destinations"));
 	assert_non_null(strstr(out.data, "[dependency auth]\t# line 7\n"));
-	assert_non_null(strstr(out.data, "eject_probe_calls = 5\nfailure_status = 5xx\ndns_timeout = 5s\ntimeout = 800ms\n"));
+	assert_non_null(strstr(out.data, "eject_probe_calls = 5\nfailure_status = 5xx\nfailure_grpc = unknown, deadline_exceeded, resource_exhausted, internal, unavailable, data_loss\ndns_timeout = 5s\ntimeout = 800ms\n"));
 	assert_non_null(strstr(out.data, "\n[service web]\t# line 1\n"
 					 "listen = 8080\n"
 					 "pool = 200\n"

@@ -10,6 +10,7 @@
 
 #include "http1.h"
 #include "logic/outcome.h"
+#include "logic/h2answer.h"
 #include "logic/kplan.h"
 
 static struct dw_status_set parsed(const char *text)
@@ -101,6 +102,25 @@ static void test_config_key(void **state)
 	assert_non_null(strstr(err, "t.conf:3: failure_status: '5xx 6xx' is not a list of HTTP statuses"));
 }
 
+/* failure_grpc: names as operators write them, the default list, and a bad name's file:line. */
+static void test_config_grpc_key(void **state)
+{
+	struct dw_config cfg;
+	char err[256];
+	const char *text = "[dependency api]\nmatch = 10.0.0.1:80\nfailure_grpc = unavailable, NOT_FOUND\n"
+			   "[dependency web]\nmatch = 10.0.0.2:80\n";
+	const char *bad = "[defaults]\nslow_call = 1s\nfailure_grpc = unavailable, notfound\n";
+
+	(void)state;
+	assert_int_equal(dw_config_parse("t.conf", text, strlen(text), &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.deps[0].s.failure_grpc, 1U << 14 | 1U << 5);
+	assert_int_equal(cfg.deps[1].s.failure_grpc,
+			 1U << 14 | 1U << 4 | 1U << 8 | 1U << 13 | 1U << 2 | 1U << 15);
+	dw_config_free(&cfg);
+	assert_int_equal(dw_config_parse("t.conf", bad, strlen(bad), &cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.conf:3: failure_grpc: 'unavailable, notfound' is not a list of gRPC status names"));
+}
+
 /* What the kernel gets (struct dw_dep_cfg.fail_status): the same bits, tested the kernel's way. */
 static void test_kernel_cfg(void **state)
 {
@@ -123,7 +143,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lists), cmocka_unit_test(test_format),
 		cmocka_unit_test(test_bad), cmocka_unit_test(test_config_key),
-		cmocka_unit_test(test_kernel_cfg),
+		cmocka_unit_test(test_config_grpc_key), cmocka_unit_test(test_kernel_cfg),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
  *	multiplexed = judge		ignore (default) | judge: burst timings in slow_rate
  *	eject = on			off (default) | on: eject one slow destination (replica)
  *	failure_status = 5xx, 429	HTTP statuses that fail a call: classes, codes, or none
+ *	failure_grpc = unavailable, internal	gRPC statuses that fail a call, by name, or none
  *	[service shop]			NAME as above, unique among services and dependencies
  *	listen = 8080			PORT, LOW-HIGH or cgroup:/PATH; exactly one
  *	pool = 200			optional: its thread or connection pool
@@ -85,6 +86,8 @@ struct dw_dep_settings {
 	unsigned eject_probe_calls;
 	/* failure_status (outcome.h): the answers' HTTP statuses that fail a call; default 5xx */
 	struct dw_status_set failure_status;
+	/* failure_grpc (h2answer.h): HTTP/2 answers' grpc-status codes that fail a call, bit per code */
+	uint32_t failure_grpc;
 	/* DNS over UDP (issue 35): a query unanswered this long failed, reason timeout */
 	uint64_t dns_timeout_ns;
 };

@@ -7,6 +7,7 @@
 #include "config_parser.h"
 #include "parse.h"
 #include "match.h"
+#include "h2answer.h"
 
 static void describe_value(struct dw_buf *out, const struct key_def *k,
 			   const struct dw_dep_settings *s)
@@ -40,6 +41,9 @@ static void describe_value(struct dw_buf *out, const struct key_def *k,
 		return;
 	case KIND_STATUSES:
 		dw_status_set_format(field, out);
+		return;
+	case KIND_GRPC_CODES:
+		dw_grpc_set_format(*(const uint32_t *)field, out);
 		return;
 	}
 }

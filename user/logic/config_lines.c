@@ -9,6 +9,7 @@
 #include "config_parser.h"
 #include "parse.h"
 #include "match.h"
+#include "h2answer.h"
 
 /*
  * The built-in config. dw_config_defaults() parses it, so these lines are
@@ -35,6 +36,7 @@ const char dw_default_config[] =
 	"eject_for = 30s         # the first ejection's time; each next one twice as long, up to 8x\n"
 	"eject_probe_calls = 5   # calls let through and judged before an ejected one is back\n"
 	"failure_status = 5xx    # HTTP answers that fail their call: classes (5xx), codes (429), or none\n"
+	"failure_grpc = " DW_FAILURE_GRPC_DEFAULT " # gRPC answers that fail their call, or none\n"
 	"dns_timeout = 5s        # a DNS query unanswered this long failed (reason timeout)\n"
 	"dns_ports = 53          # UDP ports read as DNS, for every dependency: 53, 5353, ...\n"
 	"syslog_facility = daemon # alerts go to syslog: daemon, user, local0..local7\n";
@@ -262,6 +264,8 @@ static int parse_value(const struct key_def *k, const char *val, struct dw_dep_s
 		return 0;
 	case KIND_STATUSES:
 		return dw_status_set_parse(val, field);
+	case KIND_GRPC_CODES:
+		return dw_grpc_set_parse(val, field);
 	}
 	return -EINVAL;
 }

@@ -41,6 +41,8 @@ const struct key_def cfg_keys[] = {
 	{ "eject_for", KIND_DURATION, FIELD(eject_for_ns), NS_PER_S, 24 * NS_PER_H },
 	{ "eject_probe_calls", KIND_UINT, FIELD(eject_probe_calls), 1, 1000 },
 	{ "failure_status", KIND_STATUSES, FIELD(failure_status), 0, 0 },
+	/* HTTP/2 answers' grpc-status (issue 33, h2answer.h) */
+	{ "failure_grpc", KIND_GRPC_CODES, FIELD(failure_grpc), 0, 0 },
 	/* DNS over UDP (issue 35): glibc's timeout:5 by default; 1 ms to 1 min */
 	{ "dns_timeout", KIND_DURATION, FIELD(dns_timeout_ns), NS_PER_MS, 60 * NS_PER_S },
 };
@@ -203,6 +205,9 @@ int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val)
 		return fail(p, "%s: '%s' is not ignore or judge", k->name, val);
 	case KIND_STATUSES:
 		return fail(p, "%s: '%s' is not a list of HTTP statuses (classes 1xx-5xx, codes 100-599: \"5xx, 429\") or none",
+			    k->name, val);
+	case KIND_GRPC_CODES:
+		return fail(p, "%s: '%s' is not a list of gRPC status names (unavailable, deadline_exceeded, ...) or none",
 			    k->name, val);
 	}
 	return -EINVAL;

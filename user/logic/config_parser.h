@@ -24,9 +24,12 @@
 
 #define IS_SPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\r')
 
-/* KIND_SWITCH: a KIND_BOOL written on | off; KIND_STATUSES: a struct dw_status_set (outcome.h) */
+/*
+ * KIND_SWITCH: a KIND_BOOL written on | off; KIND_STATUSES: a struct dw_status_set (outcome.h);
+ * KIND_GRPC_CODES: a uint32_t, bit per gRPC code (h2answer.h)
+ */
 enum key_kind { KIND_DURATION, KIND_PERCENT, KIND_UINT, KIND_BOOL, KIND_ENFORCE, KIND_MULTIPLEXED,
-		KIND_SWITCH, KIND_STATUSES };
+		KIND_SWITCH, KIND_STATUSES, KIND_GRPC_CODES };
 
 struct key_def {
 	const char *name;
@@ -36,7 +39,7 @@ struct key_def {
 };
 
 /* The per-dependency keys (config_parser.c), in the order describe prints them. */
-#define NKEYS 19
+#define NKEYS 20
 extern const struct key_def cfg_keys[NKEYS];
 /* The places in cfg_keys[] of the keys config_resolve.c checks against each other. */
 #define KEY_SAMPLE 3

@@ -34,6 +34,8 @@ static size_t kind_size(enum key_kind kind)
 		return sizeof(bool);
 	case KIND_STATUSES:
 		return sizeof(struct dw_status_set);
+	case KIND_GRPC_CODES:
+		return sizeof(uint32_t);
 	}
 	return 0;
 }

@@ -8,6 +8,23 @@ static void older(uint64_t *oldest, uint64_t start_ns)
 		*oldest = start_ns;
 }
 
+/* HTTP/2 answers decoded after their calls: failing ones move from completed to failed. */
+static void add_late(struct dw_dep_figs *f, const struct dw_late *l)
+{
+	uint64_t moved = l->moved_status + l->moved_grpc;
+
+	f->calls -= moved < f->calls ? moved : f->calls;
+	f->slow -= l->moved_slow < f->slow ? l->moved_slow : f->slow;
+	f->failed += moved;
+	for (unsigned i = 0; i < 4; i++)
+		f->answers[DW_ANS_2xx + i] += l->answers[i];
+	f->failed_status += l->moved_status;
+	for (unsigned i = 0; i <= DW_GRPC_N; i++)
+		f->grpc[i] += l->grpc[i];
+	f->failed_grpc += l->moved_grpc;
+	f->hpack_desync += l->desync;
+}
+
 void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 {
 	f->calls += d->sum.calls_completed;
@@ -36,6 +53,8 @@ void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 	f->dns_rcode_failed += d->sum.dns_rcode_failed;
 	dw_answers_add(f->answers, &d->sum);
 	f->failed_status += d->sum.calls_failed_status;
+	if (d->late)
+		add_late(f, d->late);
 	f->call_ns_sum += d->sum.call_ns_sum;
 	f->connect_ns_sum += d->sum.connect_ns_sum;
 	for (unsigned i = 0; i < DW_HIST_COARSE; i++) {

@@ -32,6 +32,9 @@ struct dw_dep_figs {
 	uint64_t dns_queries, dns_nxdomain, dns_timeouts, dns_rcode_failed;
 	/* answers by class (outcome.h), and of the failed, those failed by their status */
 	uint64_t answers[DW_ANS_N], failed_status;
+	/* HTTP/2 answers' gRPC codes (lateout.h; [DW_GRPC_N]: other numbers), of the failed those by
+	 * their code, and connections whose HPACK table was lost */
+	uint64_t grpc[DW_GRPC_N + 1], failed_grpc, hpack_desync;
 	/* completed calls' and successful connects' durations: summed, and by coarse bucket */
 	uint64_t call_ns_sum, connect_ns_sum;
 	uint64_t cum_call[DW_HIST_COARSE], cum_connect[DW_HIST_COARSE];

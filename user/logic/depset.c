@@ -373,10 +373,15 @@ void dw_ds_merge_slices(struct judge_scratch *js, const struct dw_dest *d, uint6
 			acc = &js->slices[js->nslices++];
 			*acc = (struct dw_slice_counts){ .slice = sl->slice };
 		}
-		acc->started += sl->started;
-		acc->fast += sl->fast;
-		acc->slow += sl->slow;
-		acc->failed += sl->failed;
+		struct dw_slice_counts own = *sl;
+
+		/* its HTTP/2 answers decoded since (lateout.h): failing ones move to failed */
+		if (d->late)
+			dw_late_slice_apply(d->late, sl->slice, &own);
+		acc->started += own.started;
+		acc->fast += own.fast;
+		acc->slow += own.slow;
+		acc->failed += own.failed;
 	}
 }
 
@@ -725,9 +730,12 @@ const char *dw_dep_enforce_mode(const struct dw_deps *deps, const struct dw_dep 
 
 const char *dw_dep_outcome(const struct dw_dep *dep, char *buf, size_t len)
 {
-	if (!dep->fig.failed_status)
+	if (!dep->fig.failed)
 		return NULL;
 	for (const struct dw_dest *d = dep->dests; d; d = d->next_in_dep) {
+		/* an HTTP/2 answer decoded by the daemon (lateout.h), else the kernel's HTTP/1 status */
+		if (d->late && dw_late_outcome(d->late, buf, len))
+			return buf;
 		if (!d->sum.last_fail_status)
 			continue;
 		snprintf(buf, len, "http_%u", d->sum.last_fail_status);

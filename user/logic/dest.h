@@ -13,6 +13,7 @@
 #include "hist.h"
 #include "eject.h"
 #include "judge.h"
+#include "lateout.h"
 #include "window.h"
 
 /*
@@ -70,6 +71,8 @@ struct dw_dest {
 	uint64_t burst_gen;
 	bool burst_seen;
 	struct dw_dest_eject ej;
+	/* HTTP/2 answers decoded after their calls (lateout.h); NULL until its first (3 KiB) */
+	struct dw_late *late;
 };
 
 /* A row's key, and its kind decoded from it: the one way a row gets its key. */
