@@ -30,6 +30,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "slots.bpf.h"
+#include "abortrec.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

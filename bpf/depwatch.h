@@ -239,39 +239,7 @@ struct dw_dep_cfg {
 	__u64 dns_timeout_ns;	/* a DNS query unanswered this long failed (reason timeout); 0: DW_DNS_TIMEOUT_DEFAULT_NS */
 };
 
-/*
- * The abort iterators (iter/tcp, run by the daemon on demand: at a breaker
- * opening, at each poll while open, and when an abort_after deadline is
- * due) write one of these for each connection they chose: dw_abort for each
- * it aborted (bpf_sock_destroy) or failed to, dw_abort_list (kernels
- * without the kfunc) for each the daemon is to abort through sock_diag's
- * SOCK_DESTROY, which finds it by its 4-tuple and checks its cookie.
- */
-enum dw_abort_reason { DW_ABORT_BREAKER = 1, DW_ABORT_TIMEOUT = 2, DW_ABORT_EJECT = 3 };
-
-/* The socket as sock_diag looks it up (struct inet_diag_sockid). */
-struct dw_abort_sock {
-	__u64 cookie;			/* bpf_get_socket_cookie(): the same socket, not one reusing its 4-tuple */
-	__u8 saddr[16];			/* local; AF_INET: the first 4 bytes */
-	__u8 daddr[16];			/* remote */
-	__u16 family;			/* the socket's: AF_INET, or AF_INET6 (also for IPv4-mapped peers) */
-	__u16 sport, dport;		/* network byte order, as sock_diag takes them */
-	__u16 pad;
-	__u32 ifindex;			/* the device it is bound to, 0: none */
-	__u32 pad2;
-};
-
-struct dw_abort_record {
-	struct dw_dest_key dest;	/* the connection's destination (its row's key) */
-	__u32 dep_id;			/* its configured dependency, 0: none */
-	__u32 slot;
-	__u8 reason;			/* enum dw_abort_reason */
-	__u8 had_call;			/* a call was outstanding: its caller got the error */
-	__u8 failed;			/* bpf_sock_destroy() refused: counted, not retried */
-	__u8 pad;
-	__s32 err;			/* what bpf_sock_destroy() returned */
-	struct dw_abort_sock sock;
-};
+/* What the abort iterators write of each connection they chose: bpf/abortrec.h. */
 
 /*
  * The match trie (LPM): key data is the family as a big-endian __u32, then
@@ -371,25 +339,6 @@ struct dw_pending_entry {
  * (oldest_inflight_ms) but does not make the dependency slow now.
  */
 #define DW_PEND_MULTIPLEXED 1
-
-/*
- * Per thread (the threads map): the inbound request it last received and
- * whether it has answered it yet. Thread-per-request servers hold one
- * request per thread while they call their dependencies.
- */
-struct dw_thread_req {
-	__u64 sk;		/* the inbound socket's address */
-	__u32 netns;		/* its row: netns and listening port */
-	__u16 port;
-	__u16 active;		/* 1: received, not answered */
-};
-
-/* The abandons map: (process, dependency) -> when a call of it was abandoned. */
-struct dw_abandon_key {
-	__u32 tgid;
-	__u32 dep_id;
-	struct dw_dest_key dest;	/* zero for a configured dependency (any of its destinations) */
-};
 
 /*
  * The global counters of things that went wrong in the kernel side, the one

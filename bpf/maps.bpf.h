@@ -17,6 +17,27 @@
 #include "h2.h"
 #include "dns.h"
 
+/* The kernel side's own map values, which user space never reads. */
+
+/*
+ * Per thread (the threads map): the inbound request it last received and
+ * whether it has answered it yet. Thread-per-request servers hold one
+ * request per thread while they call their dependencies.
+ */
+struct dw_thread_req {
+	__u64 sk;		/* the inbound socket's address */
+	__u32 netns;		/* its row: netns and listening port */
+	__u16 port;
+	__u16 active;		/* 1: received, not answered */
+};
+
+/* The abandons map: (process, dependency) -> when a call of it was abandoned. */
+struct dw_abandon_key {
+	__u32 tgid;
+	__u32 dep_id;
+	struct dw_dest_key dest;	/* zero for a configured dependency (any of its destinations) */
+};
+
 /* Per-connection state. SK_STORAGE: freed with the socket, never evicted. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);

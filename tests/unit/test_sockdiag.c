@@ -13,7 +13,7 @@
 
 #include "dwtest.h"
 
-#include "depwatch.h"
+#include "abortrec.h"
 #include "sockdiag.h"
 
 struct req {
