@@ -665,13 +665,23 @@ def median(xs):
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
-# The shared daemon of each test module (SHARED_DAEMON), by module name.
+# The shared daemons of each test module (SHARED_DAEMON), by (module name, config text or None).
 _shared_daemons = {}
 
 
-def _stop_shared(module):
+def _drop_shared(key):
+    """Forgets a shared daemon and leaves nothing of it behind (no assertions)."""
+    d = _shared_daemons.pop(key, None)
+    if d is not None:
+        d.cleanup()
+        for f in d.files:
+            if os.path.exists(f):
+                os.unlink(f)
+
+
+def _stop_shared(key):
     """The module's end: its shared daemon must exit 0 on SIGTERM and remove its pin dir."""
-    d = _shared_daemons.pop(module, None)
+    d = _shared_daemons.get(key)
     if d is None:
         return
     try:
@@ -679,9 +689,9 @@ def _stop_shared(module):
         left = os.listdir(d.pin_dir) if os.path.isdir(d.pin_dir) else None
         if rc != 0 or os.path.exists(d.pin_dir):
             raise AssertionError("the shared daemon of %s: exit status %s on SIGTERM (None: had to be killed), "
-                                 "pin dir left behind: %r; stderr:\n%s" % (module, rc, left, d.stderr_text()))
+                                 "pin dir left behind: %r; stderr:\n%s" % (key[0], rc, left, d.stderr_text()))
     finally:
-        d.cleanup()
+        _drop_shared(key)
 
 
 class DaemonTestCase(unittest.TestCase):
@@ -700,26 +710,35 @@ class DaemonTestCase(unittest.TestCase):
     def setUp(self):
         self._daemons = []
 
-    def _shared_daemon(self):
-        module = type(self).__module__
-        d = _shared_daemons.get(module)
+    def shared_daemon(self, conf_text=None):
+        """The module's shared daemon on the built-in config, or on conf_text as start_configured
+        starts it (-c, --events to d.events: the events of every test that shared it)."""
+        key = (type(self).__module__, conf_text)
+        d = _shared_daemons.get(key)
         if d is None or not d.running():
-            d = Daemon()
+            _drop_shared(key)       # gone during an earlier test, which failed for it
+            if conf_text is None:
+                d = Daemon()
+                d.files = []
+            else:
+                conf = write_config(conf_text)
+                d = Daemon(extra_args=["-c", conf, "--events", conf + ".events"])
+                d.events = conf + ".events"
+                d.files = [conf, d.events]
             d.shared = True
-            _shared_daemons[module] = d
-            unittest.addModuleCleanup(_stop_shared, module)
+            _shared_daemons[key] = d
+            unittest.addModuleCleanup(_stop_shared, key)
             try:
                 d.start()
             except DaemonError as e:
-                _shared_daemons.pop(module, None)
-                d.cleanup()
+                _drop_shared(key)
                 self.fail(str(e))
         self._daemons.append(d)
         return d
 
     def start_daemon(self, **kw):
         if self.SHARED_DAEMON and not kw:
-            return self._shared_daemon()
+            return self.shared_daemon()
         d = Daemon(**kw)
         self._daemons.append(d)
         self.addCleanup(d.cleanup)
