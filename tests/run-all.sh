@@ -68,7 +68,7 @@ for backend in sock syscalls; do
 	fi
 	echo "== integration, backend $backend (real kernel, real sockets)"
 	start=$SECONDS
-	DW_BACKEND=$backend python3 tests/integration/run.py 2>&1 | tee "$log"
+	DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	line=$(closing "")
 	count_line "$rc" "$line"

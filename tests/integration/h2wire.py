@@ -15,6 +15,8 @@ import struct
 import threading
 import time
 
+from harness import bind_fresh_port
+
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE = range(9)
@@ -64,9 +66,12 @@ class H2Server:
         self.answered = 0
         self.conns = []
         self.stopping = False
-        self.lsock = socket.socket()
-        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
+        def make_socket():
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            return s
+        # a port new to the run: a shared daemon may hold an earlier test's row (harness.py)
+        self.lsock = bind_fresh_port(make_socket, "127.0.0.1")
         self.lsock.listen(64)
         self.port = self.lsock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()

@@ -43,6 +43,7 @@ BPFFS = "/sys/fs/bpf"
 BACKEND = os.environ.get("DW_BACKEND") or None
 
 
+
 # The kernel stage's guest (tests/vm/kernels.sh sets DW_VM=tcg): an emulated machine, 3-4x slower
 # than the host, on which a test sized for the host's load (a 200-thread pool) measures the
 # emulation. Only such sizes look at it; no tolerance does.
@@ -60,6 +61,15 @@ def kernel_has_sock_tracepoints():
 BACKEND_IN_USE = BACKEND or ("sock" if kernel_has_sock_tracepoints() else "syscalls")
 
 
+def backend_independent(test):
+    """A test class or method that runs no daemon with --backend (the package, the install tree,
+    top against a fake daemon): its outcome is the same in both passes of make test, so it runs
+    in one, the sock pass where the kernel has it, else the syscalls one (test_gotls_probe's rule;
+    issue 36: the second pass waited on the same lintian, make install and tmux runs)."""
+    once = BACKEND_IN_USE == "sock" or not kernel_has_sock_tracepoints()
+    return unittest.skipUnless(once, "backend-independent: run in the sock backend's pass")(test)
+
+
 def kernel_has_sock_destroy_kfunc():
     """What the daemon probes for its abort path: the kfunc bpf_sock_destroy in the kernel's BTF
     (Linux 6.5+). Without it, aborts go through sock_diag (and the daemon keeps CAP_NET_ADMIN)."""
@@ -67,8 +77,10 @@ def kernel_has_sock_destroy_kfunc():
         return b"\0bpf_sock_destroy\0" in f.read()
 
 # seconds to wait for "depwatch: started": under emulation the verifier's walk of the stream
-# layer's programs is slow, and a start was seen past 20 s on one emulated CPU of a busy host
-START_TIMEOUT = 60.0 if EMULATED else 20.0
+# layer's programs is slow, and a start was seen past 20 s on one emulated CPU of a busy host;
+# on the host too, with six suites beside it (load 8-19), starts took 17-36 s (2026-12-04). Only
+# a daemon that never starts waits this out.
+START_TIMEOUT = 60.0
 # How long each daemon start of the run took, to its start line (mostly the verifier): what
 # run.py --durations sums, since every test that starts a daemon waits on it (issue 36).
 START_TIMES = []
@@ -115,12 +127,37 @@ def fmt_dest(host, port):
     return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
 
 
-def free_port(host="127.0.0.1"):
-    """A loopback port nobody listens on (bound, read back, released)."""
-    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_STREAM)
+# Every port free_port and LoopbackServer handed out in this run. A shared daemon (DaemonTestCase's
+# SHARED_DAEMON) keeps the rows of the tests before: a port must not come back, or a later test
+# would read an earlier one's counts as its own.
+_handed_ports = set()
+_handed_lock = threading.Lock()
+
+
+def bind_fresh_port(make_socket, host):
+    """make_socket() bound to (host, 0), on a port this run never handed out before; returns it."""
+    held = []
     try:
-        s.bind((host, 0))
+        for _ in range(100):
+            s = make_socket()
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+            with _handed_lock:
+                if port not in _handed_ports:
+                    _handed_ports.add(port)
+                    return s
+            held.append(s)      # kept bound while we retry: the kernel cannot offer it again
+        raise OSError("no loopback port left that this run has not used")
+    finally:
+        for h in held:
+            h.close()
+
+
+def free_port(host="127.0.0.1"):
+    """A loopback port nobody listens on (bound, read back, released), new to this run."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = bind_fresh_port(lambda: socket.socket(fam, socket.SOCK_STREAM), host)
+    try:
         return s.getsockname()[1]
     finally:
         s.close()
@@ -191,6 +228,11 @@ class Daemon:
 
     def start(self, timeout=START_TIMEOUT):
         began = time.monotonic()
+        if not getattr(self, "shared", False):
+            # A test's own daemon starts and stops alone, as before shared daemons: each daemon
+            # attached beside it made its exit slower (Test09TwoDaemons' stops passed 10 s).
+            for key in list(_shared_daemons):
+                _stop_shared(key)
         if not os.path.exists(DEPWATCH):
             raise DaemonError("%s does not exist: run `make` first" % BUILT)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -312,7 +354,8 @@ class Daemon:
             time.sleep(0.05)
 
     def wait_dest(self, dest_text, cond, timeout=STATUS_DEADLINE):
-        """Polls until the row of dest_text exists and cond(row) holds; returns the row (or the last one, maybe None)."""
+        """Polls until the row of dest_text exists and cond(row) holds; returns the row (or the last
+        one, maybe None)."""
         st = self.wait_for(lambda s: (lambda r: r is not None and cond(r))(find_dest(s, dest_text)), timeout)
         return find_dest(st, dest_text), st
 
@@ -402,9 +445,11 @@ class LoopbackServer:
         self.mode = mode
         self.delay = delay
         fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.lsock = socket.socket(fam, socket.SOCK_STREAM)
-        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind((host, 0))
+        def make_socket():
+            s = socket.socket(fam, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            return s
+        self.lsock = bind_fresh_port(make_socket, host)
         self.lsock.listen(128)
         self.port = self.lsock.getsockname()[1]
         self.dest = fmt_dest(host, self.port)
@@ -635,14 +680,96 @@ def median(xs):
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
+# The shared daemons of each test module (SHARED_DAEMON), by (module name, config text or None).
+_shared_daemons = {}
+
+
+def _drop_shared(key):
+    """Forgets a shared daemon and leaves nothing of it behind (no assertions)."""
+    d = _shared_daemons.pop(key, None)
+    if d is not None:
+        d.cleanup()
+        for f in d.files:
+            if os.path.exists(f):
+                os.unlink(f)
+
+
+def _stop_shared(key):
+    """The module's end: its shared daemon must exit 0 on SIGTERM and remove its pin dir."""
+    d = _shared_daemons.get(key)
+    if d is None:
+        return
+    try:
+        rc = d.stop()
+        left = os.listdir(d.pin_dir) if os.path.isdir(d.pin_dir) else None
+        if rc != 0 or os.path.exists(d.pin_dir):
+            raise AssertionError("the shared daemon of %s: exit status %s on SIGTERM (None: had to be killed), "
+                                 "pin dir left behind: %r; stderr:\n%s" % (key[0], rc, left, d.stderr_text()))
+    finally:
+        _drop_shared(key)
+
+
+def _tables_filling(d):
+    """Whether a shared daemon's tables are half full or any of them overflowed (the host's other
+    traffic counts too: on a machine shared with other suites, thousands of destinations)."""
+    try:
+        k = d.status()["kernel"]
+    except DaemonError:
+        return True
+    full = [n for n, v in k.items() if (n.endswith("_full") or n.endswith("_fail")) and v]
+    return bool(full) or 2 * k.get("dests_used", 0) > k.get("dests_max", 1 << 30)
+
+
 class DaemonTestCase(unittest.TestCase):
     """Gives each test fresh daemons; at the end each must exit 0 on SIGTERM
-    and remove its pin dir."""
+    and remove its pin dir.
+
+    A class with SHARED_DAEMON = True gets, from start_daemon() without arguments, one daemon
+    for all such tests of its module (issue 36: a start is mostly the verifier's, seconds a
+    test), stopped and checked the same way after the module's last test. Its tests must
+    not care what the tests before them did: each reads the rows of its own servers' ports
+    (never handed out twice in a run, bind_fresh_port) and no table-wide figure but the
+    kernel's failure counters. A test that ends with the shared daemon gone fails. A daemon of a
+    test's own stops the shared ones first (checked as at the module's end); the next test that
+    shares starts a new one."""
+
+    SHARED_DAEMON = False
 
     def setUp(self):
         self._daemons = []
 
+    def shared_daemon(self, conf_text=None):
+        """The module's shared daemon on the built-in config, or on conf_text as start_configured
+        starts it (-c, --events to d.events: the events of every test that shared it)."""
+        key = (type(self).__module__, conf_text)
+        d = _shared_daemons.get(key)
+        if d is not None and d.running() and _tables_filling(d):
+            _stop_shared(key)       # a fresh one: this test's rows must find room, as in its own daemon
+            d = None
+        if d is None or not d.running():
+            _drop_shared(key)       # gone during an earlier test, which failed for it
+            if conf_text is None:
+                d = Daemon()
+                d.files = []
+            else:
+                conf = write_config(conf_text)
+                d = Daemon(extra_args=["-c", conf, "--events", conf + ".events"])
+                d.events = conf + ".events"
+                d.files = [conf, d.events]
+            d.shared = True
+            _shared_daemons[key] = d
+            unittest.addModuleCleanup(_stop_shared, key)
+            try:
+                d.start()
+            except DaemonError as e:
+                _drop_shared(key)
+                self.fail(str(e))
+        self._daemons.append(d)
+        return d
+
     def start_daemon(self, **kw):
+        if self.SHARED_DAEMON and not kw:
+            return self.shared_daemon()
         d = Daemon(**kw)
         self._daemons.append(d)
         self.addCleanup(d.cleanup)
@@ -662,7 +789,10 @@ class DaemonTestCase(unittest.TestCase):
 
     def tearDown(self):
         for d in self._daemons:
-            if d.running():
+            if getattr(d, "shared", False):
+                self.assertTrue(d.running(), "the shared daemon exited during this test (status %s); stderr:\n%s"
+                                % (d.proc.poll(), d.stderr_text()))
+            elif d.running():
                 self.stop_daemon(d)
 
     # ---- common assertions

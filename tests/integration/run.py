@@ -12,6 +12,7 @@ non-zero if anything failed. Python 3 standard library only.
 
 import argparse
 import os
+import resource
 import sys
 import time
 import unittest
@@ -128,7 +129,14 @@ def main():
         print("ERROR: " + p)
     if args.durations:
         print_durations(result.took, args.durations)
-    print("integration: %.1f s" % (time.monotonic() - start))
+    took = time.monotonic() - start
+    print("integration: %.1f s" % took)
+    # what the run asked of the CPUs (itself, its daemons, servers and tools, once waited for):
+    # whether two runs could share this machine (issue 36)
+    cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for f in ("ru_utime", "ru_stime"))
+    print("cpu: %.0f s of user and system time, %.0f%% of the %d CPUs over the run"
+          % (cpu, 100 * cpu / max(took, 1e-9) / (os.cpu_count() or 1), os.cpu_count() or 1))
     # what failed, by name, just above the count: the lines a stage's summary repeats
     for tid in failed_ids(result):
         print("failed: " + tid)

@@ -70,6 +70,8 @@ class Test01WhichBackend(DaemonTestCase):
 class Test02EverySyscall(DaemonTestCase):
     """One connection per way of driving a socket, CALLS calls each: exact counts on both backends."""
 
+    SHARED_DAEMON = True
+
     CALLS = 5
     DELAY = 0.002
 
@@ -196,6 +198,8 @@ class Test03LateReader(DaemonTestCase):
     """The response arrives after DELAY, the caller reads it LATE after sending. The sock
     backend ends the call when the bytes reach the socket (sk_data_ready); the syscalls
     backend, which has no such hook, at the receive: the documented difference."""
+
+    SHARED_DAEMON = True
 
     DELAY_MS = 20
     LATE_MS = 300

@@ -2,8 +2,9 @@
 
 Every test knows its ground truth (how many calls it made, how long the
 server waited, which sockets it opened) and compares the daemon's status with
-it. Each test uses its own loopback ports (bound to port 0, read back) and
-its own daemon(s), so destinations never mix.
+it. Each test uses its own loopback ports (bound to port 0, read back, never twice in a run), so
+destinations never mix; the classes with SHARED_DAEMON share one daemon (the
+harness's DaemonTestCase), the others start their own.
 """
 
 import os
@@ -14,8 +15,8 @@ import subprocess
 import threading
 import time
 
-from harness import (INTERVAL_MS, RESP, Client, Daemon, DaemonTestCase, LoopbackServer, dest_port, fmt_dest,
-                     free_port, median, own_netns, run_client_threads, tcp_sockets)
+from harness import (INTERVAL_MS, RESP, Client, Daemon, DaemonTestCase, LoopbackServer, bind_fresh_port, dest_port,
+                     fmt_dest, free_port, median, own_netns, run_client_threads, tcp_sockets)
 
 CLIENT_COMM = "dwclient"
 
@@ -47,6 +48,7 @@ class KeepAliveMixin:
 
 
 class Test01ExactCallCounts(KeepAliveMixin, DaemonTestCase):
+    SHARED_DAEMON = True
     def test_exact_call_counts(self):
         d, srv, clients, _, row, st = self.keepalive_traffic()
         total = self.THREADS * self.CALLS_EACH
@@ -65,6 +67,7 @@ class Test01ExactCallCounts(KeepAliveMixin, DaemonTestCase):
 
 
 class Test04ServerEndsNotCounted(KeepAliveMixin, DaemonTestCase):
+    SHARED_DAEMON = True
     def test_server_ends_not_counted(self):
         d, srv, clients, _, row, st = self.keepalive_traffic()
         self.assertIsNotNone(row)
@@ -79,6 +82,7 @@ class Test04ServerEndsNotCounted(KeepAliveMixin, DaemonTestCase):
 
 
 class Test11LastCaller(KeepAliveMixin, DaemonTestCase):
+    SHARED_DAEMON = True
     def test_last_caller(self):
         d, srv, clients, comms, row, st = self.keepalive_traffic()
         self.assertEqual(comms, [CLIENT_COMM] * self.THREADS, "comm of the client threads (/proc)")
@@ -94,6 +98,7 @@ class Test02P50Accuracy(DaemonTestCase):
     as its bucket (+ rounding to the 0.001 ms shown). On an idle host the client's median is
     the delay + ~0.1 ms; under emulation (the 6.1 stage) + 2-4 ms at 20 ms, which is real
     time the call took, not depwatch's error."""
+    SHARED_DAEMON = True
     DELAYS_MS = (20, 100, 300)
     CALLS = 20
     TOLERANCE = 0.07
@@ -141,6 +146,7 @@ class Test02P50Accuracy(DaemonTestCase):
 
 
 class Test03InflightAndOldestAge(DaemonTestCase):
+    SHARED_DAEMON = True
     K = 5
     HOLD = 1.5
 
@@ -217,6 +223,7 @@ class Test05AdoptedConnection(DaemonTestCase):
 
 
 class Test06RefusedConnect(DaemonTestCase):
+    SHARED_DAEMON = True
     def test_refused_connect(self):
         d = self.start_daemon()
         port = free_port("127.0.0.1")
@@ -232,6 +239,7 @@ class Test06RefusedConnect(DaemonTestCase):
 
 
 class Test07FailedCalls(DaemonTestCase):
+    SHARED_DAEMON = True
     def _failed_call(self, mode, expected_exc):
         d = self.start_daemon()
         srv = LoopbackServer("127.0.0.1", mode=mode)
@@ -278,6 +286,7 @@ s.close()
 class Test15Goodbyes(DaemonTestCase):
     """A message its sender closes behind without waiting is no call (doc/callmodel.md, goodbyes),
     however late the close comes; a caller that waited and gave up failed its call."""
+    SHARED_DAEMON = True
 
     def _close_after(self, how):
         d = self.start_daemon()
@@ -297,6 +306,7 @@ class Test15Goodbyes(DaemonTestCase):
 
 
 class Test08IPv6(DaemonTestCase):
+    SHARED_DAEMON = True
     def test_ipv6_loopback(self):
         d = self.start_daemon()
         srv = LoopbackServer("::1", mode="delay", delay=0.002)
@@ -391,6 +401,7 @@ class Test10NonRoot(DaemonTestCase):
 class Test12CallBoundaries(DaemonTestCase):
     """Where calls start and end: several sends are one call, the first response byte ends it,
     and what comes after the response (FIN, RST) fails nothing."""
+    SHARED_DAEMON = True
 
     def test_request_in_several_sends_is_one_call(self):
         d = self.start_daemon()
@@ -466,12 +477,12 @@ class Test12CallBoundaries(DaemonTestCase):
 class Test13Connecting(DaemonTestCase):
     """A SYN nobody answers (the listener's accept queue is full): connecting, its age,
     the SYN's retransmission, and closing the socket while it connects."""
+    SHARED_DAEMON = True
 
     def test_connect_pending(self):
         d = self.start_daemon()
-        lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lsock = bind_fresh_port(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), "127.0.0.1")
         self.addCleanup(lsock.close)
-        lsock.bind(("127.0.0.1", 0))
         lsock.listen(0)                          # one queued connection fills it; never accepted
         port = lsock.getsockname()[1]
         dest = fmt_dest("127.0.0.1", port)

@@ -63,6 +63,7 @@ def dpkg(*args):
         time.sleep(2)
 
 
+@harness.backend_independent
 @unittest.skipIf(os.geteuid() != 0, "not root: installs and removes a package with dpkg")
 class DebTest(unittest.TestCase):
     @classmethod

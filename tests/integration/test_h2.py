@@ -96,7 +96,8 @@ class GrpcClient:
 
 
 class H2Case(DaemonTestCase):
-    """A daemon per test on a config of its own (slow_call 500 ms, a dependency per test's port)."""
+    """A daemon per test on a config of its own (slow_call 500 ms, a dependency per test's port);
+    with SHARED_DAEMON, the tests that name no dependency share one (the harness's shared_daemon)."""
 
     def setUp(self):
         super().setUp()
@@ -111,8 +112,9 @@ class H2Case(DaemonTestCase):
         conf = "[defaults]\nslow_call = %dms\n%s" % (SLOW_CALL * 1000, extra)
         for name, port in deps:
             conf += "[dependency %s]\nmatch = 127.0.0.1:%d\n" % (name, port)
-        d = start_configured(self.cleanups.append, conf)
-        return d
+        if self.SHARED_DAEMON and not deps and not extra:
+            return self.shared_daemon(conf)
+        return start_configured(self.cleanups.append, conf)
 
     def grpc_server(self, *a, **kw):
         if not have_grpc():
@@ -329,7 +331,10 @@ class GrpcTLSTest(H2Case):
 
 
 class H2WireTest(H2Case):
-    """Our own peer: what real servers will not do on demand."""
+    """Our own peer: what real servers will not do on demand. Its tests name no dependency and
+    read their own destination's row: one daemon for them all."""
+
+    SHARED_DAEMON = True
 
     def test_server_resets_and_5xx(self):
         """Stream 1 answered 200, 3 reset by the server, 5/7/9 answered 503 (literal), 503 (Huffman)

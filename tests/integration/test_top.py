@@ -408,6 +408,7 @@ def tsv_row(name, calls=10, breaker="closed", reason="none", slow="0.0000", infl
     return row + ("\n" if old else "\t%s\t%s\n" % (mux, burst))
 
 
+@harness.backend_independent
 class TopFakeDaemonTest(TmuxMixin, unittest.TestCase):
     def fake(self, answer, raw=False):
         f = FakeDaemon(answer, raw)
