@@ -51,7 +51,7 @@ done
 unit_line="$# binaries, $((passed - before_p)) passed, $((failed - before_f)) failed, $(took $start)"
 echo "== unit: $unit_line"
 
-echo "== fuzz: short libFuzzer runs over the config parser, the HTTP/1 status-line reader and the Go probe finder (make fuzz for long ones)"
+echo "== fuzz: short libFuzzer runs over the config parser, the HTTP/1 status-line reader, the Go probe finder and the HTTP/2 header-block reader (make fuzz for long ones)"
 start=$SECONDS
 if bash tests/fuzz/run.sh 15; then count 0 1 0; fuzz_line="no crash"; else count 1 0 1; fuzz_line="FAILED"; fi
 fuzz_line="$fuzz_line, $(took $start)"
