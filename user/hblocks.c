@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <bpf/libbpf.h>
 
 #include "hblocks.h"
@@ -75,6 +76,13 @@ int dw_hblocks_start(struct dw_hblocks *h, struct bpf_object *obj)
 		h->table = NULL;
 		return err;
 	}
+	/*
+	 * The ring and the inflaters' dynamic tables hold answers' header blocks,
+	 * read from TLS plaintext too: this process never dumps core (doc/tls.md,
+	 * "Privacy"). Not dumpable also keeps other users' ptrace out.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		dw_warn("cannot turn core dumps off (prctl PR_SET_DUMPABLE): %s", strerror(errno));
 	return 0;
 }
 
