@@ -57,6 +57,11 @@ if bash tests/fuzz/run.sh 15; then count 0 1 0; fuzz_line="no crash"; else count
 fuzz_line="$fuzz_line, $(took $start)"
 echo "== fuzz: $fuzz_line"
 
+# One suite at a time on this machine from here on (tests/suitelock.sh): the integration runs and
+# the kernel stage wait for another run's; the unit tests and fuzzers above need no lock.
+. tests/suitelock.sh
+suitelock_take "make test (tests/run-all.sh)"
+
 # The whole integration suite once per tracing backend, with the same assertions
 # (DW_BACKEND makes every daemon of the run start with --backend).
 summary=""

@@ -103,6 +103,10 @@ def main():
     args = ap.parse_args()
 
     sys.path.insert(0, HERE)
+    # one run at a time on this machine (tests/suitelock.sh): taken before the first daemon starts
+    import suitelock
+    suitelock.take("tests/integration/run.py %s, backend %s"
+                   % (" ".join(sys.argv[1:]) or "(all)", os.environ.get("DW_BACKEND") or "(probed)"))
     loader = unittest.TestLoader()
     if args.patterns:
         loader.testNamePatterns = ["*%s*" % p for p in args.patterns]

@@ -88,6 +88,10 @@ SUBSET=(
 	"20 test_tls.TLSCase.test_curl_loop"
 )
 
+# one suite at a time on this machine (tests/suitelock.sh); make test's run holds it already
+. tests/suitelock.sh
+suitelock_take "tests/vm/kernels.sh, KERNELS=$KERNELS"
+
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1
 # Greedy: each test (costliest first, as listed) to the shard with the least so far.
 declare -a load shard_args
@@ -116,7 +120,7 @@ for k in $KERNELS; do
 		# the backend the probe picks there, by the rule run-all.sh uses here
 		# shellcheck disable=SC2086 # shard_args holds -k words
 		{ python3 tests/vm/vm.py --kernel "$k" --timeout "$VM_TIMEOUT" --cpus 1 --mem 4G \
-			--env DEPWATCH="$OUT/depwatch" --env DW_VM=tcg -- \
+			--env DEPWATCH="$OUT/depwatch" --env DW_VM=tcg --env DW_TEST_LOCK=held -- \
 			sh -c 'grep -qa btf_trace_sock_send_length /sys/kernel/btf/vmlinux && b=sock || b=syscalls
 				echo "kernels: backend $b"; exec "$@"' sh \
 			python3 tests/integration/run.py --durations 40 ${shard_args[i]} > "$logs/$i" 2>&1
