@@ -255,7 +255,7 @@ class Test01MetricsBody(MetricsTestCase):
 
         # The exposition format, as Prometheus' own checker reads it.
         promtool = shutil.which("promtool")
-        self.assertIsNotNone(promtool, "promtool not installed: run `make deps` (Debian package prometheus)")
+        self.assertIsNotNone(promtool, "promtool not installed: `make test` installs it (scripts/deps.sh test: Debian package prometheus)")
         r = subprocess.run([promtool, "check", "metrics"], input=body.encode(), capture_output=True, timeout=30)
         self.assertEqual(r.returncode, 0, "promtool check metrics: %s %s" % (r.stdout.decode(), r.stderr.decode()))
 
@@ -351,7 +351,7 @@ class PrometheusMixin:
 
     def start_prometheus(self, target):
         exe = shutil.which("prometheus")
-        self.assertIsNotNone(exe, "prometheus not installed: run `make deps` (Debian package prometheus)")
+        self.assertIsNotNone(exe, "prometheus not installed: `make test` installs it (scripts/deps.sh test: Debian package prometheus)")
         tmp = tempfile.mkdtemp(prefix="dwtest-prom-")
         self.addCleanup(shutil.rmtree, tmp, True)
         conf = os.path.join(tmp, "prometheus.yml")
@@ -449,7 +449,7 @@ class Test04PrometheusScrape(PrometheusMixin, MetricsTestCase):
 class Test05Examples(unittest.TestCase):
     def test_rules_pass_promtool(self):
         promtool = shutil.which("promtool")
-        self.assertIsNotNone(promtool, "promtool not installed: run `make deps` (Debian package prometheus)")
+        self.assertIsNotNone(promtool, "promtool not installed: `make test` installs it (scripts/deps.sh test: Debian package prometheus)")
         r = subprocess.run([promtool, "check", "rules", RULES], capture_output=True, timeout=30)
         out = r.stdout.decode() + r.stderr.decode()
         self.assertEqual(r.returncode, 0, out)
@@ -553,7 +553,7 @@ class Test05MaxSeries(PrometheusMixin, MetricsTestCase):
         self.assertEqual(s1[("depwatch_series_folded", '{series="dependency"}')], len(folded))
         self.assertGreaterEqual(len(folded), n - SERIES_CAP)
         promtool = shutil.which("promtool")
-        self.assertIsNotNone(promtool, "promtool not installed: run `make deps` (Debian package prometheus)")
+        self.assertIsNotNone(promtool, "promtool not installed: `make test` installs it (scripts/deps.sh test: Debian package prometheus)")
         r = subprocess.run([promtool, "check", "metrics"], input=body.encode(), capture_output=True, timeout=30)
         self.assertEqual(r.returncode, 0, "promtool check metrics: %s %s" % (r.stdout.decode(), r.stderr.decode()))
         # status --json under the same cap: each list ends with one ~other entry
