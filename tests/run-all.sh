@@ -62,29 +62,50 @@ echo "== fuzz: $fuzz_line"
 . tests/suitelock.sh
 suitelock_take "make test (tests/run-all.sh)"
 
-# The whole integration suite once per tracing backend, with the same assertions
-# (DW_BACKEND makes every daemon of the run start with --backend).
+# The whole integration suite once per tracing backend (DW_BACKEND makes every daemon of the run
+# start with --backend), the two passes side by side (issue 45: each mostly waits, 12-19% of the
+# CPUs; the tests that load the machine run alone, harness.runs_alone). Each pass's lines are
+# streamed marked with its backend; its closing lines are repeated in the summary.
 summary=""
+ilogs=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$ilogs"' EXIT
+backends=()
 for backend in sock syscalls; do
 	if [ "$backend" = sock ] && ! grep -qa btf_trace_sock_send_length /sys/kernel/btf/vmlinux; then
 		summary="$summary
    integration, backend sock: skipped, this kernel lacks the sock_send_length tracepoint (Linux 6.3+)"
 		continue
 	fi
-	echo "== integration, backend $backend (real kernel, real sockets)"
-	start=$SECONDS
-	DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
+	backends+=("$backend")
+done
+echo "== integration, backends ${backends[*]} side by side (real kernel, real sockets)"
+start=$SECONDS
+side=$([ ${#backends[@]} -gt 1 ] && echo 1 || echo 0)
+for backend in "${backends[@]}"; do
+	: > "$ilogs/$backend"
+	{ DW_SIDE_BY_SIDE=$side DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 \
+		> "$ilogs/$backend" 2>&1
+	  echo $? > "$ilogs/$backend.rc"
+	  echo "== integration, backend $backend: ended after $(took $start)" >> "$ilogs/$backend.end"; } &
+	tail -n +1 -f --pid=$! "$ilogs/$backend" | sed -u "s/^/[$backend] /" &
+done
+wait
+for backend in "${backends[@]}"; do
+	cp "$ilogs/$backend" "$log"
+	rc=$(cat "$ilogs/$backend.rc")
 	line=$(closing "")
 	count_line "$rc" "$line"
-	echo "== integration, backend $backend: ${line:-no result line (exit status $rc)}, $(took $start)"
+	ended=$(sed -n 's/.*: ended after //p' "$ilogs/$backend.end")
+	echo "== integration, backend $backend: ${line:-no result line (exit status $rc)}, $ended"
 	summary="$summary
-   integration, backend $backend: ${line:-no result line (exit status $rc)}, $(took $start)"
+   integration, backend $backend: ${line:-no result line (exit status $rc)}, $ended"
 	# run.py's "failed: ID" lines, under the count
 	names=$(sed -n 's/^failed: /      failed: /p' "$log")
 	[ -z "$names" ] || summary="$summary
 $names"
 done
+summary="$summary
+   integration, both backends: $(took $start)"
 
 echo "== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
 start=$SECONDS

@@ -18,6 +18,7 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SIDE = None     # suitelock.SideBySide, made in main()
 
 
 class CountingResult(unittest.TextTestResult):
@@ -43,10 +44,19 @@ class CountingResult(unittest.TextTestResult):
         super().startTest(test)
         self.outcome[test.id()] = "pass"
         self.took[test.id()] = time.monotonic()
+        SIDE.enter(runs_alone(test))
 
     def stopTest(self, test):
+        SIDE.leave()
         self.took[test.id()] = time.monotonic() - self.took[test.id()]
         super().stopTest(test)
+
+
+def runs_alone(test):
+    """harness.runs_alone on the test's method, its class or its module (RUNS_ALONE = True)."""
+    method = getattr(test, getattr(test, "_testMethodName", ""), None)
+    return bool(getattr(method, "RUNS_ALONE", False) or getattr(type(test), "RUNS_ALONE", False)
+                or getattr(sys.modules.get(type(test).__module__), "RUNS_ALONE", False))
 
     def addFailure(self, test, err):
         super().addFailure(test, err)
@@ -105,6 +115,8 @@ def main():
     sys.path.insert(0, HERE)
     # one run at a time on this machine (tests/suitelock.sh): taken before the first daemon starts
     import suitelock
+    global SIDE
+    SIDE = suitelock.SideBySide()
     suitelock.take("tests/integration/run.py %s, backend %s"
                    % (" ".join(sys.argv[1:]) or "(all)", os.environ.get("DW_BACKEND") or "(probed)"))
     loader = unittest.TestLoader()
@@ -135,6 +147,9 @@ def main():
         print_durations(result.took, args.durations)
     took = time.monotonic() - start
     print("integration: %.1f s" % took)
+    if SIDE.enabled:
+        print("side by side: %d tests ran alone; %.0f s waited for the other pass's tests"
+              % (SIDE.alone_tests, SIDE.waited))
     # what the run asked of the CPUs (itself, its daemons, servers and tools, once waited for):
     # whether two runs could share this machine (issue 36)
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)

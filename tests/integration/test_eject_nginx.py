@@ -18,6 +18,10 @@ request's status and time as its client saw them, nginx's access log
 error log (what nginx itself saw fail at the replica); depwatch's status is
 checked against those."""
 
+# Loads the machine: runs alone when make test's two passes go side by side (harness.runs_alone).
+# wrk at full speed through nginx to three replicas.
+RUNS_ALONE = True
+
 import json
 import os
 import re

@@ -19,7 +19,7 @@ import threading
 import time
 import unittest
 
-from harness import (BACKEND, INTERVAL_MS, DaemonTestCase, dependency, find_dest, free_port, own_netns,
+from harness import (BACKEND, INTERVAL_MS, DaemonTestCase, dependency, find_dest, free_port, own_netns, runs_alone,
                      start_configured)
 from h2wire import (STATUS_500, STATUS_503_HUFFMAN, STATUS_503_LITERAL, H2Client, H2Server)
 from realtraffic import h2load, make_cert, require, start_nginx, start_nghttpd, tempdir, wait_closed
@@ -475,6 +475,7 @@ class H2WireTest(H2Case):
         self.assertEqual(r["failed"], r["streams"], r)
 
 
+@runs_alone
 class H2RealTest(H2Case):
     """nghttpd and nginx, loaded by h2load: depwatch's counts against h2load's own."""
 

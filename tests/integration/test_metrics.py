@@ -22,7 +22,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import DEPWATCH, REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port
+from harness import DEPWATCH, REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port, runs_alone
 
 DELAY = 0.1     # the server's answer delay, seconds
 CALLS = 20
@@ -493,6 +493,7 @@ def calls_by_dep(st):
     return {d["name"]: d["calls"] + d["failed"] for d in st["dependencies"]}
 
 
+@runs_alone
 class Test05MaxSeries(PrometheusMixin, MetricsTestCase):
     """5 000 destinations with the default --max-series (150): the configured dependency keeps its
     series, at most 150 per family, one ~other whose counters are the sum of what it folded, and the
