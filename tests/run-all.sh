@@ -69,7 +69,7 @@ suitelock_take "make test (tests/run-all.sh)"
 summary=""
 ilogs=$(mktemp -d)
 trap 'rm -f "$log"; rm -rf "$ilogs"' EXIT
-backends=()
+backends=() ipids=()
 for backend in sock syscalls; do
 	if [ "$backend" = sock ] && ! grep -qa btf_trace_sock_send_length /sys/kernel/btf/vmlinux; then
 		summary="$summary
@@ -81,15 +81,29 @@ done
 echo "== integration, backends ${backends[*]} side by side (real kernel, real sockets)"
 start=$SECONDS
 side=$([ ${#backends[@]} -gt 1 ] && echo 1 || echo 0)
+# The kernel stage beside them (issue 45: it waits on emulation, they wait on sockets): one guest
+# of one vCPU, so that a CPU stays for the passes' daemons and load, and niced, so that the host's
+# timing tests come first; its tolerances compare with what the same guest measured. KERNELS_AFTER=1
+# runs it after the passes instead, in two guests (tests/vm/kernels.sh's own default).
+echo "== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
+if [ "${KERNELS_AFTER:-0}" != 1 ]; then
+	: > "$ilogs/kernels"
+	{ SHARDS=${SHARDS:-1} VM_TIMEOUT=${VM_TIMEOUT:-2700} nice -n 10 bash tests/vm/kernels.sh > "$ilogs/kernels" 2>&1
+	  echo $? > "$ilogs/kernels.rc"
+	  echo "$(took $start)" > "$ilogs/kernels.end"; } &
+	tail -n +1 -f --pid=$! "$ilogs/kernels" | sed -u "s/^/[kernels] /" &
+fi
 for backend in "${backends[@]}"; do
 	: > "$ilogs/$backend"
 	{ DW_SIDE_BY_SIDE=$side DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 \
 		> "$ilogs/$backend" 2>&1
 	  echo $? > "$ilogs/$backend.rc"
 	  echo "== integration, backend $backend: ended after $(took $start)" >> "$ilogs/$backend.end"; } &
+	ipids+=($!)
 	tail -n +1 -f --pid=$! "$ilogs/$backend" | sed -u "s/^/[$backend] /" &
 done
-wait
+wait "${ipids[@]}"
+integration_took=$(took $start)
 for backend in "${backends[@]}"; do
 	cp "$ilogs/$backend" "$log"
 	rc=$(cat "$ilogs/$backend.rc")
@@ -105,16 +119,23 @@ for backend in "${backends[@]}"; do
 $names"
 done
 summary="$summary
-   integration, both backends: $(took $start)"
+   integration, both backends: $integration_took"
 
-echo "== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
-start=$SECONDS
-bash tests/vm/kernels.sh 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
+if [ "${KERNELS_AFTER:-0}" = 1 ]; then
+	start=$SECONDS
+	bash tests/vm/kernels.sh 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	kept=$(took $start)
+else
+	wait
+	cp "$ilogs/kernels" "$log"
+	rc=$(cat "$ilogs/kernels.rc")
+	kept="$(cat "$ilogs/kernels.end"), beside the integration passes"
+fi
 line=$(closing "kernels: ")
 count_line "$rc" "$line"
 shown="${line#kernels: }"
-shown="${shown:-no result line (exit status $rc)}, $(took $start)"
+shown="${shown:-no result line (exit status $rc)}, $kept"
 echo "== kernels: $shown"
 echo "== stages:
    unit: $unit_line

@@ -34,37 +34,66 @@ def take(what):
     return fd
 
 
+class RWLock:
+    """A read-write lock on a file (flock: shared or exclusive), with a turnstile taken while
+    acquiring it, so that one waiting for it exclusively is not starved by a stream of shared
+    holders. Whoever holds it never waits on its turnstile: no deadlock between two passes."""
+
+    def __init__(self, path):
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        self.turn = os.open(path + ".turn", flags, 0o644)
+        self.fd = os.open(path, flags, 0o644)
+
+    def take(self, exclusive):
+        """Takes it (blocking); returns the seconds waited."""
+        since = time.monotonic()
+        fcntl.flock(self.turn, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self.turn, fcntl.LOCK_UN)
+        return time.monotonic() - since
+
+    def drop(self):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
 class SideBySide:
     """The two backends' passes of make test run side by side (DW_SIDE_BY_SIDE=1, tests/run-all.sh):
-    they mostly wait (12-19% of the CPUs each), but a test that loads the machine (wrk or h2load
-    at full speed, 20 000 connections, valgrind) would push the other pass's timing out of its
-    tolerances. Such a test is marked to run alone (harness.runs_alone): it holds a read-write
-    lock exclusively, every other test holds it shared, so it starts once the other pass's
-    current test ends and the other pass's next test waits for it. A turnstile taken before the
-    lock keeps a waiting exclusive test from being starved by the other pass's stream of shared
-    ones. Outside make test's side-by-side run (one pass, make itest) it does nothing."""
+    they mostly wait (12-19% of the CPUs each). Two read-write locks keep them from judging each
+    other, always taken in this order, the first for a module, the second for a test:
+    - the host: every daemon on the host attaches its TLS uprobes to every TLS process (the other
+      pass's servers and Go programs too), so a module whose assertions read the host's uprobes or
+      TLS processes (RUNS_ALONE_ON_HOST = True) holds it exclusively, from its first fixture to its
+      last cleanup, when no daemon of the other pass lives; every other module holds it shared;
+    - the CPUs: a test that loads the machine (harness.runs_alone: wrk or h2load at full speed,
+      20 000 connections, valgrind) holds it exclusively while the other pass's tests wait, so that
+      their timing stays in its tolerances; every other test holds it shared.
+    Outside make test's side-by-side run (one pass, make itest) it does nothing."""
 
     def __init__(self):
         self.enabled = os.environ.get("DW_SIDE_BY_SIDE") == "1"
         self.waited = 0.0
         self.alone_tests = 0
+        self.alone_modules = 0
         if self.enabled:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-            self.turn = os.open(LOCK_FILE + ".turn", flags, 0o644)
-            self.cpu = os.open(LOCK_FILE + ".cpu", flags, 0o644)
+            self.host = RWLock(LOCK_FILE + ".host")
+            self.cpu = RWLock(LOCK_FILE + ".cpu")
 
-    def enter(self, alone):
-        if not self.enabled:
-            return
-        since = time.monotonic()
-        fcntl.flock(self.turn, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(self.cpu, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(self.turn, fcntl.LOCK_UN)
-        self.waited += time.monotonic() - since
-        self.alone_tests += bool(alone)
-
-    def leave(self):
+    def enter_module(self, alone):
         if self.enabled:
-            fcntl.flock(self.cpu, fcntl.LOCK_UN)
+            self.waited += self.host.take(alone)
+            self.alone_modules += bool(alone)
+
+    def leave_module(self):
+        if self.enabled:
+            self.host.drop()
+
+    def enter_test(self, alone):
+        if self.enabled:
+            self.waited += self.cpu.take(alone)
+            self.alone_tests += bool(alone)
+
+    def leave_test(self):
+        if self.enabled:
+            self.cpu.drop()

@@ -8,6 +8,12 @@ bucket around DELAY. Anything other than GET /metrics is a 404; a port
 already taken makes `run` exit non-zero with one line.
 """
 
+# Its prometheus and promtool are Go programs with crypto/tls, which every daemon on the host probes:
+# no daemon of make test's other pass lives while it runs (tests/integration/suitelock.py). With
+# two daemons' probes on them, a daemon's stop twice took over 10 s in the side-by-side run
+# (2026-12-06; the cause is not established: doc/go.md's limits).
+RUNS_ALONE_ON_HOST = True
+
 import http.client
 import json
 import os
