@@ -81,12 +81,13 @@ done
 echo "== integration, backends ${backends[*]} side by side (real kernel, real sockets)"
 start=$SECONDS
 side=$([ ${#backends[@]} -gt 1 ] && echo 1 || echo 0)
-# The kernel stage beside them (issue 45: it waits on emulation, they wait on sockets): one guest
-# of one vCPU, so that a CPU stays for the passes' daemons and load, and niced, so that the host's
-# timing tests come first; its tolerances compare with what the same guest measured. KERNELS_AFTER=1
-# runs it after the passes instead, in two guests (tests/vm/kernels.sh's own default).
-echo "== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
-if [ "${KERNELS_AFTER:-0}" != 1 ]; then
+# The kernel stage after them, in two guests of one vCPU each (tests/vm/kernels.sh). KERNELS_BESIDE=1
+# runs it beside the passes instead, in one niced guest: tried on 2026-12-06, it made three timing
+# cases fail (two in the guest: the hanging pool's release and the cascade's forecast; a gRPC
+# deadline on the host), since emulation computes rather than waits.
+kernels_intro="== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
+if [ "${KERNELS_BESIDE:-0}" = 1 ]; then
+	echo "$kernels_intro"
 	: > "$ilogs/kernels"
 	{ SHARDS=${SHARDS:-1} VM_TIMEOUT=${VM_TIMEOUT:-2700} nice -n 10 bash tests/vm/kernels.sh > "$ilogs/kernels" 2>&1
 	  echo $? > "$ilogs/kernels.rc"
@@ -121,7 +122,8 @@ done
 summary="$summary
    integration, both backends: $integration_took"
 
-if [ "${KERNELS_AFTER:-0}" = 1 ]; then
+if [ "${KERNELS_BESIDE:-0}" != 1 ]; then
+	echo "$kernels_intro"
 	start=$SECONDS
 	bash tests/vm/kernels.sh 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
