@@ -6,6 +6,12 @@ set -euo pipefail
 
 PKGS=(clang libclang-rt-dev llvm gnuplot-nox libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev pkg-config make gcc python3 iproute2 rsyslog util-linux libmicrohttpd-dev prometheus libncurses-dev tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl gnutls-bin debhelper dpkg-dev fakeroot lintian qemu-system-x86 busybox-static cpio unbound bind9-dnsutils golang-go libcapstone-dev libdw-dev libnghttp2-dev)
 
+# The monitoring mixin (issue 49, doc/fleet.md): jsonnet renders it (make mixin, make install,
+# make deb); prometheus-alertmanager is the fleet pipeline test's (tests/integration/test_fleet.py).
+# Kept apart for the split of this list into run and test sets.
+TEST_PKGS_FLEET=(jsonnet prometheus-alertmanager)
+PKGS+=("${TEST_PKGS_FLEET[@]}")
+
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
