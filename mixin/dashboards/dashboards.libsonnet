@@ -120,10 +120,10 @@ local lib = import '../lib.libsonnet';
                      [g.target('sum by (dependency) (rate(depwatch_connects_total{%s}[%s]))' % [s, ri], '{{dependency}}'),
                       g.target('sum by (dependency) (rate(depwatch_connect_failures_total{%s}[%s]))' % [s, ri], '{{dependency}} failed'),
                       g.target('histogram_quantile(0.99, sum by (dependency, le) (rate(depwatch_connect_duration_seconds_bucket{%s}[%s])))' % [s, ri], '{{dependency}} p99')]),
-        g.timeseries("depwatch's own losses", 'The counters DepwatchDataLoss watches: rising means figures are missing.',
-                     [g.target('sum by (__name__) (increase({__name__=~"%s",%s,%s}[%s]))'
+        g.timeseries("depwatch's own losses", 'The counters DepwatchDataLoss watches, since the daemon started: a rising line is figures missing.',
+                     [g.target('max by (__name__) ({__name__=~"%s",%s,%s})'
                                % [std.join('|', [if std.startsWith(n, 'depwatch_') then n else 'depwatch_kernel_%s_total' % n
-                                                 for n in c.lossCounters]), job, inst, ri], '{{__name__}}')]),
+                                                 for n in c.lossCounters]), job, inst], '{{__name__}}')]),
       ]
     ),
   },

@@ -244,6 +244,8 @@ class Caller:
     def _call(self):
         try:
             c = harness.Client("127.0.0.1", self.port)
+            # a hang lasts the whole test: no call gives up and ends it (Client's own is 30 s)
+            c.sock.settimeout(300)
             try:
                 c.call()
                 with self.lock:
