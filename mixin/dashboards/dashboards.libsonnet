@@ -99,7 +99,7 @@ local lib = import '../lib.libsonnet';
                      [g.target('sum by (dependency) (rate(depwatch_calls_total{%s}[%s]))' % [s, ri], '{{dependency}}'),
                       g.target('sum by (dependency) (rate(depwatch_call_failures_total{%s}[%s]))' % [s, ri], '{{dependency}} failed')],
                      'reqps'),
-        g.timeseries('Call latency p50 / p99', 'From the histograms; the dashed line is slow_call.',
+        g.timeseries('Call latency p50 / p99', 'From the histograms, against the slow_call threshold.',
                      [g.target('histogram_quantile(0.5, sum by (dependency, le) (rate(depwatch_call_duration_seconds_bucket{%s}[%s])))' % [s, ri], '{{dependency}} p50'),
                       g.target('histogram_quantile(0.99, sum by (dependency, le) (rate(depwatch_call_duration_seconds_bucket{%s}[%s])))' % [s, ri], '{{dependency}} p99'),
                       g.target('max by (dependency) (depwatch_slow_call_threshold_seconds{%s})' % s, '{{dependency}} slow_call')],
