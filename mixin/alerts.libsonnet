@@ -154,8 +154,8 @@ local lib = import 'lib.libsonnet';
               dependency:depwatch_hosts_slow:ratio >= %(share)s
             ||| % { fleet: fleet, min: c.fleetMinHosts, share: c.fleetShare },
             '{{ $labels.dependency }} is slow from {{ $value }} of ' + callingHosts + ' hosts calling it',
-            'At least %s of the hosts that call {{ $labels.dependency }} judge it slow (breaker not closed, slow rate at %s, or calls hanging past %s x slow_call): the dependency itself, not a host. The per-host alerts of {{ $labels.dependency }} are inhibited while this fires.'
-            % [std.toString(c.fleetShare * 100) + '%', std.toString(c.judgedSlowRate * 100) + '%', c.hangingFactor],
+            'At least %s of the hosts that call {{ $labels.dependency }} judge it slow (breaker not closed, or calls hanging past %s x slow_call): the dependency itself, not a host. The per-host alerts of {{ $labels.dependency }} are inhibited while this fires.'
+            % [std.toString(c.fleetShare * 100) + '%', c.hangingFactor],
             c.fleetSlowFor,
           ) + {
             annotations+: {

@@ -38,12 +38,11 @@
     hangingFactor: 3,
     callsHangingFor: '1m',
     // DepwatchDependencySlowFleetWide: at least this share of the hosts calling a dependency
-    // judge it slow (breaker not closed, slow rate at judgedSlowRate, or calls hanging as
+    // judge it slow (breaker not closed, or calls hanging as
     // above), and at least fleetMinHosts of them: one host alone is that host's problem,
     // which its own alerts say.
     fleetShare: 0.5,
     fleetMinHosts: 2,
-    judgedSlowRate: 0.5,
     fleetSlowFor: '1m',
     // DepwatchDataLoss: depwatch's own loss counters (each depwatch_kernel_NAME_total unless
     // it starts with depwatch_) rising within rateInterval.

@@ -32,15 +32,15 @@ local lib = import 'lib.libsonnet';
           },
           {
             // 1 when the host judges the dependency slow, 0 when not, for the hosts calling it:
-            // its breaker not closed (open, or half_open probing), its slow rate at
-            // judgedSlowRate (calls hanging past slow_call count as slow, as the breaker counts
-            // them), or its oldest call in flight older than hangingFactor x slow_call.
+            // its breaker not closed (open, or half_open probing: the breaker's slow and failure
+            // rates, judged over min_calls calls at least, hanging calls counted as slow), or its
+            // oldest call in flight older than hangingFactor x slow_call (a hang the breaker may
+            // not judge yet: too few calls, or ignore = yes). The raw depwatch_slow_rate is not
+            // read: over a call or two of a quiet host it says 100 %.
             record: 'instance_dependency:depwatch_judged_slow:bool',
             expr: |||
               clamp_max(
                   max by (%(host)s) (depwatch_breaker_state{%(sel)s,state!="closed"})
-                + on (%(host)s)
-                  max by (%(host)s) (depwatch_slow_rate{%(sel)s} >= bool %(rate)s)
                 + on (%(host)s)
                   (
                     max by (%(host)s) (depwatch_oldest_inflight_seconds{%(sel)s})
@@ -50,7 +50,7 @@ local lib = import 'lib.libsonnet';
                 1
               )
               and on (%(host)s) instance_dependency:depwatch_calling:bool
-            ||| % { host: host, sel: sel, rate: c.judgedSlowRate, factor: c.hangingFactor },
+            ||| % { host: host, sel: sel, factor: c.hangingFactor },
           },
 
           {

@@ -29,7 +29,7 @@ local lib = import '../lib.libsonnet';
       [jobVar, depVar(true)],
       [
         g.table('Dependencies by share of hosts judging them slow',
-                'Hosts calling each dependency, how many judge it slow (breaker not closed, slow rate, or calls hanging), and the share; worst first.',
+                'Hosts calling each dependency, how many judge it slow (breaker not closed, or calls hanging), and the share; worst first.',
                 [
                   g.target('sort_desc(dependency:depwatch_hosts_slow:ratio{%s,%s})' % [job, dep], '', true),
                   g.target('dependency:depwatch_hosts_slow:sum{%s,%s}' % [job, dep], '', true),
@@ -78,7 +78,7 @@ local lib = import '../lib.libsonnet';
                        g.target('dependency:depwatch_call_failures:%s{%s,%s}' % [op, job, dep], 'failed'),
                        g.target('dependency:depwatch_slow_calls:%s{%s,%s}' % [op, job, dep], 'slow'),
                      ], 'reqps'),
-        g.timeseries('Hosts judging it slow', '1 per host that judges it slow (breaker, slow rate, hanging calls), 0 per host calling it that does not.',
+        g.timeseries('Hosts judging it slow', '1 per host that judges it slow (breaker not closed, or calls hanging), 0 per host calling it that does not.',
                      [g.target('instance_dependency:depwatch_judged_slow:bool{%s,%s,%s}' % [job, dep, inst], '{{instance}}')]),
         g.stateTimeline('Breaker by host', 'closed, half_open, open.',
                         [g.target('max by (instance) (depwatch_breaker_state{%(s)s,state="half_open"}) + 2 * max by (instance) (depwatch_breaker_state{%(s)s,state="open"})'
