@@ -146,6 +146,16 @@ alerting:
         self.tc.assertEqual(res.get("status"), "success", "%s: %s" % (expr, res))
         return res["data"]["result"]
 
+    def first_time(self, expr, since):
+        """The first timestamp since `since` (Unix s) at which expr had a sample, at 1 s steps
+        (a range query), or None."""
+        url = "http://127.0.0.1:%d/api/v1/query_range?%s" % (self.port, urllib.parse.urlencode(
+            {"query": expr, "start": "%.3f" % since, "end": "%.3f" % time.time(), "step": "1s"}))
+        res = get_json(url)
+        self.tc.assertEqual(res.get("status"), "success", "%s: %s" % (expr, res))
+        times = [float(t) for s in res["data"]["result"] for t, _ in s["values"]]
+        return min(times) if times else None
+
     def value(self, expr):
         """The one value of an instant query, or None when it has no result."""
         r = self.query(expr)

@@ -218,18 +218,24 @@ class Test02Pipeline(DaemonTestCase):
         self.assertEqual(host_alerts(hook.alerts(), "host-b"), set(), "host-b's pay alerts at the webhook")
         self.assertEqual(len([1 for _, a in hook.alerts() if a["labels"]["alertname"] == FLEET]), 1)
 
-        # The path of the fleet alert, from host-b's hang to the webhook.
-        judged = central.query('instance_dependency:depwatch_judged_slow:bool{instance="host-b",dependency="pay"} == 1')
+        # The path of the fleet alert, from host-b's hang to the webhook: host-b's depwatch says
+        # the call hangs (a scrape of its agent), its breaker opens, the central Prometheus judges
+        # it (the recording rule), the alert is pending, fires, and the webhook has it.
+        b = 'instance="host-b",dependency="pay"'
+        hanging = central.first_time('depwatch_oldest_inflight_seconds{%s} > 0.9' % b, hang_b)
+        opened = central.first_time('depwatch_breaker_state{%s,state="open"} == 1' % b, hang_b)
+        judged = central.first_time('instance_dependency:depwatch_judged_slow:bool{%s} == 1' % b, hang_b)
         active = central.query('ALERTS_FOR_STATE{alertname="%s",dependency="pay"}' % FLEET)
         starts = alert["startsAt"]
         print("\n    pipeline: daemons and pipeline up in %.1f s; %d dashboard queries checked"
               % (ready - began, checked))
         print("    host-a hung %s; its alerts at the webhook by %s (+%.1f s)"
               % (iso(hang_a), iso(phase1), phase1 - hang_a))
-        print("    host-b hung %s; central judged it slow (first query) %s; %s pending since %s; firing (startsAt) %s; "
-              "webhook received %s (+%.1f s)" % (
-                  iso(hang_b), "yes" if judged else "no", FLEET,
-                  iso(float(active[0]["value"][1])) if active else "?", starts, iso(received), received - hang_b))
+        t = lambda x: "%s (+%.1f s)" % (iso(x), x - hang_b) if x else "?"
+        print("    host-b's pay hung %s; scraped with a call older than 3 x slow_call %s; breaker open %s; "
+              "judged slow by the recording rule %s; %s pending since %s, firing (startsAt) %s; webhook received %s"
+              % (iso(hang_b), t(hanging), t(opened), t(judged), FLEET,
+                 t(float(active[0]["value"][1])) if active else "?", starts, t(received)))
         print("    wall time %.1f s" % (time.monotonic() - began))
 
     def check_dashboards(self, central, mixin, instance):
