@@ -50,7 +50,7 @@ DEPS_GOALS := deps run test test-kernels itest demo integration bench install de
 DEPS_FIRST := $(if $(NODEPS),,$(if $(filter $(DEPS_GOALS),$(MAKECMDGOALS)),deps))
 # Which of scripts/deps.sh's sets the goals need (issue 45: `make run` gets the run set only, never
 # the test lab): run for run and install (and `make deps` alone), deb, test, demo, bench.
-DEPS_SETS := run $(if $(filter deb,$(MAKECMDGOALS)),deb) \
+DEPS_SETS := run $(if $(filter install,$(MAKECMDGOALS)),install) $(if $(filter deb,$(MAKECMDGOALS)),deb) \
 	$(if $(filter test test-kernels itest integration,$(MAKECMDGOALS)),test) \
 	$(if $(filter demo,$(MAKECMDGOALS)),demo) $(if $(filter bench,$(MAKECMDGOALS)),bench)
 need = command -v $(1) >/dev/null 2>&1 || { echo "missing $(2): run \`make deps\` as root" >&2; exit 1; }
@@ -63,7 +63,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all deps test test-kernels itest unit integration run demo fuzz check clean bench install uninstall deb
+.PHONY: all deps test test-kernels itest unit integration run demo fuzz check clean bench install uninstall deb mixin
 all: $(OUT)/depwatch
 
 # Installs what a fresh machine lacks; a quick no-op when everything is there.
@@ -287,6 +287,22 @@ demo: $(OUT)/depwatch
 clean:
 	rm -rf $(OUT)
 
+# The monitoring mixin (mixin/, doc/fleet.md): its rules, alerts, Alertmanager inhibit_rules snippet
+# and dashboards rendered by Debian's jsonnet into $(OUT)/mixin/ (prometheus_alerts.yaml,
+# prometheus_rules.yaml, alertmanager_inhibit_rules.yaml, dashboards/*.json), with the promtool unit
+# tests beside them (`promtool test rules $(OUT)/mixin/tests.yaml`). Not part of a plain `make`.
+JSONNET ?= jsonnet
+MIXIN_SRCS := $(wildcard mixin/*.libsonnet mixin/*.jsonnet mixin/dashboards/*.libsonnet) mixin/tests.yaml
+MIXIN_OUT := $(OUT)/mixin/prometheus_alerts.yaml
+mixin: $(MIXIN_OUT)
+$(MIXIN_OUT): $(MIXIN_SRCS) | $(DEPS_FIRST) $(OUT)
+	$(call msg,JSONNET,$(OUT)/mixin)
+	$(Q)$(call need,$(JSONNET),jsonnet)
+	$(Q)rm -rf $(OUT)/mixin.tmp && mkdir -p $(OUT)/mixin.tmp/dashboards
+	$(Q)$(JSONNET) -S -m $(OUT)/mixin.tmp mixin/render.jsonnet >/dev/null
+	$(Q)cp mixin/tests.yaml $(OUT)/mixin.tmp/tests.yaml
+	$(Q)rm -rf $(OUT)/mixin && mv $(OUT)/mixin.tmp $(OUT)/mixin
+
 # `make install [PREFIX=/usr/local] [DESTDIR=...]`: the binary, depwatch(8), the
 # systemd unit, and an example config in /etc/depwatch (0644 root: the daemon refuses
 # a config others could write), never over an existing one.
@@ -295,6 +311,11 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+# The mixin's rendered rules (configuration an operator may edit) and dashboards, where Debian's
+# monitoring packages put theirs.
+PROMRULESDIR ?= $(SYSCONFDIR)/prometheus/depwatch
+DASHBOARDDIR ?= $(PREFIX)/share/depwatch/dashboards
+MIXIN_ETC := prometheus_alerts.yaml prometheus_rules.yaml alertmanager_inhibit_rules.yaml
 # The config's owner; debian/rules empties it (a package build is not root: dpkg-deb makes
 # every file root's).
 INSTALL_OWNER ?= -o 0 -g 0
@@ -303,8 +324,18 @@ $(OUT)/depwatch.service: dist/depwatch.service.in | $(OUT)
 	$(call msg,GEN,$@)
 	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
 
-install: $(OUT)/depwatch $(OUT)/depwatch.service
+install: $(OUT)/depwatch $(OUT)/depwatch.service $(MIXIN_OUT)
 	install -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/depwatch
+	install -d -m 0755 $(DESTDIR)$(PROMRULESDIR) $(DESTDIR)$(DASHBOARDDIR)
+	install -m 0644 $(OUT)/mixin/dashboards/*.json $(DESTDIR)$(DASHBOARDDIR)/
+	$(Q)for f in $(MIXIN_ETC); do \
+		if [ -e $(DESTDIR)$(PROMRULESDIR)/$$f ] && ! cmp -s $(OUT)/mixin/$$f $(DESTDIR)$(PROMRULESDIR)/$$f; then \
+			install -m 0644 $(INSTALL_OWNER) $(OUT)/mixin/$$f $(DESTDIR)$(PROMRULESDIR)/$$f.new; \
+			echo "  kept $(DESTDIR)$(PROMRULESDIR)/$$f (edited; the new rendering is $$f.new)"; \
+		else \
+			install -m 0644 $(INSTALL_OWNER) $(OUT)/mixin/$$f $(DESTDIR)$(PROMRULESDIR)/$$f; \
+		fi; \
+	done
 	install -m 0755 $(OUT)/depwatch $(DESTDIR)$(SBINDIR)/depwatch
 	install -m 0644 doc/depwatch.8 $(DESTDIR)$(MANDIR)/man8/depwatch.8
 	install -m 0644 $(OUT)/depwatch.service $(DESTDIR)$(UNITDIR)/depwatch.service
@@ -330,9 +361,11 @@ deb: | $(OUT)
 		--changes-file=$(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).changes \
 		$(if $(filter 1,$(V)),,>$(OUT)/deb.log 2>&1 || { tail -n 40 $(OUT)/deb.log; echo "make deb: failed, the whole log is $(OUT)/deb.log" >&2; exit 1; })
 
-# Leaves the config: it is the admin's now.
+# Leaves the config and the rules in $(PROMRULESDIR): they are the admin's now.
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/depwatch $(DESTDIR)$(MANDIR)/man8/depwatch.8 $(DESTDIR)$(UNITDIR)/depwatch.service
+	rm -rf $(DESTDIR)$(DASHBOARDDIR)
+	rmdir $(DESTDIR)$(PREFIX)/share/depwatch 2>/dev/null || true
 
 # --- Benchmark (bench/): overhead A/F/B/H/S/C (baseline, the floor of issue 17, depwatch, depwatch
 # with its daemon stopped, the syscalls backend, bpftrace peer), decision

@@ -3,13 +3,14 @@
 # installs its own set, nothing more), and mounts the kernel filesystems depwatch needs.
 # Idempotent: a no-op when all is there.
 #
-#   scripts/deps.sh [run|deb|test|demo|bench]...    (no argument: run)
+#   scripts/deps.sh [run|install|deb|test|demo|bench]...    (no argument: run)
 #
-#   run    build and run the daemon: make, make run, make install (what a production host gets)
-#   deb    run + what dpkg-buildpackage needs: make deb
-#   test   deb + the test lab: make test, make test-kernels, make itest
-#   demo   run + python3: make demo
-#   bench  run + the benchmark's servers, clients and plot: make bench
+#   run      build and run the daemon: make, make run (what a production host gets)
+#   install  run + jsonnet, which renders the monitoring mixin (mixin/): make install
+#   deb      install + what dpkg-buildpackage needs: make deb
+#   test     deb + the test lab: make test, make test-kernels, make itest
+#   demo     run + python3: make demo
+#   bench    run + the benchmark's servers, clients and plot: make bench
 #
 # A server of the test lab (nginx, redis, haproxy, unbound, prometheus, ...) is installed, never
 # started or enabled: a policy-rc.d refuses every start during the install, and the units and
@@ -21,20 +22,23 @@ set -euo pipefail
 # llvm-strip), libbpf and bpftool (the skeleton), and the libraries the daemon links.
 RUN_PKGS=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev
 	libncurses-dev libcapstone-dev libdw-dev libnghttp2-dev)
+# make install: the monitoring mixin's rules and dashboards are rendered by jsonnet (doc/fleet.md).
+INSTALL_PKGS=(jsonnet)
 # make deb: the package build (dpkg-buildpackage, dh) and its unit tests (cmocka).
-DEB_PKGS=(debhelper dpkg-dev fakeroot libcmocka-dev)
+DEB_PKGS=(jsonnet debhelper dpkg-dev fakeroot libcmocka-dev)
 # make demo: its driver and the stand-in dependency are Python.
 DEMO_PKGS=(python3)
 # make bench: the servers and clients it measures, the bpftrace peer, the plot (bench/README.md).
 BENCH_PKGS=(python3 iproute2 nginx-light wrk nghttp2-client nghttp2-server bpftrace gnuplot-nox)
 # make test: the unit tests (cmocka, the fuzzers' sanitizer runtime), the real servers and clients
 # of the integration suite, the tools its tests drive (rsyslogd, promtool and prometheus, tmux,
-# valgrind, man, systemd-analyze, lintian), Go for the Go programs it probes, and the kernel
+# valgrind, man, systemd-analyze, lintian), Alertmanager for the fleet pipeline, Go for the Go programs it probes, and the kernel
 # stage's VM (qemu, busybox-static, cpio).
 TEST_PKGS=(libcmocka-dev libclang-rt-dev pkg-config python3 iproute2 util-linux rsyslog prometheus
 	tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server
 	redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl gnutls-bin lintian
-	qemu-system-x86 busybox-static cpio unbound bind9-dnsutils golang-go)
+	qemu-system-x86 busybox-static cpio unbound bind9-dnsutils golang-go
+	prometheus-alertmanager)
 
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(run)
@@ -42,12 +46,13 @@ PKGS=("${RUN_PKGS[@]}")
 for s in "${sets[@]}"; do
 	case "$s" in
 	run) ;;
+	install) PKGS+=("${INSTALL_PKGS[@]}") ;;
 	deb) PKGS+=("${DEB_PKGS[@]}") ;;
 	test) PKGS+=("${DEB_PKGS[@]}" "${TEST_PKGS[@]}") ;;
 	demo) PKGS+=("${DEMO_PKGS[@]}") ;;
 	bench) PKGS+=("${BENCH_PKGS[@]}") ;;
 	*)
-		echo "scripts/deps.sh: unknown set '$s' (run, deb, test, demo, bench)" >&2
+		echo "scripts/deps.sh: unknown set '$s' (run, install, deb, test, demo, bench)" >&2
 		exit 2
 		;;
 	esac

@@ -26,6 +26,10 @@ CONF = "/etc/depwatch/depwatch.conf"
 UNIT = "/lib/systemd/system/depwatch.service"
 BINARY = "/usr/sbin/depwatch"
 WANTS = "/etc/systemd/system/multi-user.target.wants/depwatch.service"
+# The monitoring mixin (doc/fleet.md): its rendered rules, conffiles an operator may edit, and dashboards.
+RULES_DIR = "/etc/prometheus/depwatch"
+RULES = [RULES_DIR + "/" + f for f in ("prometheus_alerts.yaml", "prometheus_rules.yaml", "alertmanager_inhibit_rules.yaml")]
+DASHBOARDS = ["/usr/share/depwatch/dashboards/depwatch-%s.json" % d for d in ("dependency", "fleet", "host")]
 
 
 def run(argv, timeout=120, **kw):
@@ -113,12 +117,13 @@ class DebTest(unittest.TestCase):
                 "/usr/share/doc/depwatch/copyright": "-rw-r--r--",
                 "/usr/share/doc/depwatch/changelog.gz": "-rw-r--r--",
                 "/usr/share/lintian/overrides/depwatch": "-rw-r--r--"}
+        want.update({p: "-rw-r--r--" for p in RULES + DASHBOARDS})
         self.assertEqual({p: m for p, (m, _) in files.items()}, want)
         self.assertEqual({o for _, o in files.values()}, {"root/root"})
         with tempfile.TemporaryDirectory() as d:
             self.assertEqual(run(["dpkg-deb", "-e", self.deb, d]).returncode, 0)
             with open(os.path.join(d, "conffiles")) as f:
-                self.assertEqual(f.read().split(), [CONF])
+                self.assertEqual(sorted(f.read().split()), sorted([CONF] + RULES))
             # neither enabled nor started (dh_installsystemd --no-enable --no-start)
             with open(os.path.join(d, "postinst")) as f:
                 postinst = f.read()
@@ -181,7 +186,10 @@ class DebTest(unittest.TestCase):
         self.assertEqual(running(BINARY), [], "started on install")
 
         r = run(["dpkg-query", "-W", "-f=${Conffiles}", "depwatch"])
-        self.assertEqual(r.stdout.split()[0], CONF)
+        self.assertEqual(sorted(r.stdout.split()[0::2]), sorted([CONF] + RULES))
+        # the rules as installed are the ones promtool accepts
+        r = run(["promtool", "check", "rules"] + RULES[:2])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
         # the admin edits the config; dpkg -r keeps it, as edited
         with open(CONF, "a") as f:
@@ -191,8 +199,10 @@ class DebTest(unittest.TestCase):
         r = dpkg("-r", "depwatch")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(package_status(), "deinstall ok config-files")
-        for p in (BINARY, UNIT, "/usr/share/man/man8/depwatch.8.gz"):
+        for p in [BINARY, UNIT, "/usr/share/man/man8/depwatch.8.gz"] + DASHBOARDS:
             self.assertFalse(os.path.lexists(p), p)
+        for p in RULES:     # conffiles too
+            self.assertTrue(os.path.exists(p), p)
         with open(CONF) as f:
             self.assertEqual(f.read(), edited)
 
@@ -200,6 +210,8 @@ class DebTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(package_status(), "")
         self.assertFalse(os.path.lexists("/etc/depwatch"))
+        self.assertFalse(os.path.lexists(RULES_DIR))
+        self.assertFalse(os.path.lexists("/usr/share/depwatch"))
 
     def _set_aside(self):
         """Moves what the package would overwrite (a `make install` into /usr, say) to a scratch
@@ -207,7 +219,7 @@ class DebTest(unittest.TestCase):
         self.aside = tempfile.mkdtemp(prefix="dwtest-deb-aside-")
         self.moved = []
         for p in ("/etc/depwatch", BINARY, UNIT, "/usr/share/man/man8/depwatch.8.gz",
-                  "/usr/share/doc/depwatch", "/usr/share/lintian/overrides/depwatch"):
+                  "/usr/share/doc/depwatch", "/usr/share/lintian/overrides/depwatch", RULES_DIR, "/usr/share/depwatch"):
             if os.path.lexists(p):
                 dst = os.path.join(self.aside, p.strip("/").replace("/", "%"))
                 shutil.move(p, dst)

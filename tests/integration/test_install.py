@@ -2,7 +2,8 @@
 passes `systemd-analyze verify` with nothing printed; depwatch(8) renders with
 `man -l` and no groff warning; an existing config is never overwritten; the
 unit's CapabilityBoundingSet is enough for the daemon to start with every
-hook attached; `make uninstall` removes what install put there but the config."""
+hook attached; `make uninstall` removes what install put there but the config and the
+mixin's rules in /etc/prometheus/depwatch (both the admin's); an edited rule file is kept."""
 
 import os
 import re
@@ -17,6 +18,10 @@ from harness import Daemon, DaemonTestCase
 
 PREFIX = "/usr/local"
 UNIT = PREFIX + "/lib/systemd/system/depwatch.service"
+# The monitoring mixin, rendered (doc/fleet.md): rules an operator may edit, and dashboards.
+RULES = ["/etc/prometheus/depwatch/" + f for f in ("prometheus_alerts.yaml", "prometheus_rules.yaml",
+                                                  "alertmanager_inhibit_rules.yaml")]
+DASHBOARDS = [PREFIX + "/share/depwatch/dashboards/depwatch-%s.json" % d for d in ("dependency", "fleet", "host")]
 
 
 def make(*args):
@@ -43,6 +48,7 @@ class InstallTest(DaemonTestCase):
     def test_files_and_modes(self):
         want = {PREFIX + "/sbin/depwatch": 0o755, PREFIX + "/share/man/man8/depwatch.8": 0o644,
                 UNIT: 0o644, "/etc/depwatch/depwatch.conf": 0o644, "/etc/depwatch": 0o755}
+        want.update({p: 0o644 for p in RULES + DASHBOARDS})
         for p, mode in want.items():
             self.assertEqual(self.owner_mode(p), (0, 0, mode), p)
         with open(self.path(UNIT)) as f:
@@ -62,6 +68,22 @@ class InstallTest(DaemonTestCase):
         self.assertIn("kept %s" % conf, r.stdout)
         with open(conf) as f:
             self.assertEqual(f.read(), "[defaults]\nslow_call = 200ms\n")
+
+    @harness.backend_independent
+    def test_edited_rules_are_kept(self):
+        """An edited rule file stays; the new rendering goes beside it as FILE.new. An unedited one
+        is replaced (make install again writes the same file: nothing is set aside)."""
+        rules = self.path(RULES[0])
+        with open(rules, "a") as f:
+            f.write("# edited\n")
+        r = make("install", "DESTDIR=" + self.dest, "PREFIX=" + PREFIX)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("kept %s (edited; the new rendering is prometheus_alerts.yaml.new)" % rules, r.stdout)
+        with open(rules) as f:
+            self.assertTrue(f.read().endswith("# edited\n"))
+        with open(rules + ".new") as f, open(os.path.join(harness.REPO, "build", "mixin", "prometheus_alerts.yaml")) as g:
+            self.assertEqual(f.read(), g.read())
+        self.assertFalse(os.path.exists(self.path(RULES[1]) + ".new"))
 
     @harness.backend_independent
     def test_systemd_analyze_verify_prints_nothing(self):
@@ -143,7 +165,8 @@ class InstallTest(DaemonTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         left = sorted(os.path.relpath(os.path.join(dp, f), self.dest)
                       for dp, _, fs in os.walk(self.dest) for f in fs)
-        self.assertEqual(left, ["etc/depwatch/depwatch.conf"])
+        self.assertEqual(left, sorted(["etc/depwatch/depwatch.conf"] + [r.lstrip("/") for r in RULES]))
+        self.assertFalse(os.path.exists(self.path(PREFIX + "/share/depwatch")))
 
 
 if __name__ == "__main__":
