@@ -22,9 +22,11 @@
  * goodbyes that cross, the reset a closed peer answers a goodbye with, a
  * keep-alive connection the server closed as the request went out, which
  * clients retry): dropped. So is a close under a multiplexed connection's
- * burst (maybe a control frame, see call_answered()). A FIN that had the
- * request and brings no answer is a failure, even one that answers a
- * goodbye (HTTP/2's GOAWAY): on the wire the two are the same.
+ * burst (maybe a control frame, see call_answered()), and so is the close
+ * that answers a protocol's goodbye (goodbye.h: MySQL's COM_QUIT,
+ * memcached's quit). Any other FIN that had the request and brings no
+ * answer is a failure, even one that answers a goodbye read nowhere
+ * (HTTP/2's GOAWAY): on the wire the two are the same.
  */
 static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *conn, int reset)
 {
@@ -33,7 +35,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 
 	if (!reset && had_request && answer_came(sk, conn))
 		call_complete(conn, now);
-	else if (conn->multiplexed || !had_request)
+	else if (conn->multiplexed || !had_request || conn->bye)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail(conn);
@@ -78,8 +80,9 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
 		call_complete(conn, now);
 		return;
 	}
-	if (conn->multiplexed) {
-		call_end(conn, OUTCOME_DROPPED, now);	/* maybe a control frame: see call_answered() */
+	/* maybe a control frame (see call_answered()), or a protocol's goodbye (goodbye.h) */
+	if (conn->multiplexed || conn->bye) {
+		call_end(conn, OUTCOME_DROPPED, now);
 		return;
 	}
 	if (call_drop_goodbye(conn, now))

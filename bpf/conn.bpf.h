@@ -76,7 +76,8 @@ struct dw_conn {
 	__u32 tls_rx;			/* a link's copy: plaintext bytes read */
 	__u8 tls_own;			/* enum dw_tls_own */
 	__u8 tls_live;			/* counted in dw_tls_live (issue 36: the receive's TLS gate) */
-	__u8 pad3[6];
+	__u8 bye;			/* outbound: the outstanding call is a protocol's goodbye (goodbye.h): a close drops it */
+	__u8 pad3[5];
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */

@@ -39,7 +39,7 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
 {
 	if (is_tcp(sk))
-		dw_on_send(sk, ret, 0, 0, DW_SK_BTF);
+		dw_on_send(sk, ret, 0, 0, 0, DW_SK_BTF);
 	return 0;
 }
 

@@ -99,16 +99,20 @@ static __always_inline bool sys_answer_wanted(const struct dw_conn *conn, __u32 
  * TCP Fast Open the send itself connects (and adopts) it, and carries the
  * request in the SYN. *bytes: the stream layer wants to see the call's bytes.
  */
-static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *bytes)
+static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *bytes, bool *bye)
 {
 	struct dw_conn *conn = conn_of(sk);
 	__u8 seen = op == DW_SYS_SEND ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
 
 	*bytes = false;
+	*bye = false;
 	if (conn) {
 		/* a memory-BIO TLS library's ciphertext read (bpf/tlslink.bpf.h, tls_sys_rx) */
 		if (op == DW_SYS_RECV)
 			tls_sys_rx_note(sk, conn);
+		/* a send that would start a call: its first bytes may be a goodbye (goodbye.bpf.h) */
+		else
+			*bye = goodbye_wanted(conn);
 		*bytes = h2_took(conn) || ((conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_TLS) &&
 					   !(conn->h2_seen & seen)) || sys_answer_wanted(conn, op);
 		return conn->role != DW_ROLE_NONE;
@@ -120,15 +124,22 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *byt
 /* How a system call passes its bytes: enum dw_sys_buf, and where (the argument). */
 enum dw_sys_buf { SYS_NOBUF = 0, SYS_BUF, SYS_IOV, SYS_MSG };
 
+/*
+ * Remembers a system call on a tracked socket for its exit: arg is the
+ * buffer, the iovec array or the msghdr (kind), nseg the iovecs' count,
+ * or a send's buffer's length (SYS_BUF). A send that would start a call
+ * has its first bytes read for a goodbye (goodbye.bpf.h), once, here.
+ */
 static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flags, int kind, __u64 arg,
 				     __u64 nseg)
 {
 	struct dw_sys_call call = { .op = op, .flags = (__s32)flags };
+	struct h2_bytes b = {};
 	struct user_msghdr m;
-	bool bytes;
+	bool bytes, bye;
 	__u64 id;
 
-	if (!sk || !sys_wanted(sk, op, &bytes))
+	if (!sk || !sys_wanted(sk, op, &bytes, &bye))
 		return 0;
 	call.sk = (__u64)(unsigned long)sk;
 	/*
@@ -144,7 +155,10 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 			call.rcv_seq = BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt);
 		}
 	}
-	if (bytes && kind != SYS_NOBUF) {
+	/* a buffer's length (nseg: write's and sendto's count) says whether it can be a goodbye */
+	if (bye && kind == SYS_BUF && !dw_goodbye_size(nseg))
+		bye = false;
+	if ((bytes || bye) && kind != SYS_NOBUF) {
 		call.buf = arg;
 		call.nseg = kind == SYS_IOV ? nseg : 0;
 		if (kind == SYS_MSG) {
@@ -153,9 +167,20 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 			call.buf = (__u64)(unsigned long)m.msg_iov;
 			call.nseg = m.msg_iovlen;
 		}
-		call.seq = op == DW_SYS_SEND ? BPF_CORE_READ((const struct tcp_sock *)sk, write_seq) :
-					       BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
-		call.bytes = 1;
+		if (bye) {
+			b.addr = call.buf;
+			b.nseg = call.nseg;
+			b.len = kind == SYS_BUF ? nseg : DW_GOODBYE_PEEK;
+			b.kind = call.nseg ? H2_SRC_IOV_USER : H2_SRC_USER;
+			if (kind == SYS_BUF || call.nseg)
+				call.bye_len = dw_goodbye_read(&b);
+		}
+		if (bytes) {
+			call.seq = op == DW_SYS_SEND ?
+					   BPF_CORE_READ((const struct tcp_sock *)sk, write_seq) :
+					   BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
+			call.bytes = 1;
+		}
 	}
 save:
 	id = bpf_get_current_pid_tgid();
@@ -177,11 +202,11 @@ int dw_sys_enter_send(struct dw_sys_enter_args *ctx)
 	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_NOBUF, 0, 0);
 }
 
-/* write(fd, buf, count), sendto(fd, buf, len, flags, ...) */
+/* write(fd, buf, count), sendto(fd, buf, len, flags, ...): the count in nseg's place (a goodbye's length) */
 SEC("tracepoint")
 int dw_sys_enter_send_buf(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], 0);
+	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], ctx->args[2]);
 }
 
 /* writev(fd, iov, iovcnt), pwritev2(fd, iov, iovcnt, ...) */
@@ -331,7 +356,7 @@ static __always_inline int sys_exit(const struct dw_sys_exit_args *ctx, __u32 op
 	dw_sys_answer(&call, r, op);
 	if (call.op == DW_SYS_SEND)
 		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, call.rcv_seq,
-			   DW_SK_PROBED);
+			   call.bye_len, DW_SK_PROBED);
 	else
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
 	dw_sys_answer_done(&call);
