@@ -210,7 +210,7 @@ __weak __noinline int dw_call_end(struct dw_conn *conn, __u64 start, int outcome
 	if (!conn)
 		return 0;
 	/* a protocol's goodbye (goodbye.h) that its close ended: no call at all */
-	if (outcome == OUTCOME_FAILED && conn->bye)
+	if (outcome == OUTCOME_FAILED && conn->bye == DW_BYE_YES)
 		outcome = OUTCOME_DROPPED;
 	if (conn->status)
 		outcome = outcome_end(conn, outcome);

@@ -76,7 +76,10 @@ static __always_inline void request_begin(const struct sock *sk, struct dw_conn 
 
 	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT)
 		return;
-	if (call_begin(conn, now, 0, 0) && state == TCP_CLOSE_WAIT)
+	/* not a goodbye (goodbye.bpf.h) until its first read says so */
+	conn->bye = 0;
+	/* its first byte: the first unread (goodbye_on_read() looks for a read from there) */
+	if (call_begin(conn, now, TCP_FIELD(sk, via, copied_seq), 0) && state == TCP_CLOSE_WAIT)
 		conn->goodbye = 1;
 }
 

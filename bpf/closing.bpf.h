@@ -35,7 +35,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 
 	if (!reset && had_request && answer_came(sk, conn))
 		call_complete(conn, now);
-	else if (conn->multiplexed || !had_request || conn->bye)
+	else if (conn->multiplexed || !had_request || conn->bye == DW_BYE_YES)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail(conn);
@@ -81,7 +81,7 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
 		return;
 	}
 	/* maybe a control frame (see call_answered()), or a protocol's goodbye (goodbye.h) */
-	if (conn->multiplexed || conn->bye) {
+	if (conn->multiplexed || conn->bye == DW_BYE_YES) {
 		call_end(conn, OUTCOME_DROPPED, now);
 		return;
 	}
@@ -96,8 +96,10 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
  * client's FIN or reset right behind its request marks a goodbye (TLS
  * close_notify then close()), and so does the server's own close within
  * DW_GOODBYE_NS of the request with its bytes unread (two goodbyes that
- * cross): if it is never answered it is dropped, not failed. A client that
- * only shut down its sending side still waits for the answer.
+ * cross): if it is never answered it is dropped, not failed, as is a
+ * request that is a protocol's goodbye (conn->bye, goodbye.h: the server
+ * closes in answer to COM_QUIT or quit). A client that only shut down its
+ * sending side still waits for the answer.
  */
 static __always_inline void inbound_state(const struct sock *sk, struct dw_conn *conn, int oldstate,
 					  int newstate)
@@ -113,7 +115,8 @@ static __always_inline void inbound_state(const struct sock *sk, struct dw_conn 
 		conn->goodbye = 1;
 	if (newstate == TCP_CLOSE_WAIT)
 		return;
-	if (conn->goodbye)
+	/* a goodbye nobody waited for, or one the protocol answers by closing (goodbye.h) */
+	if (conn->goodbye || conn->bye == DW_BYE_YES)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail(conn);

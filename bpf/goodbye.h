@@ -65,6 +65,24 @@ static __always_inline __u32 dw_goodbye_len(const __u8 *p, __u32 n)
 	return 0;
 }
 
+/*
+ * A goodbye a server reads in two: MySQL's and MariaDB's servers read a
+ * packet's 4-byte header, then its body. COM_QUIT's header says length 1,
+ * sequence 0; its body is the command, 0x01. (dw_conn.bye: DW_BYE_HEAD
+ * between the two reads, bpf/conn.bpf.h.)
+ */
+#define DW_GOODBYE_HEAD 4
+
+static __always_inline bool dw_goodbye_head(const __u8 *p, __u32 n)
+{
+	return n == DW_GOODBYE_HEAD && p[0] == 1 && p[1] == 0 && p[2] == 0 && p[3] == 0;
+}
+
+static __always_inline bool dw_goodbye_body(const __u8 *p, __u32 n)
+{
+	return n == 1 && p[0] == 0x01;
+}
+
 /* Whether a send of len bytes whose first bytes are p[0..n) is a goodbye. */
 static __always_inline bool dw_goodbye(const __u8 *p, __u32 n, __u32 len)
 {

@@ -97,12 +97,30 @@ static void test_prefixes(void **state)
 	assert_false(dw_goodbye_size(25));
 }
 
+static void test_mysql_in_two_reads(void **state)
+{
+	/* MariaDB's server: the packet's 4-byte header, then its body */
+	static const __u8 quit_head[] = { 0x01, 0x00, 0x00, 0x00 }, query_head[] = { 0x09, 0x00, 0x00, 0x00 };
+	static const __u8 seq1_head[] = { 0x01, 0x00, 0x00, 0x01 };
+	static const __u8 quit_body[] = { 0x01 }, ping_body[] = { 0x0e };
+
+	(void)state;
+	assert_true(dw_goodbye_head(quit_head, 4));
+	assert_false(dw_goodbye_head(query_head, 4));
+	assert_false(dw_goodbye_head(seq1_head, 4));
+	assert_false(dw_goodbye_head(quit_head, 3));
+	assert_true(dw_goodbye_body(quit_body, 1));
+	assert_false(dw_goodbye_body(ping_body, 1));
+	assert_false(dw_goodbye_body(quit_body, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_goodbyes),
 		cmocka_unit_test(test_not_goodbyes),
 		cmocka_unit_test(test_prefixes),
+		cmocka_unit_test(test_mysql_in_two_reads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
