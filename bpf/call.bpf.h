@@ -199,9 +199,9 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 }
 
 /*
- * A connection's call ends (call_end()): its answer's status, where one
- * was read (outcome.bpf.h), counted, a failure failing it; then
- * count_end(). A global function, verified once: inlined, count_end()
+ * A connection's call ends (call_end()): a goodbye's failure (the close
+ * that answers it) dropped; its answer's status, where one was read
+ * (outcome.bpf.h), counted, a failure failing it; then count_end(). A global function, verified once: inlined, count_end()
  * would be walked again at each of the many places a call can end, once
  * per outcome.
  */
@@ -209,6 +209,9 @@ __weak __noinline int dw_call_end(struct dw_conn *conn, __u64 start, int outcome
 {
 	if (!conn)
 		return 0;
+	/* a protocol's goodbye (goodbye.h) that its close ended: no call at all */
+	if (outcome == OUTCOME_FAILED && conn->bye == DW_BYE_YES)
+		outcome = OUTCOME_DROPPED;
 	if (conn->status)
 		outcome = outcome_end(conn, outcome);
 	count_end(conn, start, outcome, now, conn->multiplexed);

@@ -60,6 +60,7 @@
 #include "closing.bpf.h"
 #include "streams.bpf.h"
 #include "answer.bpf.h"
+#include "goodbye.bpf.h"
 #include "tlsh2.bpf.h"
 #include "connect.bpf.h"
 
@@ -75,7 +76,10 @@ static __always_inline void request_begin(const struct sock *sk, struct dw_conn 
 
 	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT)
 		return;
-	if (call_begin(conn, now, 0, 0) && state == TCP_CLOSE_WAIT)
+	/* not a goodbye (goodbye.bpf.h) until its first read says so */
+	conn->bye = 0;
+	/* its first byte: the first unread (goodbye_on_read() looks for a read from there) */
+	if (call_begin(conn, now, TCP_FIELD(sk, via, copied_seq), 0) && state == TCP_CLOSE_WAIT)
 		conn->goodbye = 1;
 }
 
@@ -95,10 +99,11 @@ static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn
 
 /*
  * An outbound call starts at began_ns, its first byte at req_seq, with
- * rcv_seq received so far.
+ * rcv_seq received so far. bye: its bytes are a protocol's goodbye
+ * (goodbye.h), which a close drops instead of failing (dw_call_end()).
  */
 static __always_inline void outbound_start(const struct sock *sk, struct dw_conn *conn, __u64 began_ns,
-					   __u32 req_seq, __u32 rcv_seq, __u32 len)
+					   __u32 req_seq, __u32 rcv_seq, __u32 len, bool bye)
 {
 	struct dw_dest_stats *st;
 
@@ -106,6 +111,8 @@ static __always_inline void outbound_start(const struct sock *sk, struct dw_conn
 	if (conn->tls && conn->multiplexed && len <= DW_TLS_SMALL)
 		return;
 	conn->rcv_seq = rcv_seq;
+	/* before the claim, as req_seq: whoever ends the call sees what it was */
+	conn->bye = bye;
 	note_sender(conn, 1);
 	st = call_begin(conn, began_ns, req_seq, caller_of());
 	if (!st)
@@ -161,6 +168,7 @@ static __always_inline void syn_data_call(const struct sock *sk)
 static __always_inline void dw_on_send_begin(const struct sock *sk, const struct msghdr *msg)
 {
 	struct dw_conn *conn = conn_of(sk);
+	bool bye;
 
 	if (!conn || h2_on_send_msg(sk, conn, msg) || tls_owned(sk, conn, true))
 		return;
@@ -180,23 +188,27 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	}
 	if (!can_be_answered(sk, DW_SK_BTF))
 		return;
+	/* where the call starts, and only there: its first bytes, if it is as long as a goodbye */
+	bye = goodbye_msg(conn, msg);
 	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
 	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0,
-		       msg ? msg->msg_iter.count : DW_TLS_SMALL + 1);
+		       msg ? msg->msg_iter.count : DW_TLS_SMALL + 1, bye);
 }
 
 /*
  * A send returned ret. The syscalls backend's exit gives began_ns, when it
  * began, 0 where its socket could not be answered then (the socket's state
- * at the exit may already show the answer's FIN), and rcv_seq, what the
- * socket had received then (the answer may have come since). The sock
+ * at the exit may already show the answer's FIN), rcv_seq, what the
+ * socket had received then (the answer may have come since), and bye_len,
+ * the length of the goodbye its first bytes start (goodbye.bpf.h, read at
+ * the entry; 0: none): a send of exactly that length is one. The sock
  * backend's sock_send_length, where the kernel lacks tcp_sendmsg_locked,
  * gives 0: the call starts now, if the socket can still be answered (an
  * answer processed inside the send itself then comes first: see the
  * kernel table in doc/callmodel.md).
  */
 static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 began_ns, __u32 rcv_seq,
-				       enum dw_sk via)
+				       __u32 bye_len, enum dw_sk via)
 {
 	struct dw_conn *conn;
 
@@ -222,7 +234,8 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 		began_ns = bpf_ktime_get_ns();
 		rcv_seq = TCP_FIELD(sk, via, rcv_nxt);
 	}
-	outbound_start(sk, conn, began_ns, TCP_FIELD(sk, via, write_seq) - (__u32)ret, rcv_seq, ret);
+	outbound_start(sk, conn, began_ns, TCP_FIELD(sk, via, write_seq) - (__u32)ret, rcv_seq, ret,
+		       bye_len && bye_len == (__u32)ret);
 }
 
 /* The bytes that reached the socket since the last time (data_ready): DW_TLS_SMALL's measure. */

@@ -22,9 +22,11 @@
  * goodbyes that cross, the reset a closed peer answers a goodbye with, a
  * keep-alive connection the server closed as the request went out, which
  * clients retry): dropped. So is a close under a multiplexed connection's
- * burst (maybe a control frame, see call_answered()). A FIN that had the
- * request and brings no answer is a failure, even one that answers a
- * goodbye (HTTP/2's GOAWAY): on the wire the two are the same.
+ * burst (maybe a control frame, see call_answered()), and so is the close
+ * that answers a protocol's goodbye (goodbye.h: MySQL's COM_QUIT,
+ * memcached's quit). Any other FIN that had the request and brings no
+ * answer is a failure, even one that answers a goodbye read nowhere
+ * (HTTP/2's GOAWAY): on the wire the two are the same.
  */
 static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *conn, int reset)
 {
@@ -33,7 +35,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 
 	if (!reset && had_request && answer_came(sk, conn))
 		call_complete(conn, now);
-	else if (conn->multiplexed || !had_request)
+	else if (conn->multiplexed || !had_request || conn->bye == DW_BYE_YES)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail(conn);
@@ -78,8 +80,9 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
 		call_complete(conn, now);
 		return;
 	}
-	if (conn->multiplexed) {
-		call_end(conn, OUTCOME_DROPPED, now);	/* maybe a control frame: see call_answered() */
+	/* maybe a control frame (see call_answered()), or a protocol's goodbye (goodbye.h) */
+	if (conn->multiplexed || conn->bye == DW_BYE_YES) {
+		call_end(conn, OUTCOME_DROPPED, now);
 		return;
 	}
 	if (call_drop_goodbye(conn, now))
@@ -93,8 +96,10 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
  * client's FIN or reset right behind its request marks a goodbye (TLS
  * close_notify then close()), and so does the server's own close within
  * DW_GOODBYE_NS of the request with its bytes unread (two goodbyes that
- * cross): if it is never answered it is dropped, not failed. A client that
- * only shut down its sending side still waits for the answer.
+ * cross): if it is never answered it is dropped, not failed, as is a
+ * request that is a protocol's goodbye (conn->bye, goodbye.h: the server
+ * closes in answer to COM_QUIT or quit). A client that only shut down its
+ * sending side still waits for the answer.
  */
 static __always_inline void inbound_state(const struct sock *sk, struct dw_conn *conn, int oldstate,
 					  int newstate)
@@ -110,7 +115,8 @@ static __always_inline void inbound_state(const struct sock *sk, struct dw_conn 
 		conn->goodbye = 1;
 	if (newstate == TCP_CLOSE_WAIT)
 		return;
-	if (conn->goodbye)
+	/* a goodbye nobody waited for, or one the protocol answers by closing (goodbye.h) */
+	if (conn->goodbye || conn->bye == DW_BYE_YES)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail(conn);

@@ -37,6 +37,13 @@ enum dw_h2_state {
 #define DW_H2_SEEN_RX 2
 #define DW_H2_RX_PENDING 4
 
+/* dw_conn.bye: whether the outstanding call is a protocol's goodbye (bpf/goodbye.h). */
+enum dw_bye {
+	DW_BYE_NO = 0,
+	DW_BYE_YES = 1,		/* a close that ends it drops it */
+	DW_BYE_HEAD = 2,	/* inbound: a MySQL header of COM_QUIT's read, its body not yet */
+};
+
 /* Socket-local state (SK_STORAGE): lives and dies with the socket. */
 struct dw_conn {
 	struct dw_dest_key dest;	/* its peer (the overflow key if no slot was left for it) */
@@ -76,7 +83,8 @@ struct dw_conn {
 	__u32 tls_rx;			/* a link's copy: plaintext bytes read */
 	__u8 tls_own;			/* enum dw_tls_own */
 	__u8 tls_live;			/* counted in dw_tls_live (issue 36: the receive's TLS gate) */
-	__u8 pad3[6];
+	__u8 bye;			/* enum dw_bye: the outstanding call is a protocol's goodbye (goodbye.h): a close drops it */
+	__u8 pad3[5];
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */

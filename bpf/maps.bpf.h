@@ -76,7 +76,9 @@ struct dw_sys_call {
 	__u32 nseg;	/* 0: one buffer */
 	__u32 seq;	/* TCP sequence number of its first byte: write_seq or copied_seq at entry */
 	__u8 bytes;	/* 1: buf says where its bytes are */
-	__u8 pad2[7];
+	__u8 bye_len;	/* a send starting a call: the length of the goodbye its first bytes start (goodbye.h), 0: none;
+			 * a receive: 1, it may begin an inbound request, 2, read a MySQL body (dw_sys_goodbye) */
+	__u8 pad2[6];
 };
 
 struct {

@@ -172,6 +172,7 @@ static __always_inline struct dw_conn *conn_adopt_as(const struct sock *sk, __u8
 	conn->multiplexed = 0;
 	conn->overlaps = 0;
 	conn->goodbye = 0;
+	conn->bye = 0;
 	conn->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
 	conn->h2_seen = 0;
 	conn->tls = 0;

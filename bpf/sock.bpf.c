@@ -39,7 +39,7 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
 {
 	if (is_tcp(sk))
-		dw_on_send(sk, ret, 0, 0, DW_SK_BTF);
+		dw_on_send(sk, ret, 0, 0, 0, DW_SK_BTF);
 	return 0;
 }
 
@@ -50,6 +50,8 @@ int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
 		/* the stream layer first, as at the copy: an h2c connection's read is its */
 		h2_on_read(sk, ret, flags);
 		answer_on_read(sk, ret, flags);
+		/* an inbound request's first read, as long as a goodbye: its bytes (goodbye.bpf.h) */
+		goodbye_on_read(sk, ret, flags);
 		dw_on_recv(sk, ret, flags, DW_SK_BTF);
 	}
 	return 0;

@@ -99,16 +99,27 @@ static __always_inline bool sys_answer_wanted(const struct dw_conn *conn, __u32 
  * TCP Fast Open the send itself connects (and adopts) it, and carries the
  * request in the SYN. *bytes: the stream layer wants to see the call's bytes.
  */
-static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *bytes)
+static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *bytes, __u8 *bye)
 {
 	struct dw_conn *conn = conn_of(sk);
 	__u8 seen = op == DW_SYS_SEND ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
 
 	*bytes = false;
+	*bye = 0;
 	if (conn) {
 		/* a memory-BIO TLS library's ciphertext read (bpf/tlslink.bpf.h, tls_sys_rx) */
 		if (op == DW_SYS_RECV)
 			tls_sys_rx_note(sk, conn);
+		/*
+		 * A send that would start a call, or a receive that would start an
+		 * inbound request (1) or read the body after a MySQL header (2):
+		 * its bytes may be a goodbye (goodbye.bpf.h).
+		 */
+		if (op == DW_SYS_SEND)
+			*bye = goodbye_wanted(conn);
+		else if (conn->role == DW_ROLE_INBOUND && !conn->tls &&
+			 (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER))
+			*bye = !conn->call_start_ns ? 1 : conn->bye == DW_BYE_HEAD ? 2 : 0;
 		*bytes = h2_took(conn) || ((conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_TLS) &&
 					   !(conn->h2_seen & seen)) || sys_answer_wanted(conn, op);
 		return conn->role != DW_ROLE_NONE;
@@ -120,15 +131,23 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *byt
 /* How a system call passes its bytes: enum dw_sys_buf, and where (the argument). */
 enum dw_sys_buf { SYS_NOBUF = 0, SYS_BUF, SYS_IOV, SYS_MSG };
 
+/*
+ * Remembers a system call on a tracked socket for its exit: arg is the
+ * buffer, the iovec array or the msghdr (kind), nseg the iovecs' count,
+ * or a send's buffer's length (SYS_BUF). A send that would start a call
+ * has its first bytes read for a goodbye (goodbye.bpf.h), once, here.
+ */
 static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flags, int kind, __u64 arg,
 				     __u64 nseg)
 {
 	struct dw_sys_call call = { .op = op, .flags = (__s32)flags };
+	struct h2_bytes b = {};
 	struct user_msghdr m;
 	bool bytes;
+	__u8 bye;
 	__u64 id;
 
-	if (!sk || !sys_wanted(sk, op, &bytes))
+	if (!sk || !sys_wanted(sk, op, &bytes, &bye))
 		return 0;
 	call.sk = (__u64)(unsigned long)sk;
 	/*
@@ -144,7 +163,10 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 			call.rcv_seq = BPF_CORE_READ((const struct tcp_sock *)sk, rcv_nxt);
 		}
 	}
-	if (bytes && kind != SYS_NOBUF) {
+	/* a buffer's length (nseg: write's and sendto's count) says whether it can be a goodbye */
+	if (bye && op == DW_SYS_SEND && kind == SYS_BUF && !dw_goodbye_size(nseg))
+		bye = 0;
+	if ((bytes || bye) && kind != SYS_NOBUF) {
 		call.buf = arg;
 		call.nseg = kind == SYS_IOV ? nseg : 0;
 		if (kind == SYS_MSG) {
@@ -153,9 +175,23 @@ static __always_inline int sys_track(const struct sock *sk, __u32 op, __u64 flag
 			call.buf = (__u64)(unsigned long)m.msg_iov;
 			call.nseg = m.msg_iovlen;
 		}
+		if (bye && op == DW_SYS_SEND) {
+			b.addr = call.buf;
+			b.nseg = call.nseg;
+			b.len = kind == SYS_BUF ? nseg : DW_GOODBYE_PEEK;
+			b.kind = call.nseg ? H2_SRC_IOV_USER : H2_SRC_USER;
+			if (kind == SYS_BUF || call.nseg)
+				call.bye_len = dw_goodbye_read(&b);
+		}
+		/*
+		 * A receive: its buffer is looked at by the exit (dw_sys_goodbye):
+		 * 1, a request's first read; 2, the body after a MySQL header.
+		 */
+		if (op == DW_SYS_RECV)
+			call.bye_len = bye;
 		call.seq = op == DW_SYS_SEND ? BPF_CORE_READ((const struct tcp_sock *)sk, write_seq) :
 					       BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
-		call.bytes = 1;
+		call.bytes = bytes;
 	}
 save:
 	id = bpf_get_current_pid_tgid();
@@ -177,11 +213,11 @@ int dw_sys_enter_send(struct dw_sys_enter_args *ctx)
 	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_NOBUF, 0, 0);
 }
 
-/* write(fd, buf, count), sendto(fd, buf, len, flags, ...) */
+/* write(fd, buf, count), sendto(fd, buf, len, flags, ...): the count in nseg's place (a goodbye's length) */
 SEC("tracepoint")
 int dw_sys_enter_send_buf(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], 0);
+	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], ctx->args[2]);
 }
 
 /* writev(fd, iov, iovcnt), pwritev2(fd, iov, iovcnt, ...) */
@@ -295,6 +331,38 @@ __noinline int dw_sys_answer(const struct dw_sys_call *call, int ret, __u32 op)
 	return 0;
 }
 
+/*
+ * After the call model: a receive that started an inbound request (the
+ * entry saw none outstanding: call->bye_len 1) or reads the body after a
+ * MySQL header (2), and that goodbye_read_wanted() looks at: its bytes in
+ * the buffer say whether it is a goodbye (goodbye.bpf.h). Global, as above.
+ */
+__noinline int dw_sys_goodbye(const struct dw_sys_call *call, int ret)
+{
+	const struct sock *sk;
+	struct h2_bytes b = {};
+	struct dw_conn *conn;
+
+	if (!call || call->op != DW_SYS_RECV || !call->bye_len || (call->flags & MSG_PEEK) ||
+	    !goodbye_read_size(ret))
+		return 0;
+	sk = (const struct sock *)(unsigned long)call->sk;
+	conn = conn_of(sk);
+	if (!conn || !goodbye_inbound(conn))
+		return 0;
+	/* a request this receive began: its first byte is where the receive began (request_begin() took the end) */
+	if (call->bye_len == 1)
+		conn->req_seq = call->seq;
+	if (!goodbye_read_wanted(conn, ret, read_end_seq(sk, ret), unread_of(sk, DW_SK_PROBED)))
+		return 0;
+	b.addr = call->buf;
+	b.nseg = call->nseg;
+	b.len = ret;
+	b.kind = call->nseg ? H2_SRC_IOV_USER : H2_SRC_USER;
+	dw_goodbye_request(conn, &b, ret);
+	return 0;
+}
+
 /* After the call model: a status its call did not take is not the next call's (global, as above). */
 __noinline int dw_sys_answer_done(const struct dw_sys_call *call)
 {
@@ -331,9 +399,10 @@ static __always_inline int sys_exit(const struct dw_sys_exit_args *ctx, __u32 op
 	dw_sys_answer(&call, r, op);
 	if (call.op == DW_SYS_SEND)
 		dw_on_send((const struct sock *)(unsigned long)call.sk, r, call.enter_ns, call.rcv_seq,
-			   DW_SK_PROBED);
+			   call.bye_len, DW_SK_PROBED);
 	else
 		dw_on_recv((const struct sock *)(unsigned long)call.sk, r, call.flags, DW_SK_PROBED);
+	dw_sys_goodbye(&call, r);
 	dw_sys_answer_done(&call);
 	return 0;
 }

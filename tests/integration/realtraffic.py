@@ -22,6 +22,8 @@ PACKAGE_OF = {
     "nginx": "nginx-light", "wrk": "wrk", "ab": "apache2-utils", "redis-server": "redis-server",
     "redis-cli": "redis-tools", "redis-benchmark": "redis-tools", "h2load": "nghttp2-client",
     "nghttpd": "nghttp2-server", "haproxy": "haproxy", "openssl": "openssl",
+    "mariadbd": "mariadb-server", "mariadb-install-db": "mariadb-server", "mariadb": "mariadb-client",
+    "mysqlslap": "mariadb-client", "memcached": "memcached",
 }
 ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 SBIN_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
@@ -187,6 +189,49 @@ def start_redis(test, workdir, port):
     srv = Server("redis", [which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                            "--appendonly", "no", "--daemonize", "no", "--dir", workdir,
                            "--logfile", os.path.join(workdir, "redis.log")], [port], workdir)
+    test.addCleanup(srv.stop)
+    return srv
+
+
+def start_mariadb(test, workdir, port):
+    """MariaDB's server on a data dir made now in workdir (root's password empty, over TCP too);
+    as root, so --user=root; no unix socket, log or pid file outside workdir."""
+    require("mariadbd", "mariadb-install-db")
+    data = os.path.join(workdir, "data")
+    r = subprocess.run([which("mariadb-install-db"), "--no-defaults", "--user=root", "--datadir=" + data,
+                        "--auth-root-authentication-method=normal", "--skip-test-db"],
+                       capture_output=True, text=True, timeout=LOAD_TIMEOUT)
+    if r.returncode != 0:
+        raise ToolError("mariadb-install-db exited %d: %s" % (r.returncode, r.stdout[-2000:] + r.stderr[-2000:]))
+    srv = Server("mariadbd", [which("mariadbd"), "--no-defaults", "--user=root", "--datadir=" + data,
+                              "--port=%d" % port, "--bind-address=127.0.0.1",
+                              "--socket=" + os.path.join(workdir, "mysqld.sock"),
+                              "--pid-file=" + os.path.join(workdir, "mysqld.pid"),
+                              "--log-error=" + os.path.join(workdir, "mysqld.err"), "--skip-log-bin",
+                              "--innodb-buffer-pool-size=32M", "--skip-name-resolve"], [port], workdir)
+    test.addCleanup(srv.stop)
+    return srv
+
+
+def mariadb(port, *args, timeout=LOAD_TIMEOUT):
+    """Debian's mariadb client as root over TCP to 127.0.0.1:port; its output (raises on failure)."""
+    require("mariadb")
+    r = subprocess.run([which("mariadb"), "--no-defaults", "-h", "127.0.0.1", "-P", str(port), "-u", "root"]
+                       + list(args), capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise ToolError("mariadb %s exited %d: %s" % (" ".join(args), r.returncode, r.stderr[-2000:]))
+    return r.stdout
+
+
+def mysqlslap(port, args):
+    return run_tool(["mysqlslap", "--no-defaults", "-h", "127.0.0.1", "-P", str(port), "-u", "root"]
+                    + list(args))
+
+
+def start_memcached(test, workdir, port):
+    require("memcached")
+    srv = Server("memcached", [which("memcached"), "-u", "root", "-l", "127.0.0.1", "-p", str(port), "-U", "0",
+                               "-m", "16"], [port], workdir)
     test.addCleanup(srv.stop)
     return srv
 

@@ -177,6 +177,34 @@ static void comm_of(uint32_t pid, char *out, size_t len)
 	fclose(f);
 }
 
+void dw_tls_self_exe(struct dw_tls *t)
+{
+	struct stat st;
+
+	if (stat("/proc/self/exe", &st))
+		return;
+	t->self_dev = st.st_dev;
+	t->self_ino = st.st_ino;
+}
+
+/*
+ * depwatch's own processes: the daemon, and any process running its
+ * executable file (depwatch top, status, breaker: their HTTP library links
+ * GnuTLS, their .rodata holds the very texts the discovery looks for).
+ */
+static bool is_own(const struct dw_tls *t, uint32_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	if ((pid_t)pid == t->self)
+		return true;
+	if (!t->self_ino)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	return !stat(path, &st) && st.st_dev == t->self_dev && st.st_ino == t->self_ino;
+}
+
 void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 {
 	static struct proc_objs o;	/* large; one scan at a time, in the daemon's one thread */
@@ -185,8 +213,13 @@ void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 	size_t cap = 0;
 	FILE *maps;
 
-	if (!t->on || (pid_t)pid == t->self)
+	if (!t->on)
 		return;
+	if (is_own(t, pid)) {
+		/* a pid that exec'd depwatch: whatever it was is gone from the table */
+		dw_tls_procs_put(t->procs, &p);
+		return;
+	}
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	maps = fopen(path, "re");
 	if (!maps) {

@@ -90,6 +90,7 @@ int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj)
 	memset(t, 0, sizeof(*t));
 	current = t;
 	t->self = getpid();
+	dw_tls_self_exe(t);
 	t->on = b->tls_on;
 	snprintf(t->why, sizeof(t->why), "%s", b->tls_why);
 	if (!t->on)

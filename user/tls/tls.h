@@ -37,6 +37,8 @@ struct dw_tls {
 	bool on;		/* the uprobes attach (probe: loader.c's decide_tls) */
 	char why[200];		/* off: why */
 	pid_t self;		/* the daemon's own process, never scanned */
+	dev_t self_dev;		/* the daemon's executable file: processes running it (depwatch top, */
+	ino_t self_ino;		/* status, ...) are depwatch's own, never scanned either; 0: unknown */
 	struct bpf_object *obj;
 	struct ring_buffer *ring;
 	struct dw_tls_files *files;
@@ -76,7 +78,9 @@ void dw_tls_tick(struct dw_tls *t, uint64_t now_ns);
 void dw_tls_scan_all(struct dw_tls *t);
 /* The host's own libssl files, mapped or not: their uprobes (scan.c). */
 void dw_tls_scan_system(struct dw_tls *t);
-/* Scans one process's maps, attaching what it maps that is new. */
+/* The daemon executable's identity (scan.c): processes running it are depwatch's own. */
+void dw_tls_self_exe(struct dw_tls *t);
+/* Scans one process's maps, attaching what it maps that is new; never one of depwatch's own. */
 void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid);
 
 /* What is off or why: "" when on. */
