@@ -32,13 +32,13 @@ DEMO_PKGS=(python3)
 BENCH_PKGS=(python3 iproute2 nginx-light wrk nghttp2-client nghttp2-server bpftrace gnuplot-nox)
 # make test: the unit tests (cmocka, the fuzzers' sanitizer runtime), the real servers and clients
 # of the integration suite, the tools its tests drive (rsyslogd, promtool and prometheus, tmux,
-# valgrind, man, systemd-analyze, lintian), Alertmanager for the fleet pipeline, Go for the Go programs it probes, and the kernel
+# valgrind, man, systemd-analyze, lintian), Alertmanager for the fleet pipeline, MariaDB and memcached for the goodbyes, Go for the Go programs it probes, and the kernel
 # stage's VM (qemu, busybox-static, cpio).
 TEST_PKGS=(libcmocka-dev libclang-rt-dev pkg-config python3 iproute2 util-linux rsyslog prometheus
 	tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server
 	redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl gnutls-bin lintian
 	qemu-system-x86 busybox-static cpio unbound bind9-dnsutils golang-go
-	prometheus-alertmanager)
+	prometheus-alertmanager mariadb-server mariadb-client memcached)
 
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(run)
@@ -117,37 +117,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 	restore
 	trap - EXIT
 fi
-
-# ---- TEST_PKGS_GOODBYE (issue 50, tests/integration/test_goodbye.py): Debian's MariaDB and memcached,
-# which the test starts itself on loopback high ports in temp dirs. Installed with a policy-rc.d that
-# answers 101, so neither starts as a system service (one already there is left as it is).
-# Kept apart for the run/test split of this file.
-TEST_PKGS_GOODBYE=(mariadb-server mariadb-client memcached)
-missing=()
-for p in "${TEST_PKGS_GOODBYE[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "depwatch: missing packages: ${missing[*]} (run as root to install them)" >&2
-		exit 1
-	fi
-	echo "depwatch: installing ${missing[*]} (no service started)" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	policy=/usr/sbin/policy-rc.d
-	own_policy=0
-	if [ ! -e "$policy" ]; then
-		printf '#!/bin/sh\n# depwatch scripts/deps.sh: no service starts while its test servers install\nexit 101\n' >"$policy"
-		chmod 755 "$policy"
-		own_policy=1
-	fi
-	apt-get update -qq
-	rc=0
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
-	[ "$own_policy" -eq 0 ] || rm -f "$policy"
-	[ "$rc" -eq 0 ] || exit "$rc"
-fi
-# ---- end of TEST_PKGS_GOODBYE
 
 # bpftool is in /usr/sbin, which a non-login root shell may not have on PATH.
 command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || { echo "depwatch: bpftool not found" >&2; exit 1; }
