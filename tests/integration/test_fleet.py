@@ -21,6 +21,10 @@ which keeps its own configured "pay" and folds every other destination (the othe
 pipeline's own traffic) into dependency="~other", which the mixin never judges (config.libsonnet).
 """
 
+# Its prometheus and alertmanager are Go programs every daemon on the host probes, and it counts its own
+# two daemons' alerts: no daemon of make test's other pass lives while it runs (tests/integration/suitelock.py).
+RUNS_ALONE_ON_HOST = True
+
 import json
 import os
 import re

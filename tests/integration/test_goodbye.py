@@ -21,6 +21,10 @@ The ground truth is what the test did: its own connection and query counts, chec
 servers' (mysqlslap's summary) where they have one.
 """
 
+# Reads the host's TLS processes (test_top_is_no_tls_process): no daemon of make test's other pass
+# lives while it runs (tests/integration/suitelock.py's SideBySide); its copy of depwatch is another file.
+RUNS_ALONE_ON_HOST = True
+
 import os
 import pty
 import socket
