@@ -46,8 +46,13 @@ UNIT_OBJS := $(patsubst %.c,$(OUT)/obj-san/%.o,$(UNIT_SRCS))
 # every step that uses a tool waits for `deps`.
 # NODEPS=1 (debian/rules: a package build, whose Build-Depends dpkg-buildpackage checked) never
 # runs it.
-DEPS_GOALS := deps run test test-kernels demo integration bench install deb
+DEPS_GOALS := deps run test test-kernels itest demo integration bench install deb
 DEPS_FIRST := $(if $(NODEPS),,$(if $(filter $(DEPS_GOALS),$(MAKECMDGOALS)),deps))
+# Which of scripts/deps.sh's sets the goals need (issue 45: `make run` gets the run set only, never
+# the test lab): run for run and install (and `make deps` alone), deb, test, demo, bench.
+DEPS_SETS := run $(if $(filter deb,$(MAKECMDGOALS)),deb) \
+	$(if $(filter test test-kernels itest integration,$(MAKECMDGOALS)),test) \
+	$(if $(filter demo,$(MAKECMDGOALS)),demo) $(if $(filter bench,$(MAKECMDGOALS)),bench)
 need = command -v $(1) >/dev/null 2>&1 || { echo "missing $(2): run \`make deps\` as root" >&2; exit 1; }
 
 ifeq ($(V),1)
@@ -58,12 +63,12 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-.PHONY: all deps test test-kernels unit integration run demo fuzz check clean bench install uninstall deb mixin
+.PHONY: all deps test test-kernels itest unit integration run demo fuzz check clean bench install uninstall deb mixin
 all: $(OUT)/depwatch
 
 # Installs what a fresh machine lacks; a quick no-op when everything is there.
 deps:
-	$(Q)bash scripts/deps.sh
+	$(Q)bash scripts/deps.sh $(DEPS_SETS)
 
 # These run (or install) as root: they install what is missing first, as `run` and `test`.
 ifeq ($(NODEPS),)
@@ -264,6 +269,12 @@ KERNELS ?= linux-image-amd64
 export KERNELS
 test-kernels: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)OUT=$(OUT) bash tests/vm/kernels.sh
+
+# The edit-build-test loop's focused run (issue 45): the integration tests whose name contains K
+# (a substring, run.py -k; K="a b" for several), on both backends, then with KERNELS=... on the
+# kernel stage's guest too. `make itest K=test_dns`, `make itest K=Test03 KERNELS=linux-image-amd64`.
+itest: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
+	$(Q)OUT=$(OUT) K="$(K)" ITEST_KERNELS="$(if $(filter file,$(origin KERNELS)),,$(KERNELS))" bash tests/itest.sh
 
 # Build, install what is missing, start the daemon on its embedded default config.
 run: $(OUT)/depwatch | deps

@@ -21,7 +21,8 @@ MIXIN = os.path.join(harness.REPO, "mixin")
 
 def need(tc, exe, package):
     path = shutil.which(exe)
-    tc.assertIsNotNone(path, "%s not installed: run `make deps` (Debian package %s)" % (exe, package))
+    tc.assertIsNotNone(path, "%s not installed: `make test` installs it (scripts/deps.sh test: Debian package %s)"
+                       % (exe, package))
     return path
 
 

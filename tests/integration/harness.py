@@ -70,6 +70,15 @@ def backend_independent(test):
     return unittest.skipUnless(once, "backend-independent: run in the sock backend's pass")(test)
 
 
+def runs_alone(test):
+    """A test class or method that loads the machine (a load generator at full speed, thousands of
+    connections, valgrind): when make test runs the two backends' passes side by side, it runs
+    while the other pass waits (tests/integration/suitelock.py's SideBySide). A whole module says
+    so with RUNS_ALONE = True."""
+    test.RUNS_ALONE = True
+    return test
+
+
 def kernel_has_sock_destroy_kfunc():
     """What the daemon probes for its abort path: the kfunc bpf_sock_destroy in the kernel's BTF
     (Linux 6.5+). Without it, aborts go through sock_diag (and the daemon keeps CAP_NET_ADMIN)."""

@@ -18,6 +18,7 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SIDE = None     # suitelock.SideBySide, made in main()
 
 
 class CountingResult(unittest.TextTestResult):
@@ -43,10 +44,13 @@ class CountingResult(unittest.TextTestResult):
         super().startTest(test)
         self.outcome[test.id()] = "pass"
         self.took[test.id()] = time.monotonic()
+        SIDE.enter_test(runs_alone(test))
 
     def stopTest(self, test):
+        SIDE.leave_test()
         self.took[test.id()] = time.monotonic() - self.took[test.id()]
         super().stopTest(test)
+
 
     def addFailure(self, test, err):
         super().addFailure(test, err)
@@ -68,6 +72,30 @@ class CountingResult(unittest.TextTestResult):
     def addUnexpectedSuccess(self, test):
         super().addUnexpectedSuccess(test)
         self._mark(test, "fail")
+
+
+def by_module(suite):
+    """The suite's tests in their order, grouped by module: [(module name, [test, ...])]."""
+    groups = []
+
+    def walk(s):
+        for t in s:
+            if isinstance(t, unittest.TestSuite):
+                walk(t)
+                continue
+            module = type(t).__module__
+            if not groups or groups[-1][0] != module:
+                groups.append((module, []))
+            groups[-1][1].append(t)
+    walk(suite)
+    return groups
+
+
+def runs_alone(test):
+    """harness.runs_alone on the test's method, its class or its module (RUNS_ALONE = True)."""
+    method = getattr(test, getattr(test, "_testMethodName", ""), None)
+    return bool(getattr(method, "RUNS_ALONE", False) or getattr(type(test), "RUNS_ALONE", False)
+                or getattr(sys.modules.get(type(test).__module__), "RUNS_ALONE", False))
 
 
 def failed_ids(result):
@@ -105,6 +133,8 @@ def main():
     sys.path.insert(0, HERE)
     # one run at a time on this machine (tests/suitelock.sh): taken before the first daemon starts
     import suitelock
+    global SIDE
+    SIDE = suitelock.SideBySide()
     suitelock.take("tests/integration/run.py %s, backend %s"
                    % (" ".join(sys.argv[1:]) or "(all)", os.environ.get("DW_BACKEND") or "(probed)"))
     loader = unittest.TestLoader()
@@ -120,8 +150,20 @@ def main():
         problems.append("cannot load the tests: %r" % e)
         suite = unittest.TestSuite()
 
+    # one module at a time, each run as a suite of its own (its fixtures and cleanups inside it), so
+    # that a side-by-side run can hold the host for a module (suitelock.SideBySide)
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2, resultclass=CountingResult)
-    result = runner.run(suite)
+    result = runner._makeResult()
+    result.startTestRun()
+    for module, tests in by_module(suite):
+        SIDE.enter_module(getattr(sys.modules.get(module), "RUNS_ALONE_ON_HOST", False))
+        try:
+            unittest.TestSuite(tests).run(result)
+        finally:
+            SIDE.leave_module()
+    result.stopTestRun()
+    result.printErrors()
+    print("-" * 70 + "\nRan %d tests in %.3f s" % (result.testsRun, time.monotonic() - start))
 
     outcomes = list(result.outcome.values())
     passed = outcomes.count("pass")
@@ -135,6 +177,9 @@ def main():
         print_durations(result.took, args.durations)
     took = time.monotonic() - start
     print("integration: %.1f s" % took)
+    if SIDE.enabled:
+        print("side by side: %d modules had the host alone, %d tests the CPUs; %.0f s waited for the other pass"
+              % (SIDE.alone_modules, SIDE.alone_tests, SIDE.waited))
     # what the run asked of the CPUs (itself, its daemons, servers and tools, once waited for):
     # whether two runs could share this machine (issue 36)
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)

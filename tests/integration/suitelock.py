@@ -32,3 +32,68 @@ def take(what):
                                                     time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())))
     os.environ["DW_TEST_LOCK"] = "held"
     return fd
+
+
+class RWLock:
+    """A read-write lock on a file (flock: shared or exclusive), with a turnstile taken while
+    acquiring it, so that one waiting for it exclusively is not starved by a stream of shared
+    holders. Whoever holds it never waits on its turnstile: no deadlock between two passes."""
+
+    def __init__(self, path):
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        self.turn = os.open(path + ".turn", flags, 0o644)
+        self.fd = os.open(path, flags, 0o644)
+
+    def take(self, exclusive):
+        """Takes it (blocking); returns the seconds waited."""
+        since = time.monotonic()
+        fcntl.flock(self.turn, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self.turn, fcntl.LOCK_UN)
+        return time.monotonic() - since
+
+    def drop(self):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
+class SideBySide:
+    """The two backends' passes of make test run side by side (DW_SIDE_BY_SIDE=1, tests/run-all.sh):
+    they mostly wait (12-19% of the CPUs each). Two read-write locks keep them from judging each
+    other, always taken in this order, the first for a module, the second for a test:
+    - the host: every daemon on the host attaches its TLS uprobes to every TLS process (the other
+      pass's servers and Go programs too), so a module whose assertions read the host's uprobes or
+      TLS processes (RUNS_ALONE_ON_HOST = True) holds it exclusively, from its first fixture to its
+      last cleanup, when no daemon of the other pass lives; every other module holds it shared;
+    - the CPUs: a test that loads the machine (harness.runs_alone: wrk or h2load at full speed,
+      20 000 connections, valgrind) holds it exclusively while the other pass's tests wait, so that
+      their timing stays in its tolerances; every other test holds it shared.
+    Outside make test's side-by-side run (one pass, make itest) it does nothing."""
+
+    def __init__(self):
+        self.enabled = os.environ.get("DW_SIDE_BY_SIDE") == "1"
+        self.waited = 0.0
+        self.alone_tests = 0
+        self.alone_modules = 0
+        if self.enabled:
+            self.host = RWLock(LOCK_FILE + ".host")
+            self.cpu = RWLock(LOCK_FILE + ".cpu")
+
+    def enter_module(self, alone):
+        if self.enabled:
+            self.waited += self.host.take(alone)
+            self.alone_modules += bool(alone)
+
+    def leave_module(self):
+        if self.enabled:
+            self.host.drop()
+
+    def enter_test(self, alone):
+        if self.enabled:
+            self.waited += self.cpu.take(alone)
+            self.alone_tests += bool(alone)
+
+    def leave_test(self):
+        if self.enabled:
+            self.cpu.drop()

@@ -205,7 +205,8 @@ class TestCallers(unittest.TestCase):
         while not opened and time.monotonic() < deadline:
             with open(d.events) as f:
                 lines = [json.loads(l) for l in f if l.strip()]
-            opened = [e for e in lines if e.get("event") == "transition" and e.get("state") == "open"]
+            opened = [e for e in lines if e.get("event") == "transition" and e.get("state") == "open"
+                      and e.get("dependency") == "store"]
             time.sleep(0.1)
         self.assertTrue(opened, "no open event")
         self.assertTrue(opened[0]["callers"].startswith("payments-api.service:1,docker:%s:1" % cid[:12]),
@@ -253,7 +254,8 @@ class TestCallers(unittest.TestCase):
             time.sleep(0.1)
             with open(d.events) as f:
                 opened = [e for e in map(json.loads, filter(str.strip, f))
-                          if e.get("event") == "transition" and e.get("state") == "open"]
+                          if e.get("event") == "transition" and e.get("state") == "open"
+                             and e.get("dependency") == "store"]
         self.assertTrue(opened, "no open event")
         self.assertEqual(opened[0]["inflight"], 2, opened[0])
         # the re-read comes as the first call turns slow, the next poll ~4 s after

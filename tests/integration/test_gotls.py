@@ -7,6 +7,10 @@ and answers (a digest of every status and body, which the test knows in advance)
 
 One daemon for the class; each case's server on its own port of 43100-43199 (this file's range)."""
 
+# Reads the host's uprobes and TLS processes: no daemon of make test's other pass lives while it runs
+# (tests/integration/suitelock.py's SideBySide), since every daemon probes every TLS process.
+RUNS_ALONE_ON_HOST = True
+
 import hashlib
 import os
 import shutil
@@ -271,6 +275,40 @@ class GoTLSKilledTest(unittest.TestCase):
             if g:
                 g.kill()
             d.cleanup()
+            shutil.rmtree(tmp)
+
+
+@unittest.skipUnless(os.path.exists(GOTLS), "no %s" % GOTLS)
+class GoTLSTwoTracersTest(unittest.TestCase):
+    def test_a_second_daemon_probes_what_the_first_probes(self):
+        """A Go program another tracer probes already (here a first daemon, at every RET of
+        Write and Read) is probed by a second daemon too, with as many RETs: the kernel puts each
+        uprobe's INT3 into every private mapping of the probed file, so the RET finder reading the
+        binary through one found no RET (seen when make test's two passes ran side by side)."""
+        tmp = tempfile.mkdtemp(prefix="dwgo-")
+        binary = os.path.join(tmp, "gotls-two")
+        shutil.copy(GOTLS, binary)
+        first, second, g = Daemon(), Daemon(), None
+        try:
+            first.start(timeout=120)
+            g = GoProgram(binary, ["-n", "20"])
+            first.wait_for(lambda s: attached(s, binary), timeout=10)
+            second.start(timeout=120)
+            st = second.wait_for(lambda s: attached(s, binary), timeout=10)
+            self.assertTrue(attached(st, binary), "%s\n%s" % (st["tls"], second.stderr_text()))
+            lines = [[l for l in d.stderr_text().splitlines() if "Go uprobes on %s" % binary in l]
+                     for d in (first, second)]
+            self.assertTrue(lines[0] and lines[1], lines)
+            # the same probe points, RETs included ("18 Go uprobes on ... 8 RETs in Write, 7 in Read")
+            self.assertEqual(lines[0][0].split("(", 1)[1], lines[1][0].split("(", 1)[1], lines)
+            g.go()
+            r = g.result()
+            self.assertEqual((r["requests"], r["failed"], r["answers"]), (20, 0, expected_digest(20)), r)
+        finally:
+            if g:
+                g.kill()
+            second.cleanup()
+            first.cleanup()
             shutil.rmtree(tmp)
 
 

@@ -10,6 +10,10 @@ both ends). Plain, stripped (-s -w, offsets from the table), -trimpath and PIE
 builds. And the daemon reports the Go counters (its discovery attaches the programs:
 test_gotls.py)."""
 
+# Reads the host's uprobes and TLS processes: no daemon of make test's other pass lives while it runs
+# (tests/integration/suitelock.py's SideBySide), since every daemon probes every TLS process.
+RUNS_ALONE_ON_HOST = True
+
 import os
 import re
 import subprocess

@@ -1,9 +1,16 @@
 """Load: 20 000 concurrent loopback connections making back-to-back calls for
-60 s (tests/load/loadgen.c, built by make; the most this VM sustains with its
+40 s (tests/load/loadgen.c, built by make; the most this VM sustains with its
 2 CPUs shared by the generator, both ends of every connection and the
 daemon). At the end the daemon's call counts equal the generator's, per
 destination, exactly; nothing stays in flight; and the daemon's resident
-memory does not grow between the 20th and the 60th second."""
+memory does not grow between the 13th and the 40th second (a third of the run and its end: over
+half a million calls and about 110 polls between the two readings, so a leak per call, per
+connection or per poll still shows as megabytes against the 256 KiB allowed; it was 60 s, issue 45
+sized it by what it asserts)."""
+
+# Loads the machine: runs alone when make test's two passes go side by side (harness.runs_alone).
+# 20 000 connections calling back to back for 60 s.
+RUNS_ALONE = True
 
 import os
 import subprocess
@@ -15,7 +22,7 @@ from harness import DaemonTestCase
 
 LOADGEN = os.path.join(harness.REPO, "build", "loadgen")
 CONNS = int(os.environ.get("DW_LOAD_CONNS", "20000"))
-SECONDS = int(os.environ.get("DW_LOAD_SECONDS", "60"))
+SECONDS = int(os.environ.get("DW_LOAD_SECONDS", "40"))
 WORKERS = 4
 # Growth allowed between the two readings: 256 KiB, about 1% of the daemon's
 # RSS under this load, for the allocator's heap top moving with the status
@@ -34,7 +41,7 @@ def rss_kb(pid):
 
 class LoadTest(DaemonTestCase):
     @unittest.skipUnless(os.path.exists(LOADGEN), "build/loadgen missing: run `make build/loadgen` (make test does)")
-    def test_20000_connections_for_60_seconds(self):
+    def test_20000_connections_for_40_seconds(self):
         d = self.start_daemon()
         gen = subprocess.Popen([LOADGEN, "-c", str(CONNS), "-t", str(WORKERS), "-d", str(SECONDS)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -12,6 +12,10 @@ judged from (decided, slow_rate), the caller rows' calls (struct
 dw_caller_cpu_row), and the same on the server's inbound row.
 """
 
+# Loads the machine: runs alone when make test's two passes go side by side (harness.runs_alone).
+# calls from every CPU at once.
+RUNS_ALONE = True
+
 import os
 import subprocess
 import sys

@@ -4,7 +4,8 @@ with one keep-alive connection, calls a stand-in dependency that goes from
 open within slow_call + 500 ms of the change (doc/detection.md, the stall).
 And the stall must not open a healthy dependency: (a) 40 calls/s open-loop,
 5% of them at 700 ms, and (b) a closed-loop pool of 4 with 1% of calls at
-2 x slow_call, both for DW_POOL_NULL_SECONDS (60 s; run longer by hand),
+2 x slow_call, both for DW_POOL_NULL_SECONDS (30 s: about 60 tail calls and 60 slow calls each,
+enough to see a false stall, which would open within a second of one; run longer by hand),
 concurrently against two dependencies of one daemon.
 
 In the kernel stage's emulated guest (harness.EMULATED) the pool of 200 is
@@ -24,7 +25,7 @@ DEADLINE = SLOW_CALL + 0.5       # the issue's: from the change to the breaker o
 POLL = 0.05                      # the test reads status this often, no faster
 POOLS = (2, 4, 8, 32) if EMULATED else (2, 4, 8, 32, 200)
 DEFAULT_SAMPLE = 20             # [defaults] sample, which the test's config leaves as it is
-NULL_SECONDS = float(os.environ.get("DW_POOL_NULL_SECONDS", "60"))
+NULL_SECONDS = float(os.environ.get("DW_POOL_NULL_SECONDS", "30"))
 
 
 class PoolTest(unittest.TestCase):

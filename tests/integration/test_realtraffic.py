@@ -11,6 +11,10 @@ The tools are not optional: scripts/deps.sh installs them, and a missing one
 fails the case with its package name.
 """
 
+# Loads the machine: runs alone when make test's two passes go side by side (harness.runs_alone).
+# wrk, ab and h2load at full speed against nginx, redis, haproxy and nghttpd.
+RUNS_ALONE = True
+
 import json
 import os
 import threading

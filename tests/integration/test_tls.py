@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 
-from harness import Daemon, find_dest
+from harness import Daemon, find_dest, runs_alone
 from test_h2 import GrpcClient, GrpcServer, have_grpc
 from realtraffic import OK_LOCATION, ab, h2load, make_cert, nginx_server, require, start_nginx
 from test_realtraffic import BUCKET, RealTrafficCase, inbound_row
@@ -299,6 +299,7 @@ class TLSCase(RealTrafficCase):
         self.eq("failed", r["failed"] + i["failed"], 0)
         self.verdict()
 
+    @runs_alone
     def test_h2load_tls(self):
         """HTTP/2 over TLS (ALPN h2, nginx `ssl http2`): h2load -n 20000 -c 1 -m 8 (the issue's 20 000 of
         20 000), one call per stream, exact, on both ends."""

@@ -8,6 +8,10 @@ kill -9 of the daemon leaves no uprobe behind.
 Ground truth: the uprobes the kernel holds (bpftool perf: one line per
 perf-event attachment, with its file), and the client's own count of writes."""
 
+# Reads the host's uprobes and TLS processes: no daemon of make test's other pass lives while it runs
+# (tests/integration/suitelock.py's SideBySide), since every daemon probes every TLS process.
+RUNS_ALONE_ON_HOST = True
+
 import json
 import os
 import shutil

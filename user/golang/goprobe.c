@@ -35,7 +35,14 @@ int dw_go_probe_points(const char *path, struct dw_go_probes *out, char *why, si
 		close(fd);
 		return -1;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	/*
+	 * MAP_SHARED, not MAP_PRIVATE: the kernel puts every registered uprobe's INT3 into each
+	 * private mapping of a probed file that could be executable (uprobe_mmap's valid_vma), so
+	 * a private map of a binary another tracer probes (bpftrace, a second depwatch) shows 0xCC
+	 * where its RETs are and the RET finder finds none; a shared mapping is never patched.
+	 * Read-only either way.
+	 */
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		snprintf(why, whylen, "%s: mmap: %s", path, strerror(errno));
 		close(fd);
