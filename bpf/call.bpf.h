@@ -338,6 +338,36 @@ static __always_inline int call_answered(const struct sock *sk, struct dw_conn *
 }
 
 /*
+ * The outstanding call was answered, and no sk_data_ready said so: its
+ * request is acknowledged and bytes came after it began (rcv_seq, rcv_nxt
+ * at its start), none of which a data_ready saw (it would have ended the
+ * call, or counted an overlap: a connection that never had one). Seen on
+ * loopback under load (test_load: about one answer in two million, after a
+ * retransmission timeout; the kernel's data_ready program reports no
+ * recursion miss): without this, the reader takes the answer, sends the
+ * next request behind a call still outstanding, and two calls count as
+ * one. Sock backend (the syscalls backend ends calls at the receive).
+ */
+static __always_inline bool answer_unseen(const struct sock *sk, const struct dw_conn *conn, enum dw_sk via)
+{
+	return dw_backend != DW_BACKEND_SYSCALLS && !conn->multiplexed && !conn->overlaps && !conn->tls &&
+	       !conn->answer_ns && TCP_FIELD(sk, via, rcv_nxt) != conn->rcv_seq && answers_call(sk, conn, via);
+}
+
+/*
+ * Ends an outstanding call whose answer came unseen (answer_unseen()): at
+ * the newest segment TCP processed for the socket, no earlier than its
+ * answer's, where that is after the call began (rx_time()); now otherwise.
+ */
+static __always_inline void answer_unseen_end(const struct sock *sk, struct dw_conn *conn, enum dw_sk via)
+{
+	__u64 t = TCP_FIELD(sk, via, tcp_clock_cache);
+
+	call_complete(conn, t > conn->call_start_ns ? t : bpf_ktime_get_ns());
+	global_count(G_answers_unseen);
+}
+
+/*
  * Counts a call's start at now (the connection's call, or a stream): its
  * start slice (this CPU's row, or the shared one) and calls_started; its
  * destination's counters, or 0.

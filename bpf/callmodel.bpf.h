@@ -182,16 +182,21 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	/* a request behind an answer nobody read: that call ends, its outcome unknown */
 	dw_answer_settle_unread(conn);
 	if (conn->call_start_ns) {
-		if (conn->tls)
+		if (conn->tls) {
 			tls_note_send(conn, bpf_ktime_get_ns(), msg ? msg->msg_iter.count : 0);
-		return;
+			return;
+		}
+		/* a request behind an outstanding call: pipelined, unless that one's answer came unseen */
+		if (!answer_unseen(sk, conn, DW_SK_BTF))
+			return;
+		answer_unseen_end(sk, conn, DW_SK_BTF);
 	}
 	if (!can_be_answered(sk, DW_SK_BTF))
 		return;
 	/* where the call starts, and only there: its first bytes, if it is as long as a goodbye */
 	bye = goodbye_msg(conn, msg);
-	/* rcv_seq serves only where a call completes at the receive (see answer_came()) */
-	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, 0,
+	/* rcv_seq: what had come before the call (answer_unseen(), and answer_came() on syscalls) */
+	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, tcp_of(sk)->rcv_nxt,
 		       msg ? msg->msg_iter.count : DW_TLS_SMALL + 1, bye);
 }
 
@@ -224,9 +229,13 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
 	if (conn->call_start_ns) {
-		if (conn->tls)
+		if (conn->tls) {
 			tls_note_send(conn, began_ns ? began_ns : bpf_ktime_get_ns(), ret);
-		return;
+			return;
+		}
+		if (!answer_unseen(sk, conn, via))
+			return;
+		answer_unseen_end(sk, conn, via);
 	}
 	if (via == DW_SK_PROBED ? !began_ns : !can_be_answered(sk, via))
 		return;

@@ -80,6 +80,11 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
 		call_complete(conn, now);
 		return;
 	}
+	/* read, and no data_ready said it came (call.bpf.h) */
+	if (answer_unseen(sk, conn, DW_SK_PROBED)) {
+		answer_unseen_end(sk, conn, DW_SK_PROBED);
+		return;
+	}
 	/* maybe a control frame (see call_answered()), or a protocol's goodbye (goodbye.h) */
 	if (conn->multiplexed || conn->bye == DW_BYE_YES) {
 		call_end(conn, OUTCOME_DROPPED, now);

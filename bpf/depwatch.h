@@ -395,7 +395,10 @@ struct dw_pending_entry {
 	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.") \
 	/* HTTP/2 header blocks to the daemon's HPACK decoder (bpf/hblock.bpf.h, issue 33) */ \
 	X(hblocks_lost, hblocks_lost,						\
-	  "Header-block records lost: the ring was full.")
+	  "Header-block records lost: the ring was full.")		\
+	/* the call model (bpf/callmodel.bpf.h) */				\
+	X(answers_unseen, answers_unseen,					\
+	  "Calls whose answer no data-arrival event reported: completed at the next send or the close.")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

@@ -71,7 +71,7 @@ class LoadTest(DaemonTestCase):
         got = {p: harness.find_dest(st, dests[p]) for p in ports}
         print("\n  %d connections, %d s: %s; daemon VmRSS %d kB at %d s, %d kB at %d s; kernel %s" % (
             CONNS, SECONDS, total_line[0] if total_line else out, rss20, SECONDS // 3, rss60, SECONDS,
-            {k: st["kernel"][k] for k in ("backend", "conn_storage_fail", "thread_map_full", "poll_ms")}))
+            {k: st["kernel"][k] for k in ("backend", "conn_storage_fail", "thread_map_full", "answers_unseen", "poll_ms")}))
         for p, want_conns in zip(ports, per_worker):
             self.assertRow(got[p], {"calls": calls[p], "failed": 0, "inflight": 0, "connects": want_conns},
                            dests[p])
