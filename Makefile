@@ -245,6 +245,13 @@ check: $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh 15
 
+# An HTTPS client with a BIO of its own (tests/tls/bioclient.c, test_tls.py: issue 48).
+$(OUT)/bioclient: tests/tls/bioclient.c | $(OUT)
+	$(call msg,BIOCLIENT,$@)
+	$(Q)$(CC) $(CFLAGS) $< -o $@ -lssl -lcrypto
+
+integration: $(OUT)/bioclient
+
 # The load generator of the integration suite's load test (tests/integration/test_load.py).
 $(OUT)/loadgen: tests/load/loadgen.c | $(OUT)
 	$(call msg,LOADGEN,$@)
@@ -257,7 +264,7 @@ integration: $(OUT)/loadgen
 # runs of tests/integration/test_deb.py (DW_DEB); if it fails to build, the test builds it
 # again and says why.
 DEB_FILE = $(DEB_DIR)/depwatch_$(VERSION)_$(DEB_ARCH).deb
-test: $(OUT)/depwatch $(UNIT_BINS) $(FUZZ_BINS) $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
+test: $(OUT)/depwatch $(UNIT_BINS) $(FUZZ_BINS) $(OUT)/loadgen $(OUT)/bioclient $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)DEB_BUILD_OPTIONS=nocheck $(MAKE) --no-print-directory OUT=$(OUT) deb || true
 	$(Q)OUT=$(OUT) DW_DEB=$$([ -f $(DEB_FILE) ] && echo $(DEB_FILE)) bash tests/run-all.sh $(UNIT_BINS)
 
@@ -273,7 +280,7 @@ test-kernels: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
 # The edit-build-test loop's focused run (issue 45): the integration tests whose name contains K
 # (a substring, run.py -k; K="a b" for several), on both backends, then with KERNELS=... on the
 # kernel stage's guest too. `make itest K=test_dns`, `make itest K=Test03 KERNELS=linux-image-amd64`.
-itest: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
+itest: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/bioclient $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)OUT=$(OUT) K="$(K)" ITEST_KERNELS="$(if $(filter file,$(origin KERNELS)),,$(KERNELS))" bash tests/itest.sh
 
 # Build, install what is missing, start the daemon on its embedded default config.

@@ -84,7 +84,8 @@ struct dw_conn {
 	__u8 tls_own;			/* enum dw_tls_own */
 	__u8 tls_live;			/* counted in dw_tls_live (issue 36: the receive's TLS gate) */
 	__u8 bye;			/* enum dw_bye: the outstanding call is a protocol's goodbye (goodbye.h): a close drops it */
-	__u8 pad3[5];
+	__u8 tls_looks;			/* sends left to look at for a TLS hello after plaintext (STARTTLS: h2detect.bpf.h) */
+	__u8 pad3[4];
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */

@@ -222,8 +222,25 @@ static __always_inline void tls_first(struct dw_conn *conn, const struct h2_byte
 }
 
 /*
+ * Sends looked at for a TLS hello on a connection that began in plaintext:
+ * protocols that upgrade in place send theirs a few exchanges in
+ * (PostgreSQL after its 8-byte SSLRequest and the server's 'S': the
+ * client's 2nd send, the server's 2nd; MySQL and MariaDB after the
+ * greeting and the client's SSL request; SMTP, IMAP and POP3 after
+ * STARTTLS, up to the server's 4th). The libraries that speak them (libpq,
+ * libmysqlclient, MariaDB Connector/C) send the hello from inside
+ * SSL_connect or SSL_do_handshake like any other, through a BIO of their
+ * own over the socket: the send is what ties the session (tlslink.bpf.h),
+ * once the connection is known to be TLS. Six: a hello later than that is
+ * not looked for, and its connection stays cleartext (its records count as
+ * calls, as before issue 48).
+ */
+#define DW_TLS_LOOKS 6
+
+/*
  * A direction's first bytes: HTTP/2's (its state made if need be), a TLS
- * hello (tls_first), or neither (NEVER).
+ * hello (tls_first), or neither (NEVER). On a NEVER connection with sends
+ * left to look at (conn->tls_looks): a TLS hello, or nothing.
  */
 static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn, enum h2_way way,
 				     const struct h2_bytes *b, struct bpf_dynptr *skb, __u8 side,
@@ -234,6 +251,15 @@ static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn
 	__u32 n;
 
 	n = first_bytes(b, skb, buf, from_skb);
+	if (conn->h2 == DW_H2_NEVER) {
+		/* a later send of a connection that began in plaintext (DW_TLS_LOOKS) */
+		if (n >= 2 && buf[0] == 0x16 && buf[1] == 3) {
+			tls_first(conn, b, skb, side, from_skb);
+			if (conn->tls)
+				conn->tls_looks = 0;
+		}
+		return false;
+	}
 	/* one byte of a TLS record (nginx peeks 1 to tell TLS from plain HTTP): the next read decides */
 	if (n == 1 && buf[0] == 0x16)
 		return false;
@@ -248,6 +274,9 @@ static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn
 	}
 	if (conn->h2 == DW_H2_TLS || !first_bytes_h2(buf, n, side)) {
 		h2_free(sk, conn, DW_H2_NEVER);
+		/* plaintext first, either way: its later sends may start TLS in place */
+		if (!conn->tls)
+			conn->tls_looks = DW_TLS_LOOKS;
 		return false;
 	}
 	if (conn->h2 == DW_H2_UNKNOWN)

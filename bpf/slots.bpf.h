@@ -176,6 +176,7 @@ static __always_inline struct dw_conn *conn_adopt_as(const struct sock *sk, __u8
 	conn->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
 	conn->h2_seen = 0;
 	conn->tls = 0;
+	conn->tls_looks = 0;
 	conn->tls_own = 0;
 	if (conn->tls_live) {
 		conn->tls_live = 0;

@@ -70,9 +70,15 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 	bool lost;
 	__s64 skip;
 
-	if (conn->h2 == DW_H2_NEVER || conn->h2 == DW_H2_LOST || !b->len)
+	if (conn->h2 == DW_H2_LOST || !b->len)
 		return false;
-	if (!(conn->h2_seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX)) &&
+	if (conn->h2 == DW_H2_NEVER) {
+		if (!conn->tls_looks || way != H2_TX)
+			return false;
+		conn->tls_looks--;
+	}
+	/* a direction's first bytes, or a plaintext connection's later sends (DW_TLS_LOOKS) */
+	if ((conn->h2 == DW_H2_NEVER || !(conn->h2_seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX))) &&
 	    !h2_first(sk, conn, way, b, skb, side, from_skb))
 		return false;
 	if (conn->h2 == DW_H2_TLS)
@@ -175,7 +181,7 @@ static __always_inline bool h2_on_send_msg(const struct sock *sk, struct dw_conn
 	struct h2_bytes b = {};
 	__u8 type;
 
-	if (conn->h2 == DW_H2_NEVER || conn->h2 == DW_H2_LOST || !msg)
+	if ((conn->h2 == DW_H2_NEVER && !conn->tls_looks) || conn->h2 == DW_H2_LOST || !msg)
 		return false;
 	type = msg->msg_iter.iter_type;
 	b.len = msg->msg_iter.count;

@@ -121,7 +121,8 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *byt
 			 (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER))
 			*bye = !conn->call_start_ns ? 1 : conn->bye == DW_BYE_HEAD ? 2 : 0;
 		*bytes = h2_took(conn) || ((conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_TLS) &&
-					   !(conn->h2_seen & seen)) || sys_answer_wanted(conn, op);
+					   !(conn->h2_seen & seen)) || sys_answer_wanted(conn, op) ||
+			 (op == DW_SYS_SEND && conn->h2 == DW_H2_NEVER && conn->tls_looks);
 		return conn->role != DW_ROLE_NONE;
 	}
 	return op == DW_SYS_SEND && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE &&

@@ -75,6 +75,13 @@ static __always_inline void tls_plain(struct dw_conn *l, __u8 way, __u64 addr, _
 {
 	struct h2_bytes b = { .kind = H2_SRC_USER, .addr = addr, .len = len };
 
+	/*
+	 * A call or request that starts here: a protocol's goodbye if its bytes are one, whole
+	 * (goodbye.h: PostgreSQL's Terminate, MySQL's COM_QUIT, memcached's quit), which the close
+	 * that answers it then drops (tls_unlink()), as on cleartext.
+	 */
+	if (!l->call_start_ns && (way == H2_TX) == (l->role == DW_ROLE_OUTBOUND))
+		l->bye = dw_goodbye_size(len) && dw_goodbye_read(&b) == (int)len ? DW_BYE_YES : DW_BYE_NO;
 	if (way == H2_TX) {
 		tls_write_begins(l, now);
 		return;

@@ -32,13 +32,14 @@ DEMO_PKGS=(python3)
 BENCH_PKGS=(python3 iproute2 nginx-light wrk nghttp2-client nghttp2-server bpftrace gnuplot-nox)
 # make test: the unit tests (cmocka, the fuzzers' sanitizer runtime), the real servers and clients
 # of the integration suite, the tools its tests drive (rsyslogd, promtool and prometheus, tmux,
-# valgrind, man, systemd-analyze, lintian), Alertmanager for the fleet pipeline, MariaDB and memcached for the goodbyes, Go for the Go programs it probes, and the kernel
+# valgrind, man, systemd-analyze, lintian), Alertmanager for the fleet pipeline, MariaDB and memcached for the goodbyes, PostgreSQL and libssl-dev for TLS behind a client's own BIO, Go for the Go programs it probes, and the kernel
 # stage's VM (qemu, busybox-static, cpio).
 TEST_PKGS=(libcmocka-dev libclang-rt-dev pkg-config python3 iproute2 util-linux rsyslog prometheus
 	tmux bpftrace valgrind man-db groff-base systemd nginx-light wrk apache2-utils redis-server
 	redis-tools nghttp2-client nghttp2-server python3-grpcio haproxy openssl gnutls-bin lintian
 	qemu-system-x86 busybox-static cpio unbound bind9-dnsutils golang-go
-	prometheus-alertmanager mariadb-server mariadb-client memcached)
+	prometheus-alertmanager mariadb-server mariadb-client memcached
+	postgresql postgresql-client libssl-dev)
 
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(run)

@@ -7,6 +7,7 @@ config, pid file, log and temp path lives in the test's temp dir, and every
 server is stopped by its pid.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import unittest
 
 from harness import tcp_sockets
 
@@ -226,6 +228,61 @@ def mariadb(port, *args, timeout=LOAD_TIMEOUT):
 def mysqlslap(port, args):
     return run_tool(["mysqlslap", "--no-defaults", "-h", "127.0.0.1", "-P", str(port), "-u", "root"]
                     + list(args))
+
+
+def pg_bin(tool):
+    """A PostgreSQL server program (Debian keeps them under /usr/lib/postgresql/VERSION/bin)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/" + tool))
+    if not found:
+        raise unittest.SkipTest("%s not installed (Debian's postgresql: make deps)" % tool)
+    return found[-1]
+
+
+def as_postgres(argv):
+    """argv run as the postgres user (initdb and postgres refuse root); setpriv execs, no fork, so
+    Server.stop()'s signal reaches the server itself."""
+    return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + argv
+
+
+def start_postgres(test, workdir, port, ssl=True):
+    """PostgreSQL's server on a cluster made now in workdir (trust authentication, user postgres),
+    on 127.0.0.1:port, its unix socket in workdir; with ssl, a self-signed certificate made now."""
+    require("openssl", "setpriv")
+    pgdir = os.path.join(workdir, "pg")
+    os.makedirs(pgdir)
+    shutil.chown(workdir, "postgres")
+    shutil.chown(pgdir, "postgres")
+    data = os.path.join(pgdir, "data")
+    r = subprocess.run(as_postgres([pg_bin("initdb"), "-D", data, "-U", "postgres", "--auth=trust",
+                                    "--no-sync", "-E", "UTF8"]),
+                       capture_output=True, text=True, timeout=LOAD_TIMEOUT)
+    if r.returncode != 0:
+        raise ToolError("initdb exited %d: %s" % (r.returncode, r.stdout[-2000:] + r.stderr[-2000:]))
+    opts = ["-c", "listen_addresses=127.0.0.1", "-p", str(port), "-c", "unix_socket_directories=" + pgdir,
+            "-c", "fsync=off", "-c", "logging_collector=off"]
+    if ssl:
+        key, crt = os.path.join(pgdir, "server.key"), os.path.join(pgdir, "server.crt")
+        run_tool(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+                  "-subj", "/CN=localhost", "-days", "1"])
+        for f in (key, crt):
+            shutil.chown(f, "postgres")
+        os.chmod(key, 0o600)
+        opts += ["-c", "ssl=on", "-c", "ssl_cert_file=" + crt, "-c", "ssl_key_file=" + key]
+    srv = Server("postgres", as_postgres([pg_bin("postgres"), "-D", data] + opts), [port], workdir)
+    test.addCleanup(srv.stop)
+    return srv
+
+
+def psql(port, sql, sslmode="require", timeout=LOAD_TIMEOUT):
+    """Debian's psql over TCP to 127.0.0.1:port as postgres, running sql (a file's text: one
+    query message per statement, psql -f), without a psqlrc; its output (raises on failure)."""
+    require("psql")
+    r = subprocess.run([which("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "-",
+                        "host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=%s" % (port, sslmode)],
+                       input=sql, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise ToolError("psql exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    return r.stdout
 
 
 def start_memcached(test, workdir, port):

@@ -160,6 +160,10 @@ class GoTLSCallsTest(unittest.TestCase):
         self.assertIn(i["requests"], (n, n + 1), i)
         self.assertEqual(i["failed"], 0, i)
 
+    # Alone on the CPUs: with the other pass's tests beside it (or a build on the host), the server's
+    # end was counted 274 and 265 of 400 (h2_desync 1, its session never tied: the preemption of
+    # its goroutines between the uprobes, not yet explained; doc/go.md's limits).
+    @harness.runs_alone
     def test_http2_8_goroutines(self):
         """HTTP/2 by ALPN, 8 goroutines on one connection, 20 ms answers: calls within 2% of the
         client's, p50 within 5%."""

@@ -12,13 +12,15 @@ within a second of its exec; test_tls_find.py).
 
 import json
 import os
+import re
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
-from harness import Daemon, find_dest, runs_alone
+from harness import REPO, Daemon, find_dest, runs_alone
 from test_h2 import GrpcClient, GrpcServer, have_grpc
-from realtraffic import OK_LOCATION, ab, h2load, make_cert, nginx_server, require, start_nginx
+from realtraffic import OK_LOCATION, ab, h2load, make_cert, nginx_server, psql, require, start_nginx, start_postgres
 from test_realtraffic import BUCKET, RealTrafficCase, inbound_row
 
 LIBSSL = "/lib/x86_64-linux-gnu/libssl.so.3"
@@ -240,6 +242,71 @@ class TLSCase(RealTrafficCase):
         self.eq("calls (curl's %d)" % n, r["calls"], n)
         self.eq("inbound requests", i["requests"], n)
         self.eq("failed", r["failed"] + i["failed"], 0)
+        self.verdict()
+
+    def bio_client(self, mode):
+        """tests/tls/bioclient.c, the session's socket behind a BIO the client sets itself (mode
+        setbio: SSL_set_bio with a socket BIO; method: a BIO method of its own over recv() and
+        send()), one keep-alive connection, answers held DELAY_MS: tied, calls = requests, p50
+        within 10% of the client's own."""
+        require("openssl")
+        client = os.path.join(REPO, "build", "bioclient")
+        if not os.path.exists(client):
+            self.skipTest("build/bioclient missing: make build/bioclient (make test and make itest build it)")
+        port = own_port()
+        self.nginx_tls(port, delay_ms=self.DELAY_MS)
+        n = 200
+        res = json.loads(subprocess.run([client, mode, str(port), str(n)], capture_output=True, text=True,
+                                        timeout=60, check=True).stdout)
+        st = self.settled([port], {port: n})
+        r, i = self.idle_after(st, port)
+        self.record("bioclient " + mode, calls=r["calls"], failed=r["failed"], in_requests=i["requests"],
+                    tls_conns=r.get("tls_conns"), dw_p50_ms=r["p50_ms"], client_p50_ms=res["p50_ms"])
+        self.eq("client's own answers", res["ok"], n)
+        self.plaintext(r, 1)
+        self.eq("calls (the client's %d)" % n, r["calls"], n)
+        self.eq("inbound requests", i["requests"], n)
+        self.eq("failed", r["failed"] + i["failed"], 0)
+        self.check(r["p50_ms"] is not None and abs(r["p50_ms"] - res["p50_ms"]) <= 0.10 * res["p50_ms"],
+                   "p50_ms vs the client's %.3f ms" % res["p50_ms"], r["p50_ms"], "within 10%")
+        self.verdict()
+
+    def test_bio_client_set_bio(self):
+        self.bio_client("setbio")
+
+    def test_bio_client_own_method(self):
+        self.bio_client("method")
+
+    def test_postgres_libpq(self):
+        """PostgreSQL with ssl = on and psql (libpq, sslmode=require), CONNS connections at once, each
+        QUERIES statements (issue 48): libpq asks for TLS in cleartext first (SSLRequest, answered
+        'S'), then sends its hello from inside SSL_connect through a BIO of its own over the socket;
+        the server, the same. Both ends tied; calls = the queries plus the two startup exchanges
+        (the SSLRequest's, in cleartext, and the StartupMessage's, in TLS); the handshake's records
+        none; Terminate, a goodbye, none. p50 no higher than psql's own median (\\timing)."""
+        require("psql", "openssl")
+        conns, queries = 4, 50
+        port = own_port()
+        start_postgres(self, self.dir, port)
+        sql = "\\timing on\n" + "SELECT 1;\n" * queries
+        with ThreadPoolExecutor(conns) as pool:
+            outs = list(pool.map(lambda _: psql(port, sql), range(conns)))
+        times = sorted(float(t) for out in outs for t in re.findall(r"(?m)^Time: ([0-9.]+) ms", out))
+        self.assertEqual(len(times), conns * queries, "psql's own timings:\n" + outs[0][-2000:])
+        want = conns * (queries + 2)
+        st = self.settled([port], {port: want})
+        r, i = self.idle_after(st, port)
+        client_p50 = times[len(times) // 2]
+        self.record("psql sslmode=require", calls=r["calls"], failed=r["failed"], in_requests=i["requests"],
+                    tls_conns=(r.get("tls_conns"), i.get("tls_conns")), dw_p50_ms=r["p50_ms"],
+                    in_p50_ms=i["p50_ms"], psql_p50_ms=client_p50)
+        self.plaintext(r, conns)
+        self.eq("inbound tls_conns (the server's sessions tied)", i.get("tls_conns"), conns)
+        self.eq("calls (%d connections x (%d queries + 2 startup exchanges))" % (conns, queries), r["calls"], want)
+        self.eq("inbound requests", i["requests"], want)
+        self.eq("failed", r["failed"] + i["failed"], 0)
+        self.check(r["p50_ms"] is not None and r["p50_ms"] <= client_p50 * (1 + BUCKET) + 0.05,
+                   "p50_ms vs psql's median %.3f ms" % client_p50, r["p50_ms"], "<= median + 6.25% + 50 us")
         self.verdict()
 
     def test_asyncio_client(self):
