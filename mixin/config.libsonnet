@@ -5,8 +5,10 @@
     // The scrape job(s) of depwatch's /metrics (`depwatch run --metrics ADDR:PORT`).
     depwatchSelector: 'job="depwatch"',
     // Series that are no dependency: "~other" sums what --max-series folded (unrelated
-    // destinations, no slow_call, no breaker). Add dependencies with `ignore = yes`
-    // (long-poll, streams: their calls hang by design), e.g. ',dependency!~"events|stream"'.
+    // destinations, no slow_call, no breaker). Dependencies with `ignore = yes` (long-poll,
+    // streams: their calls hang by design) need no entry here: depwatch_dependency_ignored
+    // says which they are, and no rule or alert judges them. To leave out more, e.g.
+    // 'dependency!~"~other|batch-.*"'.
     dependencySelector: 'dependency!="~other"',
     // The labels that name a host; the fleet rules aggregate them away.
     hostLabels: ['job', 'instance'],
