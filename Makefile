@@ -311,8 +311,8 @@ $(MIXIN_OUT): $(MIXIN_SRCS) | $(DEPS_FIRST) $(OUT)
 	$(Q)rm -rf $(OUT)/mixin && mv $(OUT)/mixin.tmp $(OUT)/mixin
 
 # `make install [PREFIX=/usr/local] [DESTDIR=...]`: the binary, depwatch(8), the
-# systemd unit, and an example config in /etc/depwatch (0644 root: the daemon refuses
-# a config others could write), never over an existing one.
+# systemd unit, an example config in /etc/depwatch (0644 root: the daemon refuses
+# a config others could write), never over an existing one, the mixin and its runbooks.
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
@@ -323,6 +323,12 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 PROMRULESDIR ?= $(SYSCONFDIR)/prometheus/depwatch
 DASHBOARDDIR ?= $(PREFIX)/share/depwatch/dashboards
 MIXIN_ETC := prometheus_alerts.yaml prometheus_rules.yaml alertmanager_inhibit_rules.yaml
+# doc/runbooks.md, which every alert's runbook_url opens. The mixin's default runbookBase
+# (mixin/config.libsonnet) is the Debian package's copy (PREFIX=/usr); the rules make install
+# writes point at the copy it installs.
+DOCDIR ?= $(PREFIX)/share/doc/depwatch
+RUNBOOKS_DEFAULT := file:///usr/share/doc/depwatch/runbooks.md\#
+RUNBOOKS_HERE := file://$(DOCDIR)/runbooks.md\#
 # The config's owner; debian/rules empties it (a package build is not root: dpkg-deb makes
 # every file root's).
 INSTALL_OWNER ?= -o 0 -g 0
@@ -333,14 +339,17 @@ $(OUT)/depwatch.service: dist/depwatch.service.in | $(OUT)
 
 install: $(OUT)/depwatch $(OUT)/depwatch.service $(MIXIN_OUT)
 	install -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/depwatch
-	install -d -m 0755 $(DESTDIR)$(PROMRULESDIR) $(DESTDIR)$(DASHBOARDDIR)
+	install -d -m 0755 $(DESTDIR)$(PROMRULESDIR) $(DESTDIR)$(DASHBOARDDIR) $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(OUT)/mixin/dashboards/*.json $(DESTDIR)$(DASHBOARDDIR)/
+	install -m 0644 doc/runbooks.md $(DESTDIR)$(DOCDIR)/runbooks.md
+	$(Q)rm -rf $(OUT)/mixin-install && mkdir -p $(OUT)/mixin-install
 	$(Q)for f in $(MIXIN_ETC); do \
-		if [ -e $(DESTDIR)$(PROMRULESDIR)/$$f ] && ! cmp -s $(OUT)/mixin/$$f $(DESTDIR)$(PROMRULESDIR)/$$f; then \
-			install -m 0644 $(INSTALL_OWNER) $(OUT)/mixin/$$f $(DESTDIR)$(PROMRULESDIR)/$$f.new; \
+		sed 's|$(RUNBOOKS_DEFAULT)|$(RUNBOOKS_HERE)|' $(OUT)/mixin/$$f > $(OUT)/mixin-install/$$f || exit 1; \
+		if [ -e $(DESTDIR)$(PROMRULESDIR)/$$f ] && ! cmp -s $(OUT)/mixin-install/$$f $(DESTDIR)$(PROMRULESDIR)/$$f; then \
+			install -m 0644 $(INSTALL_OWNER) $(OUT)/mixin-install/$$f $(DESTDIR)$(PROMRULESDIR)/$$f.new; \
 			echo "  kept $(DESTDIR)$(PROMRULESDIR)/$$f (edited; the new rendering is $$f.new)"; \
 		else \
-			install -m 0644 $(INSTALL_OWNER) $(OUT)/mixin/$$f $(DESTDIR)$(PROMRULESDIR)/$$f; \
+			install -m 0644 $(INSTALL_OWNER) $(OUT)/mixin-install/$$f $(DESTDIR)$(PROMRULESDIR)/$$f; \
 		fi; \
 	done
 	install -m 0755 $(OUT)/depwatch $(DESTDIR)$(SBINDIR)/depwatch
@@ -372,7 +381,8 @@ deb: | $(OUT)
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/depwatch $(DESTDIR)$(MANDIR)/man8/depwatch.8 $(DESTDIR)$(UNITDIR)/depwatch.service
 	rm -rf $(DESTDIR)$(DASHBOARDDIR)
-	rmdir $(DESTDIR)$(PREFIX)/share/depwatch 2>/dev/null || true
+	rm -f $(DESTDIR)$(DOCDIR)/runbooks.md
+	rmdir $(DESTDIR)$(PREFIX)/share/depwatch $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # --- Benchmark (bench/): overhead A/F/B/H/S/C (baseline, the floor of issue 17, depwatch, depwatch
 # with its daemon stopped, the syscalls backend, bpftrace peer), decision

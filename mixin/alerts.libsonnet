@@ -12,6 +12,8 @@ local lib = import 'lib.libsonnet';
   local host = lib.by(lib.hostDep(c)),
   local fleet = lib.by(lib.fleetDep(c)),
   local r = c.rateInterval,
+  // the per-host alerts about a dependency read only the dependencies depwatch judges
+  local judged(expr) = lib.judged(c, expr),
 
   // A template printing how many hosts call the alert's dependency (a query of the fleet
   // recording rule, by the alert's own fleet labels).
@@ -32,7 +34,8 @@ local lib = import 'lib.libsonnet';
     },
   } + (if forDur == null then {} else { 'for': forDur }),
 
-  // The per-host alerts about one dependency: the fleet alert of that dependency inhibits them.
+  // The per-host alerts about one dependency (none for a dependency with ignore = yes: judged()
+  // above): the fleet alert of that dependency inhibits them.
   perHostDependencyAlerts:: [
     'DepwatchBreakerOpen',
     'DepwatchHighSlowRate',
@@ -50,8 +53,8 @@ local lib = import 'lib.libsonnet';
             'DepwatchBreakerOpen', 'critical',
             // Not closed: a dependency that hangs goes open -> half_open (its probes hang) ->
             // open again; "open == 1" alone would restart the `for` at every half_open.
-            'max by (%(host)s) (depwatch_breaker_state{%(sel)s,state!="closed"}) == 1'
-            % { host: host, sel: sel },
+            judged('max by (%(host)s) (depwatch_breaker_state{%(sel)s,state!="closed"}) == 1'
+                   % { host: host, sel: sel }),
             'Circuit breaker of {{ $labels.dependency }} not closed on {{ $labels.instance }}',
             'depwatch has judged {{ $labels.dependency }} too slow, failing or overloaded for %s or more (open, or half_open with its probes failing). `depwatch status` on that host says why (reason); with enforce = connect or abort new connections to it are refused.'
             % c.breakerOpenFor,
@@ -62,7 +65,7 @@ local lib = import 'lib.libsonnet';
             // Two ways to be slow: answered calls slower than slow_call (the counters), or the
             // breaker's own share, which counts calls hanging past slow_call as slow: a
             // dependency that stops answering ends no call, so the first branch sees nothing.
-            |||
+            judged(|||
               (
                   rate(depwatch_slow_calls_total{%(sel)s}[%(r)s])
                 / rate(depwatch_calls_total{%(sel)s}[%(r)s])
@@ -71,7 +74,7 @@ local lib = import 'lib.libsonnet';
               )
               or
               depwatch_slow_rate{%(sel)s} > %(share)s
-            ||| % { sel: sel, r: r, share: c.slowShare, min: c.minCallRate },
+            ||| % { sel: sel, r: r, share: c.slowShare, min: c.minCallRate }),
             '{{ $labels.dependency }}: {{ $value | humanizePercentage }} of calls are slow on {{ $labels.instance }}',
             'More than %s of the calls to {{ $labels.dependency }} took longer than its slow_call (depwatch_slow_call_threshold_seconds), or are still waiting past it, for %s.'
             % [std.toString(c.slowShare * 100) + '%', c.highSlowRateFor],
@@ -80,8 +83,8 @@ local lib = import 'lib.libsonnet';
           alert(
             'DepwatchInflightNearLimit', 'warning',
             // depwatch_inflight_limit exists only for dependencies with max_inflight set.
-            'depwatch_inflight{%(sel)s} / depwatch_inflight_limit{%(sel)s} > %(share)s'
-            % { sel: sel, share: c.inflightShare },
+            judged('depwatch_inflight{%(sel)s} / depwatch_inflight_limit{%(sel)s} > %(share)s'
+                   % { sel: sel, share: c.inflightShare }),
             '{{ $labels.dependency }}: in-flight calls at {{ $value | humanizePercentage }} of max_inflight on {{ $labels.instance }}',
             'Calls waiting for {{ $labels.dependency }} are close to its max_inflight; at the limit the breaker opens (reason concurrency).',
             c.inflightNearLimitFor,
@@ -101,8 +104,8 @@ local lib = import 'lib.libsonnet';
           ),
           alert(
             'DepwatchRetryStorm', 'warning',
-            'depwatch_retry_ratio{%(sel)s} > %(ratio)s and (depwatch_slow_rate{%(sel)s} > 0 or depwatch_failure_rate{%(sel)s} > 0)'
-            % { sel: sel, ratio: c.retryRatio },
+            judged('depwatch_retry_ratio{%(sel)s} > %(ratio)s and (depwatch_slow_rate{%(sel)s} > 0 or depwatch_failure_rate{%(sel)s} > 0)'
+                   % { sel: sel, ratio: c.retryRatio }),
             '{{ $labels.dependency }}: {{ $value | humanize }} attempts per call on {{ $labels.instance }}',
             'Callers retry calls they gave up on while {{ $labels.dependency }} is slow or failing, multiplying its load.',
             c.retryStormFor,
@@ -116,10 +119,10 @@ local lib = import 'lib.libsonnet';
           ),
           alert(
             'DepwatchCallsHanging', 'warning',
-            |||
+            judged(|||
               depwatch_oldest_inflight_seconds{%(sel)s}
               > %(factor)s * (depwatch_slow_call_threshold_seconds{%(sel)s} > 0)
-            ||| % { sel: sel, factor: c.hangingFactor },
+            ||| % { sel: sel, factor: c.hangingFactor }),
             '{{ $labels.dependency }}: a call has waited {{ $value | humanizeDuration }} on {{ $labels.instance }}',
             'The oldest call to {{ $labels.dependency }} still in flight is older than %s times its slow_call: the dependency holds calls without answering or failing them (no error rate shows it). Callers\' pools fill while it lasts.'
             % c.hangingFactor,

@@ -5,8 +5,10 @@
     // The scrape job(s) of depwatch's /metrics (`depwatch run --metrics ADDR:PORT`).
     depwatchSelector: 'job="depwatch"',
     // Series that are no dependency: "~other" sums what --max-series folded (unrelated
-    // destinations, no slow_call, no breaker). Add dependencies with `ignore = yes`
-    // (long-poll, streams: their calls hang by design), e.g. ',dependency!~"events|stream"'.
+    // destinations, no slow_call, no breaker). Dependencies with `ignore = yes` (long-poll,
+    // streams: their calls hang by design) need no entry here: depwatch_dependency_ignored
+    // says which they are, and no rule or alert judges them. To leave out more, e.g.
+    // 'dependency!~"~other|batch-.*"'.
     dependencySelector: 'dependency!="~other"',
     // The labels that name a host; the fleet rules aggregate them away.
     hostLabels: ['job', 'instance'],
@@ -61,8 +63,12 @@
       'depwatch_rows_unstable_total',
     ],
 
-    // Every alert's runbook_url: this base and the alert's name as the anchor.
-    runbookBase: 'https://depwatch.example/doc/runbooks.md#',  // where your copy of doc/runbooks.md is served
+    // Every alert's runbook_url: this base and the alert's name in lower case as the anchor
+    // (a heading's anchor, as GitHub and most Markdown viewers make it). The default is
+    // doc/runbooks.md where the Debian package installs it (make install: under its PREFIX,
+    // which it writes into the rules it installs). Serve the file where your on-call opens
+    // links (a wiki, your repository's web view) and set this to its URL and '#'.
+    runbookBase: 'file:///usr/share/doc/depwatch/runbooks.md#',
 
     // Dashboards.
     dashboardTags: ['depwatch'],

@@ -21,22 +21,24 @@ local lib = import 'lib.libsonnet';
         rules: [
           {
             // 1 while the host calls the dependency: calls ended within the window, or calls
-            // in flight now (a dependency that hangs ends none). Absent otherwise.
+            // in flight now (a dependency that hangs ends none). Absent otherwise, and for a
+            // dependency the host never judges (ignore = yes): the fleet rules below neither
+            // count it nor judge it.
             record: 'instance_dependency:depwatch_calling:bool',
-            expr: |||
+            expr: lib.judged(c, |||
               max by (%(host)s) (
                 (increase(depwatch_calls_total{%(sel)s}[%(r)s]) > 0)
                 or (depwatch_inflight{%(sel)s} > 0)
               ) * 0 + 1
-            ||| % { host: host, sel: sel, r: r },
+            ||| % { host: host, sel: sel, r: r }),
           },
           {
             // 1 when the host judges the dependency slow, 0 when not, for the hosts calling it:
             // its breaker not closed (open, or half_open probing: the breaker's slow and failure
             // rates, judged over min_calls calls at least, hanging calls counted as slow), or its
             // oldest call in flight older than hangingFactor x slow_call (a hang the breaker may
-            // not judge yet: too few calls, or ignore = yes). The raw depwatch_slow_rate is not
-            // read: over a call or two of a quiet host it says 100 %.
+            // not judge yet: too few calls). The raw depwatch_slow_rate is not read: over a call
+            // or two of a quiet host it says 100 %.
             record: 'instance_dependency:depwatch_judged_slow:bool',
             expr: |||
               clamp_max(

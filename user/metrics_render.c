@@ -40,6 +40,7 @@ struct fig {
 	uint64_t ended;			/* calls that ended, answered or failed */
 	double oldest_s, slow_rate, failure_rate, slow_call_s;
 	double retry_ratio, call_rate, call_rate_baseline;
+	uint64_t ignored;		/* never judged: ignore = yes, or no settings (~other) */
 	char label[2 * DW_DEP_NAME_LEN + 16];	/* {dependency="NAME", escaped */
 	size_t label_len;
 };
@@ -72,6 +73,7 @@ static void fig_of(struct fig *f, const struct dw_dep *dep, uint64_t now)
 	f->slow_rate = dw_rate_or_zero(dep->j.slow_rate);
 	f->failure_rate = dw_rate_or_zero(dep->j.failure_rate);
 	f->slow_call_s = dep->s ? dep->s->slow_call_ns / 1e9 : 0;
+	f->ignored = !dep->s || dep->s->ignore;
 	f->retry_ratio = positive(dep->rates.retry_ratio);
 	f->call_rate = positive(dep->rates.call_rate);
 	f->call_rate_baseline = positive(dep->rates.call_rate_baseline);
@@ -199,6 +201,9 @@ static const struct simple {
 	{ "depwatch_slow_call_threshold_seconds", "gauge",
 	  "The dependency's slow_call setting: an answered call slower than this is slow.",
 	  offsetof(struct fig, slow_call_s), DBL },
+	{ "depwatch_dependency_ignored", "gauge",
+	  "1 for a dependency depwatch traces but never judges (ignore = yes; ~other), else 0.",
+	  offsetof(struct fig, ignored), U64 },
 	{ "depwatch_calls_abandoned_total", "counter",
 	  "Calls whose caller closed the connection while waiting for the answer.",
 	  offsetof(struct fig, f.abandoned), U64 },

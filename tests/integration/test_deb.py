@@ -1,9 +1,12 @@
-"""The Debian package (`make deb`, debian/): its files, its Depends as
-dpkg-shlibdeps computed them, lintian with nothing left but the overrides
-debian/ explains; then installed on this machine with `dpkg -i`:
-`depwatch --version` prints the package's version, `depwatch check` accepts
-the installed config, `systemd-analyze verify` passes the unit, which is
-neither enabled nor started; `dpkg -r` keeps the config (a conffile), `dpkg
+"""The Debian package (`make deb`, debian/): its files (the monitoring mixin's
+rules in /etc/prometheus/depwatch as conffiles, its dashboards in
+/usr/share/depwatch/dashboards, doc/runbooks.md uncompressed in
+/usr/share/doc/depwatch), its Depends as dpkg-shlibdeps computed them, lintian
+with nothing left but the overrides debian/ explains; then installed on this
+machine with `dpkg -i`: `depwatch --version` prints the package's version,
+`depwatch check` accepts the installed config, promtool the installed rules,
+every alert's runbook_url opens the installed runbooks at its section,
+`systemd-analyze verify` passes the unit, which is neither enabled nor started; `dpkg -r` keeps the config (a conffile), `dpkg
 -P` removes it.
 
 The package is `make test`'s (DW_DEB, built once for both backend runs), or
@@ -30,6 +33,23 @@ WANTS = "/etc/systemd/system/multi-user.target.wants/depwatch.service"
 RULES_DIR = "/etc/prometheus/depwatch"
 RULES = [RULES_DIR + "/" + f for f in ("prometheus_alerts.yaml", "prometheus_rules.yaml", "alertmanager_inhibit_rules.yaml")]
 DASHBOARDS = ["/usr/share/depwatch/dashboards/depwatch-%s.json" % d for d in ("dependency", "fleet", "host")]
+# doc/runbooks.md, uncompressed: every alert's runbook_url opens it (file://RUNBOOKS#alertname).
+RUNBOOKS = "/usr/share/doc/depwatch/runbooks.md"
+
+
+def check_runbook_urls(tc, alerts_file, runbooks):
+    """Every alert in alerts_file has runbook_url file://RUNBOOKS#anchor, where anchor is its
+    name in lower case and runbooks has a section "## Name" (the anchor a Markdown viewer makes)."""
+    with open(alerts_file) as f:
+        text = f.read()
+    names = re.findall(r'(?m)^\s+- alert: "?(\w+)"?$', text)
+    urls = re.findall(r'(?m)^\s+runbook_url: "?([^"\n]+)"?$', text)
+    tc.assertEqual(len(urls), len(names), "one runbook_url per alert")
+    tc.assertTrue(names)
+    with open(runbooks) as f:
+        sections = {n.lower() for n in re.findall(r"(?m)^## (\w+)$", f.read())}
+    tc.assertEqual(sorted(urls), sorted("file://%s#%s" % (runbooks, n.lower()) for n in names))
+    tc.assertEqual(sorted(n for n in names if n.lower() not in sections), [])
 
 
 def run(argv, timeout=120, **kw):
@@ -117,7 +137,7 @@ class DebTest(unittest.TestCase):
                 "/usr/share/doc/depwatch/copyright": "-rw-r--r--",
                 "/usr/share/doc/depwatch/changelog.gz": "-rw-r--r--",
                 "/usr/share/lintian/overrides/depwatch": "-rw-r--r--"}
-        want.update({p: "-rw-r--r--" for p in RULES + DASHBOARDS})
+        want.update({p: "-rw-r--r--" for p in RULES + DASHBOARDS + [RUNBOOKS]})
         self.assertEqual({p: m for p, (m, _) in files.items()}, want)
         self.assertEqual({o for _, o in files.values()}, {"root/root"})
         with tempfile.TemporaryDirectory() as d:
@@ -190,6 +210,10 @@ class DebTest(unittest.TestCase):
         # the rules as installed are the ones promtool accepts
         r = run(["promtool", "check", "rules"] + RULES[:2])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # every alert's runbook_url opens the installed runbooks, at a section of its alert
+        check_runbook_urls(self, RULES[0], RUNBOOKS)
+        with open(RUNBOOKS) as f, open(os.path.join(harness.REPO, "doc", "runbooks.md")) as g:
+            self.assertEqual(f.read(), g.read())
 
         # the admin edits the config; dpkg -r keeps it, as edited
         with open(CONF, "a") as f:
@@ -199,7 +223,7 @@ class DebTest(unittest.TestCase):
         r = dpkg("-r", "depwatch")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(package_status(), "deinstall ok config-files")
-        for p in [BINARY, UNIT, "/usr/share/man/man8/depwatch.8.gz"] + DASHBOARDS:
+        for p in [BINARY, UNIT, "/usr/share/man/man8/depwatch.8.gz", RUNBOOKS] + DASHBOARDS:
             self.assertFalse(os.path.lexists(p), p)
         for p in RULES:     # conffiles too
             self.assertTrue(os.path.exists(p), p)

@@ -1,6 +1,7 @@
 """`make install DESTDIR=...`: the files, their modes and owners; the unit
 passes `systemd-analyze verify` with nothing printed; depwatch(8) renders with
-`man -l` and no groff warning; an existing config is never overwritten; the
+`man -l` and no groff warning; every alert's runbook_url opens the installed
+doc/runbooks.md at its section; an existing config is never overwritten; the
 unit's CapabilityBoundingSet is enough for the daemon to start with every
 hook attached; `make uninstall` removes what install put there but the config and the
 mixin's rules in /etc/prometheus/depwatch (both the admin's); an edited rule file is kept."""
@@ -22,6 +23,9 @@ UNIT = PREFIX + "/lib/systemd/system/depwatch.service"
 RULES = ["/etc/prometheus/depwatch/" + f for f in ("prometheus_alerts.yaml", "prometheus_rules.yaml",
                                                   "alertmanager_inhibit_rules.yaml")]
 DASHBOARDS = [PREFIX + "/share/depwatch/dashboards/depwatch-%s.json" % d for d in ("dependency", "fleet", "host")]
+# doc/runbooks.md: the rules make install writes point every alert's runbook_url at it.
+RUNBOOKS = PREFIX + "/share/doc/depwatch/runbooks.md"
+RUNBOOKS_DEFAULT = "file:///usr/share/doc/depwatch/runbooks.md#"     # mixin/config.libsonnet's
 
 
 def make(*args):
@@ -48,9 +52,22 @@ class InstallTest(DaemonTestCase):
     def test_files_and_modes(self):
         want = {PREFIX + "/sbin/depwatch": 0o755, PREFIX + "/share/man/man8/depwatch.8": 0o644,
                 UNIT: 0o644, "/etc/depwatch/depwatch.conf": 0o644, "/etc/depwatch": 0o755}
-        want.update({p: 0o644 for p in RULES + DASHBOARDS})
+        want.update({p: 0o644 for p in RULES + DASHBOARDS + [RUNBOOKS]})
         for p, mode in want.items():
             self.assertEqual(self.owner_mode(p), (0, 0, mode), p)
+        with open(self.path(RUNBOOKS)) as f, open(os.path.join(harness.REPO, "doc", "runbooks.md")) as g:
+            runbooks = f.read()
+            self.assertEqual(runbooks, g.read())
+        # every alert's runbook_url is file://PREFIX/share/doc/depwatch/runbooks.md#its-name,
+        # a section of the installed file
+        with open(self.path(RULES[0])) as f:
+            text = f.read()
+        names = re.findall(r'(?m)^\s+- alert: "?(\w+)"?$', text)
+        self.assertTrue(names)
+        self.assertEqual(sorted(re.findall(r'(?m)^\s+runbook_url: "?([^"\n]+)"?$', text)),
+                         sorted("file://%s#%s" % (RUNBOOKS, n.lower()) for n in names))
+        sections = {n.lower() for n in re.findall(r"(?m)^## (\w+)$", runbooks)}
+        self.assertEqual(sorted(n for n in names if n.lower() not in sections), [])
         with open(self.path(UNIT)) as f:
             self.assertIn("ExecStart=%s/sbin/depwatch run\n" % PREFIX, f.read())
         # the installed config is one the daemon accepts
@@ -81,8 +98,11 @@ class InstallTest(DaemonTestCase):
         self.assertIn("kept %s (edited; the new rendering is prometheus_alerts.yaml.new)" % rules, r.stdout)
         with open(rules) as f:
             self.assertTrue(f.read().endswith("# edited\n"))
+        # make mixin's rendering, its runbook_url pointed at the runbooks of this PREFIX
         with open(rules + ".new") as f, open(os.path.join(harness.REPO, "build", "mixin", "prometheus_alerts.yaml")) as g:
-            self.assertEqual(f.read(), g.read())
+            rendered = g.read()
+            self.assertIn(RUNBOOKS_DEFAULT, rendered)
+            self.assertEqual(f.read(), rendered.replace(RUNBOOKS_DEFAULT, "file://%s#" % RUNBOOKS))
         self.assertFalse(os.path.exists(self.path(RULES[1]) + ".new"))
 
     @harness.backend_independent
@@ -167,6 +187,7 @@ class InstallTest(DaemonTestCase):
                       for dp, _, fs in os.walk(self.dest) for f in fs)
         self.assertEqual(left, sorted(["etc/depwatch/depwatch.conf"] + [r.lstrip("/") for r in RULES]))
         self.assertFalse(os.path.exists(self.path(PREFIX + "/share/depwatch")))
+        self.assertFalse(os.path.exists(self.path(os.path.dirname(RUNBOOKS))))
 
 
 if __name__ == "__main__":

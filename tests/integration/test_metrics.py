@@ -64,6 +64,7 @@ FAMILIES = {
     "depwatch_slow_rate": "gauge",
     "depwatch_failure_rate": "gauge",
     "depwatch_slow_call_threshold_seconds": "gauge",
+    "depwatch_dependency_ignored": "gauge",
     "depwatch_calls_abandoned_total": "counter",
     "depwatch_call_retries_total": "counter",
     "depwatch_retry_ratio": "gauge",
@@ -235,6 +236,7 @@ class Test01MetricsBody(MetricsTestCase):
         self.assertEqual(s.get(web("depwatch_breaker_state", ',state="closed"')), 1)
         self.assertEqual(s.get(web("depwatch_breaker_state", ',state="open"')), 0)
         self.assertEqual(s.get(web("depwatch_breaker_state", ',state="half_open"')), 0)
+        self.assertEqual(s.get(web("depwatch_dependency_ignored")), 0, "web is judged (ignore = no)")
         # The histogram: cumulative, all calls at +Inf, none at or below the delay's bucket.
         les = [k[1] for k in s if k[0] == "depwatch_call_duration_seconds_bucket" and 'dependency="web"' in k[1]]
         counts = [s[("depwatch_call_duration_seconds_bucket", k)] for k in les]
@@ -297,12 +299,17 @@ class Test02MetricsHttp(MetricsTestCase):
                 break
             except OSError:
                 continue
-        self.start_metrics_daemon(free_port(), "[::1]:%d" % mport, "max_inflight = 10\n")
+        # and a dependency with ignore = yes (a long-poll, say), there with no call yet
+        self.start_metrics_daemon(free_port(), "[::1]:%d" % mport,
+                                  "max_inflight = 10\n\n[dependency poll]\nmatch = 127.0.0.1:%d\nignore = yes\n"
+                                  % free_port())
         status, ctype, body = http_get(mport, "/metrics", host="::1")
         self.assertEqual(status, 200)
         self.assertEqual(ctype, "text/plain; version=0.0.4; charset=utf-8")
         self.assertIn("# TYPE depwatch_call_duration_seconds histogram\n", body)
         self.assertIn('\ndepwatch_inflight_limit{dependency="web"} 10\n', body)
+        self.assertIn('\ndepwatch_dependency_ignored{dependency="web"} 0\n', body)
+        self.assertIn('\ndepwatch_dependency_ignored{dependency="poll"} 1\n', body)
         # Every metric the mixin's rules, alerts and dashboards read is served (a recording rule's
         # own name, level:depwatch_...:op, is none of depwatch's). Families whose series exist only
         # at times, such as a forecast, are declared by # TYPE.
