@@ -165,17 +165,15 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      uint64_t now)
 {
 	const struct dw_dest *d = v->d;
-	uint64_t moved = d->late ? d->late->moved_status + d->late->moved_grpc : 0;
-	uint64_t calls = d->sum.calls_completed - (moved < d->sum.calls_completed ? moved : d->sum.calls_completed);
+	struct dw_dest_outcomes o = dw_dest_outcomes(d);
 
 	dw_buf_printf(out, "{\"dest\":");
 	dw_json_str(out, v->dest);
 	dw_buf_printf(out, ",\"dependency\":");
 	dw_json_str(out, dep_name(deps, d));
 	dw_buf_printf(out, ",\"netns\":%u,\"calls\":%llu,\"failed\":%llu,\"dropped\":%llu,\"inflight\":%llu",
-		      d->key.netns, (unsigned long long)calls,
-		      (unsigned long long)(d->sum.calls_failed + moved), (unsigned long long)d->sum.calls_dropped,
-		      (unsigned long long)dw_dest_inflight(d));
+		      d->key.netns, (unsigned long long)o.calls, (unsigned long long)o.failed,
+		      (unsigned long long)d->sum.calls_dropped, (unsigned long long)dw_dest_inflight(d));
 	dw_json_field_opt(out, "oldest_inflight_ms", v->oldest_ms, 3);
 	dw_buf_printf(out, ",\"window_calls\":%llu", (unsigned long long)v->window_calls);
 	dw_json_field_opt(out, "p50_ms", v->p50, 3);
@@ -524,13 +522,15 @@ size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *dep
 	f->n = dw_series_fold(items, n, cap, fold);
 	for (size_t i = 0; i < n; i++) {
 		const struct dw_dest *d = views[i].d;
+		struct dw_dest_outcomes o;
 
 		if (!fold[i]) {
 			views[kept++] = views[i];
 			continue;
 		}
-		f->calls += d->sum.calls_completed;
-		f->failed += d->sum.calls_failed;
+		o = dw_dest_outcomes(d);
+		f->calls += o.calls;
+		f->failed += o.failed;
 		f->inflight += dw_dest_inflight(d);
 		f->connects += d->sum.connect_attempts;
 		f->cfail += dw_dest_connect_failures(d);

@@ -80,11 +80,58 @@ static void test_figures_summed(void **state)
 	assert_int_equal(other.calls, 71);
 }
 
+/*
+ * The late-outcome correction (issue 47): the calls whose HTTP/2 answer failed them after the
+ * kernel counted them completed move to failed, fast or slow as the kernel had them. One
+ * function for every reader: status's table, its JSON, a ~other fold, the dependencies' sums.
+ */
+static void test_outcomes_moved_once_for_every_reader(void **state)
+{
+	struct dw_dest a, b;
+	struct dw_late late = { .moved_status = 3, .moved_grpc = 4, .moved_slow = 2, .answers = { 5, 0, 0, 3 } };
+	struct dw_dest_outcomes o;
+	struct dw_dep_figs f = { 0 };
+
+	(void)state;
+	dest_of(&a, 10, 0);	/* completed 100, failed 10, slow 10 */
+	o = dw_dest_outcomes(&a);
+	assert_int_equal(o.calls, 100);
+	assert_int_equal(o.failed, 10);
+	assert_int_equal(o.slow, 10);
+	a.late = &late;
+	o = dw_dest_outcomes(&a);
+	assert_int_equal(o.calls, 100 - 7);
+	assert_int_equal(o.failed, 10 + 7);
+	assert_int_equal(o.slow, 10 - 2);
+	/* ended calls stay ended: moved, not added */
+	assert_int_equal(o.calls + o.failed, a.sum.calls_completed + a.sum.calls_failed);
+
+	/* never below 0, whatever was read when */
+	dest_of(&b, 1, 0);	/* completed 10, failed 1, slow 1 */
+	b.late = &(struct dw_late){ .moved_status = 12, .moved_slow = 5 };
+	o = dw_dest_outcomes(&b);
+	assert_int_equal(o.calls, 0);
+	assert_int_equal(o.failed, 1 + 12);
+	assert_int_equal(o.slow, 0);
+
+	/* a dependency's sums are its destinations' rows as status shows them */
+	dw_dep_figs_add_dest(&f, &a);
+	dw_dep_figs_add_dest(&f, &b);
+	assert_int_equal(f.calls, 93 + 0);
+	assert_int_equal(f.failed, 17 + 13);
+	assert_int_equal(f.slow, 8 + 0);
+	assert_int_equal(f.failed_status, 3 + 12);
+	assert_int_equal(f.failed_grpc, 4);
+	assert_int_equal(f.answers[DW_ANS_2xx], 5);
+	assert_int_equal(f.answers[DW_ANS_5xx], 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_destinations_summed),
 		cmocka_unit_test(test_figures_summed),
+		cmocka_unit_test(test_outcomes_moved_once_for_every_reader),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

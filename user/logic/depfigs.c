@@ -8,14 +8,27 @@ static void older(uint64_t *oldest, uint64_t start_ns)
 		*oldest = start_ns;
 }
 
-/* HTTP/2 answers decoded after their calls: failing ones move from completed to failed. */
+/* a - b, never below 0 */
+static uint64_t minus(uint64_t a, uint64_t b)
+{
+	return a - (b < a ? b : a);
+}
+
+struct dw_dest_outcomes dw_dest_outcomes(const struct dw_dest *d)
+{
+	const struct dw_late *l = d->late;
+	uint64_t moved = l ? l->moved_status + l->moved_grpc : 0;
+
+	return (struct dw_dest_outcomes){
+		.calls = minus(d->sum.calls_completed, moved),
+		.failed = d->sum.calls_failed + moved,
+		.slow = minus(d->sum.calls_slow, l ? l->moved_slow : 0),
+	};
+}
+
+/* HTTP/2 answers decoded after their calls: their classes and codes (the moves: dw_dest_outcomes). */
 static void add_late(struct dw_dep_figs *f, const struct dw_late *l)
 {
-	uint64_t moved = l->moved_status + l->moved_grpc;
-
-	f->calls -= moved < f->calls ? moved : f->calls;
-	f->slow -= l->moved_slow < f->slow ? l->moved_slow : f->slow;
-	f->failed += moved;
 	for (unsigned i = 0; i < 4; i++)
 		f->answers[DW_ANS_2xx + i] += l->answers[i];
 	f->failed_status += l->moved_status;
@@ -27,9 +40,11 @@ static void add_late(struct dw_dep_figs *f, const struct dw_late *l)
 
 void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 {
-	f->calls += d->sum.calls_completed;
-	f->failed += d->sum.calls_failed;
-	f->slow += d->sum.calls_slow;
+	struct dw_dest_outcomes o = dw_dest_outcomes(d);
+
+	f->calls += o.calls;
+	f->failed += o.failed;
+	f->slow += o.slow;
 	f->inflight += dw_dest_inflight(d);
 	f->rejected += d->sum.connects_rejected;
 	f->conns += dw_dest_conns_open(d);

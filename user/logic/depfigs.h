@@ -16,7 +16,7 @@
 struct dw_dep_figs {
 	uint64_t oldest_call_ns;	/* start of the oldest outstanding call, 0: none */
 	/* every field from here on is a uint64_t count: dw_dep_figs_add sums them as an array */
-	uint64_t calls, failed, slow;	/* completed, failed, of the completed slow: since start */
+	uint64_t calls, failed, slow;	/* completed, failed, of the completed slow: since start (dw_dest_outcomes) */
 	uint64_t inflight;		/* outstanding now */
 	uint64_t rejected;		/* connects refused by enforcement, since start */
 	uint64_t conns;			/* connections open now */
@@ -40,7 +40,20 @@ struct dw_dep_figs {
 	uint64_t cum_call[DW_HIST_COARSE], cum_connect[DW_HIST_COARSE];
 };
 
-/* One destination's counters into f. */
+/*
+ * A destination's calls, failed and slow since start as every output gives them: the kernel's,
+ * with the calls whose HTTP/2 answer, decoded after the call (lateout.h), failed them moved from
+ * completed (fast or slow) to failed. The one place of that correction (issue 47): status's
+ * table and JSON, a ~other fold and the dependencies' sums all read it here, so `status` and
+ * `status --json` give the same calls and failed for every destination.
+ */
+struct dw_dest_outcomes {
+	uint64_t calls, failed, slow;
+};
+
+struct dw_dest_outcomes dw_dest_outcomes(const struct dw_dest *d);
+
+/* One destination's counters into f (its calls, failed and slow by dw_dest_outcomes). */
 void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d);
 
 /* b's figures into a: counters summed, the oldest outstanding call the older of the two. */
