@@ -147,6 +147,10 @@ $(OUT)/tests/test_kstate: $(OUT)/obj-san/user/kstate.o
 $(OUT)/tests/test_control: $(OUT)/obj-san/user/control.o
 -include $(wildcard $(OUT)/obj-san/user/control.d)
 
+# The table of hooks (user/hooks.c): every hook's loss, looked up by name.
+$(OUT)/tests/test_hooks: $(OUT)/obj-san/user/hooks.o
+-include $(wildcard $(OUT)/obj-san/user/hooks.d)
+
 # sock_diag's requests and answers (user/sockdiag.c): the pure half, no socket opened.
 $(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/sockdiag.o
 -include $(wildcard $(OUT)/obj-san/user/sockdiag.d)

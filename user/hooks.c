@@ -87,9 +87,19 @@ const size_t dw_nsyscall_specs = NSPECS(dw_syscall_specs);
 const size_t dw_nsyscalls_only = NSPECS(dw_syscalls_only);
 const size_t dw_nother_hooks = NSPECS(dw_other_hooks);
 
+/* A row of dw_other_hooks by its name, or NULL. */
+static const struct dw_other_hook *other_hook(const char *name)
+{
+	for (size_t i = 0; i < dw_nother_hooks; i++)
+		if (!strcmp(name, dw_other_hooks[i].name))
+			return &dw_other_hooks[i];
+	return NULL;
+}
+
 const char *dw_hook_loss(int backend, const char *hook, bool *known)
 {
 	static char buf[96];
+	const struct dw_other_hook *other;
 
 	*known = true;
 	for (size_t i = 0; i < dw_nprog_specs; i++)
@@ -102,11 +112,24 @@ const char *dw_hook_loss(int backend, const char *hook, bool *known)
 			snprintf(buf, sizeof(buf), "calls made with %s() are not seen", dw_syscall_specs[i].name);
 			return buf;
 		}
-	for (size_t i = 0; i < dw_nother_hooks; i++)
-		if (!strcmp(hook, dw_other_hooks[i].name))
-			return dw_other_hooks[i].without;
+	if ((other = other_hook(hook)))
+		return other->without;
 	*known = false;
 	return NULL;
+}
+
+const char *dw_other_hook_loss(const char *hook)
+{
+	const struct dw_other_hook *other = other_hook(hook);
+
+	return other ? other->without : NULL;
+}
+
+void dw_hook_off_why(char *buf, size_t len, const char *hook, const char *cause)
+{
+	const char *loss = dw_other_hook_loss(hook);
+
+	snprintf(buf, len, "%s: %s", cause ? cause : "absent (--without)", loss ? loss : hook);
 }
 
 void dw_bpf_list_hooks(FILE *out)

@@ -70,9 +70,22 @@ struct dw_other_hook {
 	const char *without;	/* NULL: depwatch cannot run without it */
 };
 
-/* The first two are the cgroup hooks, in attach_enforce's order; [3] is HOOK_ABORT, [6] HOOK_TLS. */
+/* The hooks outside the two tables above; read by name (dw_other_hook_loss), never by row. */
 extern const struct dw_other_hook dw_other_hooks[];
 extern const size_t dw_nother_hooks;
+
+/*
+ * What is lost without one of dw_other_hooks, looked up by its name (HOOK_TLS, ...): a
+ * row's index moves when a feature adds rows before it (issue 47: DNS's rows made [6],
+ * once TLS's, the sendmsg4 row). NULL: no such hook, or depwatch cannot run without it.
+ */
+const char *dw_other_hook_loss(const char *hook);
+
+/*
+ * Why one of dw_other_hooks is off, as the start line and status say it: "CAUSE: LOSS",
+ * with the hook's own LOSS (dw_other_hook_loss); cause NULL: "absent (--without): LOSS".
+ */
+void dw_hook_off_why(char *buf, size_t len, const char *hook, const char *cause);
 
 /*
  * What is lost without hook on this backend; NULL if depwatch cannot run

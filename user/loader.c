@@ -114,10 +114,9 @@ static void decide_tls(struct dw_bpf *b)
 
 	b->tls_why[0] = 0;
 	if (dw_bpf_withheld(b, HOOK_TLS))
-		snprintf(b->tls_why, sizeof(b->tls_why), "absent (--without): %s", dw_other_hooks[6].without);
+		dw_hook_off_why(b->tls_why, sizeof(b->tls_why), HOOK_TLS, NULL);
 	else if (b->tls_refused)
-		snprintf(b->tls_why, sizeof(b->tls_why), "the kernel refused the TLS uprobe programs: %s",
-			 dw_other_hooks[6].without);
+		dw_hook_off_why(b->tls_why, sizeof(b->tls_why), HOOK_TLS, "the kernel refused the TLS uprobe programs");
 	else
 		dw_tls_supported(b->tls_why, sizeof(b->tls_why));
 	b->tls_on = !b->tls_why[0];
@@ -335,7 +334,6 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 					 b->skel->progs.dw_enforce_send4, b->skel->progs.dw_enforce_send6 };
 	static const char *const hooks[4] = { HOOK_CONNECT4, HOOK_CONNECT6, HOOK_SENDMSG4, HOOK_SENDMSG6 };
 	char path[256];
-	bool known;
 	int fd, err = 0;
 
 	if (want && *want)
@@ -354,8 +352,7 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 			continue;
 		}
 		if (dw_bpf_withheld(b, hooks[i])) {
-			snprintf(ps->why, sizeof(ps->why), "absent (--without): %s",
-				 dw_hook_loss(b->backend, hooks[i], &known));
+			dw_hook_off_why(ps->why, sizeof(ps->why), hooks[i], NULL);
 			continue;
 		}
 		if (err || fd < 0) {
@@ -394,11 +391,10 @@ static void attach_dns(struct dw_bpf *b, const char *want)
 	else
 		err = dw_cgroup2_mount(NULL, path, sizeof(path));
 	if (b->dns_refused) {
-		snprintf(whybuf, sizeof(whybuf), "the kernel refused the program: DNS queries over UDP are not calls");
+		dw_hook_off_why(whybuf, sizeof(whybuf), HOOK_DNS_EGRESS, "the kernel refused the program");
 		why = whybuf;
 	} else if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
-		snprintf(whybuf, sizeof(whybuf), "absent (--without): %s",
-			 dw_hook_loss(b->backend, HOOK_DNS_EGRESS, &(bool){ false }));
+		dw_hook_off_why(whybuf, sizeof(whybuf), HOOK_DNS_EGRESS, NULL);
 		why = whybuf;
 	} else if (err || (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		snprintf(whybuf, sizeof(whybuf), "no cgroup v2 directory %.200s: %s: DNS queries over UDP are not calls",
@@ -476,7 +472,7 @@ static void note_adopt(struct dw_bpf *b)
 	ps->hook = HOOK_ADOPT;
 	ps->attached = !dw_bpf_withheld(b, HOOK_ADOPT);
 	if (!ps->attached)
-		snprintf(ps->why, sizeof(ps->why), "absent (--without): %s", dw_other_hooks[2].without);
+		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_ADOPT, NULL);
 }
 
 /*
@@ -492,7 +488,7 @@ static void attach_abort(struct dw_bpf *b)
 	ps->name = bpf_program__name(prog);
 	ps->hook = b->abort_why[0] ? HOOK_ABORT : diag ? HOOK_ABORT "(sock_diag)" : HOOK_ABORT "(kfunc)";
 	if (b->abort_why[0]) {
-		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, dw_other_hooks[3].without);
+		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_ABORT, b->abort_why);
 		return;
 	}
 	ps->link = bpf_program__attach_iter(prog, NULL);
@@ -500,7 +496,7 @@ static void attach_abort(struct dw_bpf *b)
 		b->abort_path = DW_ABORT_PATH_NONE;
 		ps->hook = HOOK_ABORT;
 		snprintf(b->abort_why, sizeof(b->abort_why), "attach failed: %s", strerror(errno));
-		snprintf(ps->why, sizeof(ps->why), "%s: %s", b->abort_why, dw_other_hooks[3].without);
+		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_ABORT, b->abort_why);
 		return;
 	}
 	ps->attached = true;

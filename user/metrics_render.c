@@ -160,100 +160,78 @@ static void series(struct dw_buf *o, const char *name, size_t name_len, const st
 
 enum val { U64, DBL };
 
+/*
+ * A family per dependency: the figures of logic/depfigs.h that are special (corrected,
+ * derived, or none of a dependency's JSON: DW_DEST_FIGS's comment) and the gauges written
+ * here; the uniform figures generated from DW_DEST_FIGS.
+ */
+
 static const struct simple {
 	const char *name, *type, *help;
 	size_t off;
 	enum val v;
+	bool dns;	/* DNS over UDP (issue 35): series only for dependencies that had queries */
 } simples[] = {
 	{ "depwatch_calls_total", "counter",
 	  "Calls (request/response exchanges) to the dependency that ended, answered or failed.",
-	  offsetof(struct fig, ended), U64 },
+	  offsetof(struct fig, ended), U64, false },
 	{ "depwatch_call_failures_total", "counter",
 	  "Calls to the dependency that ended without an answer (reset, closed, timed out).",
-	  offsetof(struct fig, f.failed), U64 },
+	  offsetof(struct fig, f.failed), U64, false },
 	{ "depwatch_slow_calls_total", "counter",
 	  "Answered calls slower than the dependency's slow_call setting.",
-	  offsetof(struct fig, f.slow), U64 },
+	  offsetof(struct fig, f.slow), U64, false },
 	{ "depwatch_connects_total", "counter",
 	  "Outgoing TCP connection attempts to the dependency.",
-	  offsetof(struct fig, f.connects), U64 },
+	  offsetof(struct fig, f.connects), U64, false },
 	{ "depwatch_connect_failures_total", "counter",
 	  "Connection attempts to the dependency that failed (refused, timed out, aborted).",
-	  offsetof(struct fig, f.connect_failures), U64 },
-	{ "depwatch_connects_rejected_total", "counter",
-	  "connect() calls failed at once by depwatch because the dependency's enforced breaker was open.",
-	  offsetof(struct fig, f.rejected), U64 },
+	  offsetof(struct fig, f.connect_failures), U64, false },
 	{ "depwatch_inflight", "gauge",
 	  "Calls to the dependency sent and not yet answered.",
-	  offsetof(struct fig, f.inflight), U64 },
+	  offsetof(struct fig, f.inflight), U64, false },
 	{ "depwatch_oldest_inflight_seconds", "gauge",
 	  "Age of the oldest call to the dependency still waiting for its answer; 0 when none is.",
-	  offsetof(struct fig, oldest_s), DBL },
+	  offsetof(struct fig, oldest_s), DBL, false },
 	{ "depwatch_open_connections", "gauge",
 	  "TCP connections to the dependency open now.",
-	  offsetof(struct fig, f.conns), U64 },
+	  offsetof(struct fig, f.conns), U64, false },
 	{ "depwatch_slow_rate", "gauge",
 	  "Share (0..1) of the recently judged calls that were slow, as the breaker sees it.",
-	  offsetof(struct fig, slow_rate), DBL },
+	  offsetof(struct fig, slow_rate), DBL, false },
 	{ "depwatch_failure_rate", "gauge",
 	  "Share (0..1) of the recently judged calls that failed, as the breaker sees it.",
-	  offsetof(struct fig, failure_rate), DBL },
+	  offsetof(struct fig, failure_rate), DBL, false },
 	{ "depwatch_slow_call_threshold_seconds", "gauge",
 	  "The dependency's slow_call setting: an answered call slower than this is slow.",
-	  offsetof(struct fig, slow_call_s), DBL },
+	  offsetof(struct fig, slow_call_s), DBL, false },
 	{ "depwatch_dependency_ignored", "gauge",
 	  "1 for a dependency depwatch traces but never judges (ignore = yes; ~other), else 0.",
-	  offsetof(struct fig, ignored), U64 },
+	  offsetof(struct fig, ignored), U64, false },
 	{ "depwatch_calls_abandoned_total", "counter",
 	  "Calls whose caller closed the connection while waiting for the answer.",
-	  offsetof(struct fig, f.abandoned), U64 },
+	  offsetof(struct fig, f.abandoned), U64, false },
 	{ "depwatch_call_retries_total", "counter",
 	  "Calls started by a process within 2 s of abandoning one to the same dependency.",
-	  offsetof(struct fig, f.retried), U64 },
+	  offsetof(struct fig, f.retried), U64, false },
 	{ "depwatch_retry_ratio", "gauge",
 	  "Attempts per original call over the last 10 s (1: no retries; 0: no calls).",
-	  offsetof(struct fig, retry_ratio), DBL },
-	{ "depwatch_streams_total", "counter",
-	  "Calls to the dependency on cleartext HTTP/2 streams (h2c, gRPC): one call per stream.",
-	  offsetof(struct fig, f.streams), U64 },
-	{ "depwatch_h2_connections_total", "counter",
-	  "Connections to the dependency recognised as cleartext HTTP/2 and timed per stream.",
-	  offsetof(struct fig, f.h2_conns), U64 },
-	{ "depwatch_h2_desync_total", "counter",
-	  "Of those, connections whose frames the kernel lost step in: timed as bursts after.",
-	  offsetof(struct fig, f.h2_desync), U64 },
-	{ "depwatch_streams_untracked_total", "counter",
-	  "HTTP/2 streams seen but not timed: their connection already had 128 streams open.",
-	  offsetof(struct fig, f.streams_untracked), U64 },
-	{ "depwatch_calls_cancelled_total", "counter",
-	  "Of the failed calls, HTTP/2 streams the client reset (a gRPC deadline or cancel).",
-	  offsetof(struct fig, f.cancelled), U64 },
+	  offsetof(struct fig, retry_ratio), DBL, false },
+	/* the uniform figures (logic/depfigs.h), the DNS ones only for dependencies that had queries */
+#define FIG_SIMPLE(field, stat, json, metric, when, help) \
+	{ metric, "counter", help, offsetof(struct fig, f.field), U64, (when) == DW_FIG_DNS },
+	DW_DEST_FIGS(FIG_SIMPLE)
+#undef FIG_SIMPLE
 	{ "depwatch_call_rate", "gauge",
 	  "Calls started per second, averaged over about 2 s.",
-	  offsetof(struct fig, call_rate), DBL },
+	  offsetof(struct fig, call_rate), DBL, false },
 	{ "depwatch_call_rate_baseline", "gauge",
 	  "Calls started per second, averaged over about 5 minutes: the dependency's normal.",
-	  offsetof(struct fig, call_rate_baseline), DBL },
+	  offsetof(struct fig, call_rate_baseline), DBL, false },
 };
 
-/* DNS over UDP (issue 35): series only for dependencies that had queries, so the page stays small */
-static const struct simple dns_simples[] = {
-	{ "depwatch_dns_queries_total", "counter",
-	  "DNS queries over UDP to the dependency: each one a call.",
-	  offsetof(struct fig, f.dns_queries), U64 },
-	{ "depwatch_dns_nxdomain_total", "counter",
-	  "Of the completed DNS queries, NXDOMAIN answers (no failure).",
-	  offsetof(struct fig, f.dns_nxdomain), U64 },
-	{ "depwatch_dns_timeouts_total", "counter",
-	  "Of the failed calls, DNS queries unanswered after the dependency's dns_timeout.",
-	  offsetof(struct fig, f.dns_timeouts), U64 },
-	{ "depwatch_dns_rcode_failed_total", "counter",
-	  "Of the failed calls, DNS queries answered SERVFAIL or REFUSED.",
-	  offsetof(struct fig, f.dns_rcode_failed), U64 },
-};
 
-static void simple_family(struct dw_buf *o, const struct simple *s, const struct fig *figs,
-			  size_t n, bool dns)
+static void simple_family(struct dw_buf *o, const struct simple *s, const struct fig *figs, size_t n)
 {
 	size_t len = strlen(s->name);
 
@@ -261,7 +239,7 @@ static void simple_family(struct dw_buf *o, const struct simple *s, const struct
 	for (size_t i = 0; i < n; i++) {
 		const char *p = (const char *)&figs[i] + s->off;
 
-		if (dns && !figs[i].f.dns_queries)
+		if (s->dns && !figs[i].f.dns_queries)
 			continue;
 		series(o, s->name, len, &figs[i], NULL);
 		if (s->v == U64)
@@ -698,9 +676,7 @@ static void render(struct dw_buf *o, const struct dw_collector *c, const struct 
 		   const struct fig *figs, size_t n)
 {
 	for (size_t i = 0; i < sizeof(simples) / sizeof(simples[0]); i++)
-		simple_family(o, &simples[i], figs, n, false);
-	for (size_t i = 0; i < sizeof(dns_simples) / sizeof(dns_simples[0]); i++)
-		simple_family(o, &dns_simples[i], figs, n, true);
+		simple_family(o, &simples[i], figs, n);
 	breaker_family(o, figs, n);
 	aborted_family(o, figs, n);
 	answers_family(o, figs, n);

@@ -97,7 +97,11 @@ static const char *dep_name(const struct dw_deps *deps, const struct dw_dest *d)
 	return d->dep >= 0 ? deps->deps[d->dep].name : v_unassigned;
 }
 
-/* A row's HTTP/2 stream figures: ,"streams":N,"h2_conns":N,"h2_desync":N,"streams_untracked":N */
+/*
+ * An inbound row's HTTP/2 stream figures: ,"streams":N,"h2_conns":N,"h2_desync":N,"streams_untracked":N.
+ * Special: a listener row counts requests this host answers; the outbound rows and the
+ * dependencies give these with the other uniform figures (dw_dep_figs_json).
+ */
 static void json_streams(struct dw_buf *out, const struct dw_dest_stats *st)
 {
 	dw_buf_printf(out, ",\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu",
@@ -120,13 +124,10 @@ static void json_tls(struct dw_buf *out, const struct dw_dest_stats *st)
  * the daemon (lateout.h): ,"answers":{"2xx":N,...},"failed_status":N,
  * "grpc":{...},"failed_grpc":N,"hpack_desync":N
  */
-static void json_answers(struct dw_buf *out, const struct dw_dest *d)
+static void json_answers(struct dw_buf *out, const struct dw_dep_figs *f)
 {
-	struct dw_dep_figs f = {};
-
-	dw_dep_figs_add_dest(&f, d);
-	dw_answers_json(out, f.answers, f.failed_status);
-	dw_late_json(out, f.grpc, f.failed_grpc, f.hpack_desync);
+	dw_answers_json(out, f->answers, f->failed_status);
+	dw_late_json(out, f->grpc, f->failed_grpc, f->hpack_desync);
 }
 
 static const char *const eject_state_names[] = { "in", "out", "probing" };
@@ -165,17 +166,17 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 		      uint64_t now)
 {
 	const struct dw_dest *d = v->d;
-	uint64_t moved = d->late ? d->late->moved_status + d->late->moved_grpc : 0;
-	uint64_t calls = d->sum.calls_completed - (moved < d->sum.calls_completed ? moved : d->sum.calls_completed);
+	struct dw_dest_outcomes o = dw_dest_outcomes(d);
+	struct dw_dep_figs f = { 0 };
 
+	dw_dep_figs_add_dest(&f, d);
 	dw_buf_printf(out, "{\"dest\":");
 	dw_json_str(out, v->dest);
 	dw_buf_printf(out, ",\"dependency\":");
 	dw_json_str(out, dep_name(deps, d));
 	dw_buf_printf(out, ",\"netns\":%u,\"calls\":%llu,\"failed\":%llu,\"dropped\":%llu,\"inflight\":%llu",
-		      d->key.netns, (unsigned long long)calls,
-		      (unsigned long long)(d->sum.calls_failed + moved), (unsigned long long)d->sum.calls_dropped,
-		      (unsigned long long)dw_dest_inflight(d));
+		      d->key.netns, (unsigned long long)o.calls, (unsigned long long)o.failed,
+		      (unsigned long long)d->sum.calls_dropped, (unsigned long long)dw_dest_inflight(d));
 	dw_json_field_opt(out, "oldest_inflight_ms", v->oldest_ms, 3);
 	dw_buf_printf(out, ",\"window_calls\":%llu", (unsigned long long)v->window_calls);
 	dw_json_field_opt(out, "p50_ms", v->p50, 3);
@@ -192,20 +193,15 @@ static void json_dest(struct dw_buf *out, const struct dest_view *v, const struc
 	dw_json_field_opt(out, "oldest_connecting_ms", v->oldest_connect_ms, 3);
 	dw_json_field_opt(out, "connect_p50_ms", v->connect_p50, 3);
 	dw_json_field_opt(out, "connect_p99_ms", v->connect_p99, 3);
-	dw_buf_printf(out, ",\"retransmits\":%llu,\"rejected\":%llu,\"connections\":%llu,"
+	dw_buf_printf(out, ",\"retransmits\":%llu,\"connections\":%llu,"
 		      "\"multiplexed_conns\":%llu,\"burst_calls\":%llu,\"burst_timings\":%s",
 		      (unsigned long long)d->sum.retransmits,
-		      (unsigned long long)d->sum.connects_rejected,
 		      (unsigned long long)dw_dest_conns_open(d),
 		      (unsigned long long)d->sum.conns_multiplexed,
 		      (unsigned long long)d->sum.calls_burst, v->burst ? "true" : "false");
-	json_streams(out, &d->sum);
 	json_tls(out, &d->sum);
-	dw_buf_printf(out, ",\"cancelled\":%llu", (unsigned long long)d->sum.calls_cancelled);
-	dw_buf_printf(out, ",\"dns_queries\":%llu,\"dns_nxdomain\":%llu,\"dns_timeouts\":%llu,\"dns_rcode_failed\":%llu",
-		      (unsigned long long)d->sum.calls_dns, (unsigned long long)d->sum.dns_nxdomain,
-		      (unsigned long long)d->sum.dns_timeouts, (unsigned long long)d->sum.dns_rcode_failed);
-	json_answers(out, d);
+	dw_dep_figs_json(out, &f);
+	json_answers(out, &f);
 	json_ejection(out, d, dw_depset_at(deps, d->dep), now);
 	dw_buf_printf(out, ",\"last_caller\":");
 	if (!d->sum.last_conn_ns) {
@@ -341,12 +337,12 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 	dw_buf_printf(out, ",\"stalled\":%s,\"hanging\":%u", dep->j.stalled ? "true" : "false",
 		      dep->j.hanging);
 	dw_buf_printf(out, ",\"calls\":%llu,\"failed\":%llu,\"slow\":%llu,\"inflight\":%llu,"
-		      "\"max_inflight\":%u,\"destinations\":%u,\"rejected\":%llu,\"connections\":%llu,"
+		      "\"max_inflight\":%u,\"destinations\":%u,\"connections\":%llu,"
 		      "\"enforce\":%s,\"forced\":%s",
 		      (unsigned long long)dep->fig.calls, (unsigned long long)dep->fig.failed,
 		      (unsigned long long)dep->fig.slow, (unsigned long long)dep->fig.inflight,
-		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->fig.rejected,
-		      (unsigned long long)dep->fig.conns, dep->s->enforce_connect ? "true" : "false",
+		      dep->s->max_inflight, dep->ndests, (unsigned long long)dep->fig.conns,
+		      dep->s->enforce_connect ? "true" : "false",
 		      dep->enforce.forced >= 0 ? "true" : "false");
 	/* enforce = abort, abort_after: the mode in effect (abort: connect without sock_destroy) */
 	dw_buf_printf(out, ",\"enforce_mode\":\"%s\",\"abort_after_ms\":", dw_dep_enforce_mode(deps, dep));
@@ -373,16 +369,8 @@ static void json_dep(struct dw_buf *out, const struct dw_collector *c, const str
 		      "\"burst_timings\":%s", dep->rates.retry_storm ? "true" : "false",
 		      dep->s->judge_multiplexed ? "judge" : "ignore", (unsigned long long)mux,
 		      burst ? "true" : "false");
-	dw_buf_printf(out, ",\"streams\":%llu,\"h2_conns\":%llu,\"h2_desync\":%llu,\"streams_untracked\":%llu,"
-		      "\"cancelled\":%llu",
-		      (unsigned long long)dep->fig.streams, (unsigned long long)dep->fig.h2_conns,
-		      (unsigned long long)dep->fig.h2_desync, (unsigned long long)dep->fig.streams_untracked,
-		      (unsigned long long)dep->fig.cancelled);
-	dw_buf_printf(out, ",\"dns_queries\":%llu,\"dns_nxdomain\":%llu,\"dns_timeouts\":%llu,\"dns_rcode_failed\":%llu",
-		      (unsigned long long)dep->fig.dns_queries, (unsigned long long)dep->fig.dns_nxdomain,
-		      (unsigned long long)dep->fig.dns_timeouts, (unsigned long long)dep->fig.dns_rcode_failed);
-	dw_answers_json(out, dep->fig.answers, dep->fig.failed_status);
-	dw_late_json(out, dep->fig.grpc, dep->fig.failed_grpc, dep->fig.hpack_desync);
+	dw_dep_figs_json(out, &dep->fig);
+	json_answers(out, &dep->fig);
 	json_callers(out, c, cl, now);
 	dw_buf_putc(out, '}');
 }
@@ -467,8 +455,10 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 	     d = dw_collect_next(c, d, DW_ROW_LISTENER)) {
 		const struct dw_svc *svc;
 		struct dw_listener_fig f;
+		struct dw_dep_figs answers = { 0 };
 
 		dw_listener_fig_of(d, &f);
+		dw_dep_figs_add_dest(&answers, d);
 		svc = dw_services_at_port(svcs, d->key.port);
 		dw_buf_printf(out, "%s{\"port\":%u,\"netns\":%u,\"service\":", first ? "" : ",",
 			      d->key.port, d->key.netns);
@@ -483,7 +473,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)f.connections);
 		json_streams(out, &d->sum);
 		json_tls(out, &d->sum);
-		json_answers(out, d);
+		json_answers(out, &answers);
 		dw_buf_printf(out, ",\"multiplexed_conns\":%llu", (unsigned long long)d->sum.conns_multiplexed);
 		dw_json_field_opt(out, "oldest_inflight_ms", rv_age_ms(c->now_ns, d->oldest_call_ns), 3);
 		dw_window_merge(&d->call_win, dense);
@@ -524,13 +514,15 @@ size_t rv_cap_views(struct dest_view *views, size_t n, const struct dw_deps *dep
 	f->n = dw_series_fold(items, n, cap, fold);
 	for (size_t i = 0; i < n; i++) {
 		const struct dw_dest *d = views[i].d;
+		struct dw_dest_outcomes o;
 
 		if (!fold[i]) {
 			views[kept++] = views[i];
 			continue;
 		}
-		f->calls += d->sum.calls_completed;
-		f->failed += d->sum.calls_failed;
+		o = dw_dest_outcomes(d);
+		f->calls += o.calls;
+		f->failed += o.failed;
 		f->inflight += dw_dest_inflight(d);
 		f->connects += d->sum.connect_attempts;
 		f->cfail += dw_dest_connect_failures(d);

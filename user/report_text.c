@@ -31,11 +31,12 @@ static const char *cell(double ms, bool burst, char buf[CELL_LEN])
 static void text_row(struct dw_buf *out, const struct dest_view *v)
 {
 	const struct dw_dest *d = v->d;
+	struct dw_dest_outcomes o = dw_dest_outcomes(d);
 	char oldest[CELL_LEN], p50[CELL_LEN], p90[CELL_LEN], p99[CELL_LEN];
 
+	/* a fixed layout (120 columns): calls and connections; the uniform figures (DW_DEST_FIGS) are the JSON's */
 	dw_buf_printf(out, "%-24.24s %8llu %6llu %5llu %7s %7s %7s %7s %7llu %5llu %5llu %6llu %5llu ",
-		      v->dest, (unsigned long long)d->sum.calls_completed,
-		      (unsigned long long)d->sum.calls_failed,
+		      v->dest, (unsigned long long)o.calls, (unsigned long long)o.failed,
 		      (unsigned long long)dw_dest_inflight(d),
 		      cell(d->oldest_call_ns ? v->oldest_ms : -1, false, oldest),
 		      cell(v->p50, v->burst, p50),

@@ -95,6 +95,7 @@ START_TIMEOUT = 60.0
 START_TIMES = []
 STOP_TIMEOUT = 10.0
 STATUS_DEADLINE = 5.0     # default deadline for a status condition to hold
+DW_TOPN_OTHER = "~other"  # the line a --max-series cap sums the rest into (logic/topn.h)
 INTERVAL_MS = 250         # the daemon's default refresh interval
 
 _PR_SET_NAME = 15
@@ -337,6 +338,40 @@ class Daemon:
         more = "" if len(rows) <= 40 else "\n  ... %d more rows" % (len(rows) - 40)
         return "kernel: %s\n  %s%s" % (json.dumps(st.get("kernel")), "\n  ".join(rows[:40]), more)
 
+    def status_text(self, timeout=10):
+        """`depwatch status`: the table, as text."""
+        r = subprocess.run([DEPWATCH, "status", "--run-dir", self.run_dir], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise DaemonError("depwatch status exited %d: %s" % (r.returncode, r.stderr.strip()))
+        return r.stdout
+
+    def status_json_capped(self, cap):
+        """`depwatch status --json --max-series CAP`."""
+        r = subprocess.run([DEPWATCH, "status", "--json", "--max-series", str(cap), "--run-dir", self.run_dir],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10)
+        if r.returncode != 0:
+            raise DaemonError("depwatch status --json --max-series %d exited %d: %s" % (cap, r.returncode,
+                                                                                       r.stderr.strip()))
+        return json.loads(r.stdout)
+
+    def same_poll(self, ask, tries=40):
+        """(status, ask(), status) with ask() between two JSON statuses of one poll (the same
+        uptime_s, the poll's time) whose calls and failed are the same for every row (HTTP/2
+        answers are also drained between polls when their ring fills), so that what ask() read
+        is those figures too; tries are spent on a poll or a drain that came in between."""
+        def figures(st):
+            return ([(r["dest"], r.get("netns"), r["calls"], r["failed"]) for r in st["destinations"]],
+                    [(r["name"], r["calls"], r["failed"]) for r in st["dependencies"]])
+
+        for _ in range(tries):
+            before = self.status()
+            got = ask()
+            after = self.status()
+            if before["uptime_s"] == after["uptime_s"] and figures(before) == figures(after):
+                return before, got, after
+        raise AssertionError("no two statuses of one poll with the same figures in %d tries" % tries)
+
     def dest(self, dest_text, status=None):
         """The row of one destination (in this process's netns), or None."""
         st = status if status is not None else self.status()
@@ -402,6 +437,33 @@ def find_dest(status, dest_text):
     if len(rows) > 1:
         raise AssertionError("destination %s listed %d times: %r" % (dest_text, len(rows), rows))
     return rows[0] if rows else None
+
+
+def status_table(text):
+    """`depwatch status`'s table: {"dependencies": {name: (calls, failed)}, "destinations":
+    [(dest, calls, failed)], "other_dests": (calls, failed) of the ~other line or None}. Rows of
+    another netns share a dest text (the table has no netns column): a list, not a dict."""
+    out = {"dependencies": {}, "destinations": [], "other_dests": None}
+    section = None
+    for line in text.splitlines():
+        if line.startswith("DEPENDENCY "):
+            section = "deps"
+        elif line.startswith("DEST "):
+            section = "dests"
+        elif not line.strip() or line.startswith(("  <- ", "warning: ", "answers: ", "dns: ", "* ")):
+            if not line.strip() and section == "deps":
+                section = None
+        elif section == "deps" and not line.startswith(DW_TOPN_OTHER + " "):
+            # NAME BREAKER [REASON] SLOW% FAIL% CALLS FAILED INFL OLDEST P50 P99: from the right
+            tail = line.split()[-8:]
+            out["dependencies"][line[:24].rstrip()] = (int(tail[2]), int(tail[3]))
+        elif section == "dests":
+            f = line.split()
+            if f[0] == DW_TOPN_OTHER:
+                out["other_dests"] = (int(f[1]), int(f[2]))
+            else:
+                out["destinations"].append((f[0], int(f[1]), int(f[2])))
+    return out
 
 
 def dest_port(dest_text):

@@ -11,14 +11,19 @@ daemon with nghttp2's HPACK inflater, against real servers on loopback, one daem
   connections (so the second and later answers' :status come from nginx's dynamic table): failed
   equals h2load's own count of 5xx (its "status codes" line), the breaker opens on failure_rate
   with outcome http_503; `/` answers count as 2xx, none failed.
-The ground truth is the clients' own figures."""
+The ground truth is the clients' own figures. Then (issue 47) `status`'s table and `status --json`
+give the same calls and failed for every destination and dependency, those the daemon moved to
+failed by their decoded answers included; and a `~other` line sums the same figures: the daemon runs
+with --max-series 1 (the table's cap; the JSON's is asked for), which folds every destination of no
+configured dependency, a `stray` UNAVAILABLE server's among them."""
 
 import json
 import os
 import re
 import unittest
 
-from harness import dependency, find_dest, fmt_dest, free_port, start_configured
+from harness import DW_TOPN_OTHER, dependency, find_dest, fmt_dest, free_port, own_netns, start_configured, \
+    status_table
 from realtraffic import make_cert, nginx_server, require, run_tool, start_nginx, tempdir
 from test_h2 import GrpcClient, GrpcServer, have_grpc
 
@@ -52,6 +57,7 @@ class H2AnswersTest(unittest.TestCase):
         cls.bad = grpc_server(cls, "UNAVAILABLE")
         cls.miss = grpc_server(cls, "NOT_FOUND")
         cls.late = grpc_server(cls, "DEADLINE_EXCEEDED")
+        cls.stray = grpc_server(cls, "UNAVAILABLE")   # of no configured dependency: folded by the cap
         cls.cert, key = make_cert(cls.work)
         cls.tls = grpc_server(cls, "UNAVAILABLE", tls=(cls.cert, key))
         cls.web = free_port()
@@ -62,7 +68,9 @@ class H2AnswersTest(unittest.TestCase):
         for name, port in (("grpcbad", cls.bad.port), ("grpcmiss", cls.miss.port), ("web", cls.web),
                            ("grpctls", cls.tls.port), ("grpclate", cls.late.port)):
             conf += "[dependency %s]\nmatch = 127.0.0.1:%d\n" % (name, port)
-        cls.d = start_configured(cls.addClassCleanup, conf)
+        # --max-series 1: the table (and /metrics) fold every destination of no configured dependency
+        # into ~other (configured ones are pinned); the JSON is capped only when asked (test_6)
+        cls.d = start_configured(cls.addClassCleanup, conf, extra_args=["--max-series", "1"])
 
     addCleanup = classmethod(lambda cls, fn, *a: cls.addClassCleanup(fn, *a))
 
@@ -159,6 +167,54 @@ class H2AnswersTest(unittest.TestCase):
                              (row, res))
         self.assertEqual(row["failed_grpc"], row["grpc"].get("deadline_exceeded", 0), row)
         self.opened("grpclate", "grpc_deadline_exceeded")
+
+    def test_6_status_table_and_json_agree(self):
+        """Issue 47: the table's calls and failed were the kernel's, the JSON's had the calls whose
+        decoded answer failed them moved to failed: one figure, two values. Both from one poll."""
+        bad, stray = fmt_dest("127.0.0.1", self.bad.port), fmt_dest("127.0.0.1", self.stray.port)
+        row = find_dest(self.d.status(), bad)
+        if not row or not row["failed_grpc"]:   # run alone: some failing answers first
+            self.grpc_run(self.bad.port)
+        self.grpc_run(self.stray.port)
+        ours = {fmt_dest("127.0.0.1", p) for p in (self.bad.port, self.miss.port, self.web, self.tls.port,
+                                                     self.late.port)}
+        st, text, _ = self.d.same_poll(self.d.status_text)
+        table = status_table(text)
+        rows = [r for r in st["destinations"] if r["dest"] != DW_TOPN_OTHER]
+        mine = {r["dest"]: r for r in rows if r["dest"] in ours and r["netns"] == own_netns()}
+        self.assertGreater(mine[bad]["failed_grpc"], 0, mine[bad])   # calls the daemon moved to failed
+        strays = [r for r in rows if r["dest"] == stray and r["netns"] == own_netns()]
+        self.assertEqual(len(strays), 1, rows)
+        self.assertGreater(strays[0]["failed_grpc"], 0, strays)
+        shown = {}
+        for dest, calls, failed in table["destinations"]:
+            shown.setdefault(dest, []).append((calls, failed))
+        for dest, r in sorted(mine.items()):
+            # one row per netns: ours is one of those of its text (fresh ports: in practice the only one)
+            self.assertIn((r["calls"], r["failed"]), shown.get(dest, []), (dest, r, text))
+        for name in ("grpcbad", "grpcmiss", "web", "grpctls", "grpclate"):
+            dep = dependency(st, name)
+            self.assertEqual(table["dependencies"].get(name), dep and (dep["calls"], dep["failed"]), (name, text))
+        # every row with its ~other line (the table's --max-series cap) against the JSON's rows
+        self.assertNotIn(stray, shown, text)
+        self.assertIsNotNone(table["other_dests"], text)
+        other = table["other_dests"]
+        self.assertEqual((sum(c for _, c, _ in table["destinations"]) + other[0],
+                          sum(f for _, _, f in table["destinations"]) + other[1]),
+                         (sum(r["calls"] for r in rows), sum(r["failed"] for r in rows)), text)
+        # the JSON's own fold: status --json --max-series 1 keeps ours and sums the rest, the stray among them
+        st, cap, _ = self.d.same_poll(lambda: self.d.status_json_capped(1))
+        kept = {(r["dest"], r["netns"]) for r in cap["destinations"] if r["dest"] != DW_TOPN_OTHER}
+        folded = [r for r in cap["destinations"] if r["dest"] == DW_TOPN_OTHER]
+        rest = [r for r in st["destinations"] if (r["dest"], r["netns"]) not in kept]
+        self.assertEqual(len(folded), 1, cap["destinations"])
+        self.assertIn(stray, [r["dest"] for r in rest])
+        self.assertEqual((folded[0]["calls"], folded[0]["failed"]),
+                         (sum(r["calls"] for r in rest), sum(r["failed"] for r in rest)), (folded, rest))
+        print("\n  status and --json: %d of our destinations, %d failed by decoded answers at %s, the same "
+              "in both; ~other of %d rows (%d failed by decoded answers at the stray): %s in the table, %s in "
+              "the JSON" % (len(mine), mine[bad]["failed_grpc"], bad, len(rest), strays[0]["failed_grpc"],
+                            table["other_dests"], (folded[0]["calls"], folded[0]["failed"])), end="")
 
 
 if __name__ == "__main__":

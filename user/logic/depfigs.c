@@ -8,14 +8,27 @@ static void older(uint64_t *oldest, uint64_t start_ns)
 		*oldest = start_ns;
 }
 
-/* HTTP/2 answers decoded after their calls: failing ones move from completed to failed. */
+/* a - b, never below 0 */
+static uint64_t minus(uint64_t a, uint64_t b)
+{
+	return a - (b < a ? b : a);
+}
+
+struct dw_dest_outcomes dw_dest_outcomes(const struct dw_dest *d)
+{
+	const struct dw_late *l = d->late;
+	uint64_t moved = l ? l->moved_status + l->moved_grpc : 0;
+
+	return (struct dw_dest_outcomes){
+		.calls = minus(d->sum.calls_completed, moved),
+		.failed = d->sum.calls_failed + moved,
+		.slow = minus(d->sum.calls_slow, l ? l->moved_slow : 0),
+	};
+}
+
+/* HTTP/2 answers decoded after their calls: their classes and codes (the moves: dw_dest_outcomes). */
 static void add_late(struct dw_dep_figs *f, const struct dw_late *l)
 {
-	uint64_t moved = l->moved_status + l->moved_grpc;
-
-	f->calls -= moved < f->calls ? moved : f->calls;
-	f->slow -= l->moved_slow < f->slow ? l->moved_slow : f->slow;
-	f->failed += moved;
 	for (unsigned i = 0; i < 4; i++)
 		f->answers[DW_ANS_2xx + i] += l->answers[i];
 	f->failed_status += l->moved_status;
@@ -27,11 +40,12 @@ static void add_late(struct dw_dep_figs *f, const struct dw_late *l)
 
 void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 {
-	f->calls += d->sum.calls_completed;
-	f->failed += d->sum.calls_failed;
-	f->slow += d->sum.calls_slow;
+	struct dw_dest_outcomes o = dw_dest_outcomes(d);
+
+	f->calls += o.calls;
+	f->failed += o.failed;
+	f->slow += o.slow;
 	f->inflight += dw_dest_inflight(d);
-	f->rejected += d->sum.connects_rejected;
 	f->conns += dw_dest_conns_open(d);
 	f->connects += d->sum.connect_attempts;
 	f->connect_failures += dw_dest_connect_failures(d);
@@ -42,15 +56,9 @@ void dw_dep_figs_add_dest(struct dw_dep_figs *f, const struct dw_dest *d)
 	f->started += d->sum.calls_started;
 	f->abandoned += d->sum.calls_abandoned;
 	f->retried += d->sum.calls_retried;
-	f->streams += d->sum.calls_streams;
-	f->h2_conns += d->sum.conns_h2;
-	f->h2_desync += d->sum.h2_desync;
-	f->streams_untracked += d->sum.streams_untracked;
-	f->cancelled += d->sum.calls_cancelled;
-	f->dns_queries += d->sum.calls_dns;
-	f->dns_nxdomain += d->sum.dns_nxdomain;
-	f->dns_timeouts += d->sum.dns_timeouts;
-	f->dns_rcode_failed += d->sum.dns_rcode_failed;
+#define ADD_FIG(field, stat, json, metric, when, help) f->field += d->sum.stat;
+	DW_DEST_FIGS(ADD_FIG)
+#undef ADD_FIG
 	dw_answers_add(f->answers, &d->sum);
 	f->failed_status += d->sum.calls_failed_status;
 	if (d->late)
@@ -76,4 +84,12 @@ void dw_dep_figs_add(struct dw_dep_figs *a, const struct dw_dep_figs *b)
 	for (size_t i = 0; i < NCOUNTS; i++)
 		sum[i] += add[i];
 	older(&a->oldest_call_ns, b->oldest_call_ns);
+}
+
+void dw_dep_figs_json(struct dw_buf *out, const struct dw_dep_figs *f)
+{
+#define JSON_FIG(field, stat, json, metric, when, help) \
+	dw_buf_printf(out, ",\"" json "\":%llu", (unsigned long long)f->field);
+	DW_DEST_FIGS(JSON_FIG)
+#undef JSON_FIG
 }
