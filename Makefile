@@ -278,7 +278,7 @@ test: $(OUT)/depwatch $(UNIT_BINS) $(FUZZ_BINS) $(OUT)/loadgen $(OUT)/bioclient 
 # KERNELS="linux-image-amd64 linux-image-rt-amd64" adds the PREEMPT_RT flavour.
 KERNELS ?= linux-image-amd64
 export KERNELS
-test-kernels: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/goattach $(GO_BINS) | deps
+test-kernels: $(OUT)/depwatch $(OUT)/loadgen $(OUT)/bioclient $(OUT)/goattach $(GO_BINS) | deps
 	$(Q)OUT=$(OUT) bash tests/vm/kernels.sh
 
 # The edit-build-test loop's focused run (issue 45): the integration tests whose name contains K
