@@ -157,7 +157,12 @@ static __always_inline struct dw_go_gstate *go_leave(struct pt_regs *ctx)
 /*
  * crypto/tls.(*Conn).handshakeContext's entry (no RET probed): the thread is marked with the
  * conn and its socket, so that the handshake's first send (the ClientHello, sent before the
- * goroutine can park) ties the session, before any record-level call starts. The goroutine's
+ * goroutine can park) ties the session, before any record-level call starts; and the socket
+ * names the session (tls_go_owner), so that a server's ServerHello, sent by the goroutine
+ * after it parked for the ClientHello and resumed on another thread, ties it too. Without
+ * that, the server's session tied at its first Write's send, and a Read of the client's
+ * HTTP/2 preface before it left the plaintext's stream layer with no preface (1 run in 6:
+ * record-level calls, 203-274 of 400 requests). The goroutine's
  * state is not touched: a Write or Read may be under it (they handshake first). The mark
  * stays until the thread's next Go entry or RET replaces or removes it; it names its socket,
  * so a stale one ties nothing else.
@@ -176,8 +181,12 @@ int dw_go_tls_handshake(struct pt_regs *ctx)
 	fd = go_conn_fd(ctx->ax, l);
 	t.sk = fd < 0 ? 0 : go_fd_sock(fd);
 	t.start_ns = bpf_ktime_get_ns();
-	if (t.sk && !tls_link_of(t.ssl, id >> 32))
-		bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
+	if (!t.sk || tls_link_of(t.ssl, id >> 32))
+		return 0;
+	bpf_map_update_elem(&ssl_threads, &id, &t, BPF_ANY);
+	/* the goroutine may park (a server waits for the ClientHello) and send from another thread */
+	bpf_map_update_elem(&tls_go_owner, &t.sk, &(struct dw_tls_key){ .ssl = t.ssl, .tgid = id >> 32 },
+			    BPF_ANY);
 	return 0;
 }
 

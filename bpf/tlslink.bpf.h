@@ -140,6 +140,30 @@ struct {
 #define tls_owner_of(skey) ((struct dw_tls_key *)bpf_map_lookup_elem(&tls_owner, (skey)))
 #endif
 
+/*
+ * Go's sessions by socket (bpf/gotls.bpf.c): crypto/tls.(*Conn).handshakeContext's entry,
+ * while its session is tied to nothing, names the struct sock of the conn's fd here. A
+ * goroutine that parks in the handshake (a server waiting for the ClientHello) resumes on
+ * any thread, whose send carries no mark of its: the socket's next send, whichever thread
+ * makes it, ties the session by this entry (tls_link()). An LRU: a session over a socket
+ * that never sends on TCP (a unix socket's fd) leaves an entry nothing takes; TCP_CLOSE
+ * removes the rest (tls_owner_forget()).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DW_TLS_LINKS_MAX);
+	__type(key, __u64);
+	__type(value, struct dw_tls_key);
+} tls_go_owner SEC(".maps") __weak;
+
+/* The Go session its handshake named for this socket, in the sending process (tls_go_owner). */
+static __always_inline struct dw_tls_key *tls_go_owner_of(__u64 skey, __u32 tgid)
+{
+	struct dw_tls_key *k = bpf_map_lookup_elem(&tls_go_owner, &skey);
+
+	return k && k->tgid == tgid ? k : 0;
+}
+
 static __always_inline struct dw_conn *tls_link_of(__u64 ssl, __u32 tgid)
 {
 	struct dw_tls_key key = { .ssl = ssl, .tgid = tgid };
@@ -190,7 +214,7 @@ static __always_inline void tls_link_init(struct dw_conn *l)
 static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn)
 {
 	__u64 id = bpf_get_current_pid_tgid(), skey = (__u64)(unsigned long)sk;
-	struct dw_tls_key key = { .tgid = id >> 32 }, *o;
+	struct dw_tls_key key = { .tgid = id >> 32 }, *o, *g = 0;
 	struct dw_ssl_thread *t = 0;
 	struct dw_conn *l;
 	bool late = false;
@@ -201,12 +225,16 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 		bpf_map_delete_elem(&tls_owner, &skey);
 	} else {
 		t = tls_sender(id, skey, &late);
-		if (!t) {
+		if (!t)
+			g = tls_go_owner_of(skey, key.tgid);
+		if (!t && !g) {
 			global_count(G_tls_unlinked);
 			conn->tls_own = DW_TLS_UNLINKED;
 			return false;
 		}
-		key.ssl = t->ssl;
+		key.ssl = t ? t->ssl : g->ssl;
+		if (g || t->op == DW_SSL_GO)
+			bpf_map_delete_elem(&tls_go_owner, &skey);
 	}
 	/*
 	 * A record-level call begun before the tie (the ClientHello's arrival, inbound): no call of
@@ -236,16 +264,18 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 }
 
 /*
- * Go ties late: its handshake runs in Conn.HandshakeContext, not probed, so
- * the handshake's sends find no mark (tls_unlinked); the first send inside
- * a probed Write on this very socket ties it then.
+ * A Go session whose handshake's sends found no tie (tls_unlinked) ties at a
+ * later send on this very socket: one inside a probed Write, or any once a
+ * handshakeContext entry named the socket (tls_go_owner).
  */
 static __always_inline bool tls_go_sending(__u64 skey)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dw_ssl_thread *t = bpf_map_lookup_elem(&ssl_threads, &id);
 
-	return t && t->op == DW_SSL_GO && t->inside && t->sk == skey;
+	if (t && t->op == DW_SSL_GO && t->inside && t->sk == skey)
+		return true;
+	return tls_go_owner_of(skey, id >> 32) != 0;
 }
 
 /*
@@ -324,8 +354,10 @@ static __always_inline void tls_owner_forget(const struct sock *sk, struct dw_co
 {
 	__u64 skey = (__u64)(unsigned long)sk;
 
-	if (dw_tls_on && conn->tls && conn->tls_own != DW_TLS_OWNED)
+	if (dw_tls_on && conn->tls && conn->tls_own != DW_TLS_OWNED) {
 		bpf_map_delete_elem(&tls_owner, &skey);
+		bpf_map_delete_elem(&tls_go_owner, &skey);
+	}
 }
 
 /* The record-level model of TLS connections (no session tied), from callmodel.bpf.h. */

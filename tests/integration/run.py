@@ -6,7 +6,7 @@ real kernel, as root, from the repository root:
 
 Prints the unittest report (verbosity 2), then as its very last line
 "N passed, M failed" (", K skipped" when something was skipped) after a line
-"failed: ID" per failed test, and exits
+"failed: ID -- its error's last line" per failed test, and exits
 non-zero if anything failed. Python 3 standard library only.
 """
 
@@ -99,12 +99,17 @@ def runs_alone(test):
 
 
 def failed_ids(result):
-    """The ids of the tests that failed, then the fixtures (setUpClass ...) that did."""
+    """The ids of the tests that failed, then the fixtures (setUpClass ...) that did, each with
+    the last line of its first error (the assertion's message, cut to 400 characters): CI keeps
+    only the tail of a run's output, and the stages' summary repeats these lines."""
+    why = {}
+    for test, text in result.errors + result.failures:
+        tid = test.id() if test.id() in result.outcome else str(test)
+        last = [l for l in text.strip().splitlines() if l.strip()][-1:] or [""]
+        why.setdefault(tid, " ".join(last[0].split())[:400])
     ids = sorted(tid for tid, what in result.outcome.items() if what == "fail")
-    for test, _ in result.errors + result.failures:
-        if test.id() not in result.outcome and str(test) not in ids:
-            ids.append(str(test))
-    return ids
+    ids += [tid for tid in why if tid not in result.outcome and tid not in ids]
+    return [tid + (" -- " + why[tid] if why.get(tid) else "") for tid in ids]
 
 
 def print_durations(took, n):
@@ -160,6 +165,9 @@ def main():
         try:
             unittest.TestSuite(tests).run(result)
         finally:
+            # the suite tore its last class down; unittest would do it again at the next module's
+            # first test (it remembers the class in the result, across top-level suites)
+            result._previousTestClass = None
             SIDE.leave_module()
     result.stopTestRun()
     result.printErrors()
