@@ -18,7 +18,7 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import REPO, Daemon, find_dest, runs_alone
+from harness import REPO, Daemon, dependency, find_dest, runs_alone, write_config
 from test_h2 import GrpcClient, GrpcServer, have_grpc
 from realtraffic import OK_LOCATION, ab, h2load, make_cert, nginx_server, psql, require, start_nginx, start_postgres
 from test_realtraffic import BUCKET, RealTrafficCase, inbound_row
@@ -26,7 +26,10 @@ from test_realtraffic import BUCKET, RealTrafficCase, inbound_row
 LIBSSL = "/lib/x86_64-linux-gnu/libssl.so.3"
 # this file's own loopback ports (DW_TLS_PORT0 moves them: several runs on one host)
 PORT0 = int(os.environ.get("DW_TLS_PORT0", "24100"))
-PORTS = range(PORT0, PORT0 + 800)
+PORTS = range(PORT0, PORT0 + 799)
+# the hanging PostgreSQL's port, the one dependency of the class's config (PGHANG_SLOW_MS)
+PGHANG_PORT = PORT0 + 799
+PGHANG_SLOW_MS = 500
 
 
 # A keep-alive HTTPS client timing each request itself: {"ok": answers, "p50_ms": its median}.
@@ -115,7 +118,9 @@ class TLSCase(RealTrafficCase):
         cls.conf = cls.events = None
         cls.holder = subprocess.Popen(["python3", "-c", "import ssl, sys; sys.stdin.read()"],
                                       stdin=subprocess.PIPE)
-        cls.daemon = Daemon()
+        cls.conf = write_config("[dependency pghang]\nmatch = 127.0.0.1:%d\nslow_call = %dms\n"
+                                % (PGHANG_PORT, PGHANG_SLOW_MS))
+        cls.daemon = Daemon(extra_args=["-c", cls.conf])
         try:
             # the TLS programs' verification (the HTTP/2 walker once more) adds seconds on a loaded host
             cls.daemon.start(timeout=90)
@@ -128,10 +133,12 @@ class TLSCase(RealTrafficCase):
         except Exception:
             cls.daemon.cleanup()
             cls.holder.kill()
+            os.unlink(cls.conf)
             raise
 
     @classmethod
     def tearDownClass(cls):
+        os.unlink(cls.conf)
         cls.holder.kill()
         cls.holder.wait()
         super().tearDownClass()
@@ -304,6 +311,64 @@ class TLSCase(RealTrafficCase):
         self.eq("failed", r["failed"] + i["failed"], 0)
         self.check(r["p50_ms"] is not None and r["p50_ms"] <= client_p50 * (1 + BUCKET) + 0.05,
                    "p50_ms vs psql's median %.3f ms" % client_p50, r["p50_ms"], "<= median + 6.25% + 50 us")
+        self.verdict()
+
+    def test_postgres_hang(self):
+        """PostgreSQL over TLS (libpq, tied), CONNS clients querying a table in a loop, until a
+        session over the unix socket (no call of the dependency's) takes the table's lock, as a
+        migration does: each client's next query hangs in the server. Every hanging query in
+        flight, and the breaker open within slow_call + 700 ms of the lock, as the server dates it
+        (pg_stat_activity's state_change of the locking session)."""
+        require("psql", "openssl", "setpriv")
+        conns = 4
+        port = PGHANG_PORT
+        start_postgres(self, self.dir, port)
+        pgdir = os.path.join(self.dir, "pg")
+        local = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--", "psql", "-X", "-q",
+                 "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", pgdir, "-p", str(port), "-U", "postgres"]
+
+        def local_sql(sql):
+            r = subprocess.run(local + ["-c", sql], capture_output=True, text=True, timeout=10)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout
+
+        local_sql("CREATE TABLE t (x int); INSERT INTO t VALUES (1);")
+        # 5 ms queries, 20 000 of them (100 s at most): each client is still asking at the lock, and
+        # asked ~200 times a second before it (the stall's evidence that callers were busy)
+        script = os.path.join(self.dir, "loop.sql")
+        with open(script, "w") as f:
+            f.write("SELECT x FROM t, pg_sleep(0.005);\n" * 20000)
+        clients = []
+        for _ in range(conns):
+            c = subprocess.Popen(["psql", "-X", "-q", "-f", script, "host=127.0.0.1 port=%d user=postgres "
+                                  "dbname=postgres sslmode=require" % port],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.addCleanup(lambda c=c: (c.kill(), c.wait()))
+            clients.append(c)
+        self.daemon.wait_for(lambda s: dependency(s, "pghang")["calls"] >= conns * 200, timeout=20)
+        locker = subprocess.Popen(local, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+        self.addCleanup(lambda: (locker.kill(), locker.wait()))
+        locker.stdin.write("BEGIN;\nLOCK TABLE t IN ACCESS EXCLUSIVE MODE;\n")
+        locker.stdin.flush()
+        t0, deadline = None, time.monotonic() + 10
+        while t0 is None and time.monotonic() < deadline:
+            out = local_sql("SELECT extract(epoch FROM state_change) FROM pg_stat_activity "
+                            "WHERE state = 'idle in transaction' AND query LIKE 'LOCK TABLE%'").split()
+            t0 = float(out[0]) if out else None
+        self.assertIsNotNone(t0, "the lock was not taken within 10 s")
+        st = self.daemon.wait_for(lambda s: dependency(s, "pghang")["breaker"] == "open", timeout=10)
+        dep = dependency(st, "pghang")
+        # the open as the daemon dates it (since_s before this status), on the host's wall clock
+        opened_ms = (time.time() - dep["since_s"] - t0) * 1000
+        self.record("postgres hang", inflight=dep["inflight"], breaker=dep["breaker"],
+                    opened_after_ms=round(opened_ms), target_ms=PGHANG_SLOW_MS + 700)
+        locker.stdin.write("COMMIT;\n")
+        locker.stdin.close()
+        self.eq("breaker", dep["breaker"], "open")
+        self.eq("in flight (the hanging queries)", dep["inflight"], conns)
+        self.check(PGHANG_SLOW_MS <= opened_ms <= PGHANG_SLOW_MS + 700, "breaker open after the lock (ms)",
+                   round(opened_ms), "in [slow_call, slow_call + 700]")
         self.verdict()
 
     def test_asyncio_client(self):
