@@ -199,18 +199,38 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 }
 
 /*
+ * The connection ended under its call (OUTCOME_CLOSED): the close that answers a protocol's
+ * goodbye drops it (goodbye.h); any other fails it, and the reason is counted here, where the
+ * failure is sure (the call was this end's to count), so that failed_closed never exceeds failed.
+ */
+static __always_inline enum call_outcome closed_end(struct dw_conn *conn)
+{
+	struct dw_dest_stats *st;
+
+	if (conn->bye == DW_BYE_YES)
+		return OUTCOME_DROPPED;
+	st = stats_of(conn);
+	if (st)
+		st->calls_failed_closed++;
+	return OUTCOME_FAILED;
+}
+
+/*
  * A connection's call ends (call_end()): a goodbye's failure (the close
- * that answers it) dropped; its answer's status, where one was read
- * (outcome.bpf.h), counted, a failure failing it; then count_end(). A global function, verified once: inlined, count_end()
- * would be walked again at each of the many places a call can end, once
- * per outcome.
+ * that answers it) dropped; a close's failure counted (closed_end()); its
+ * answer's status, where one was read (outcome.bpf.h), counted, a failure
+ * failing it; then count_end(). A global function, verified once: inlined,
+ * count_end() would be walked again at each of the many places a call can
+ * end, once per outcome.
  */
 __weak __noinline int dw_call_end(struct dw_conn *conn, __u64 start, int outcome, __u64 now)
 {
 	if (!conn)
 		return 0;
-	/* a protocol's goodbye (goodbye.h) that its close ended: no call at all */
-	if (outcome == OUTCOME_FAILED && conn->bye == DW_BYE_YES)
+	/* a protocol's goodbye (goodbye.h) that a close ended: no call at all */
+	if (outcome == OUTCOME_CLOSED)
+		outcome = closed_end(conn);
+	else if (outcome == OUTCOME_FAILED && conn->bye == DW_BYE_YES)
 		outcome = OUTCOME_DROPPED;
 	if (conn->status)
 		outcome = outcome_end(conn, outcome);
@@ -240,6 +260,16 @@ static __always_inline void call_complete(struct dw_conn *conn, __u64 now)
 static __always_inline void call_fail(struct dw_conn *conn)
 {
 	call_end(conn, OUTCOME_FAILED, bpf_ktime_get_ns());
+}
+
+/*
+ * The connection ended under the outstanding call (the peer's FIN or reset, a timeout; inbound,
+ * any close of an unanswered request): failed, and named so (failed_closed), unless the call was
+ * a goodbye that the close answers.
+ */
+static __always_inline void call_fail_closed(struct dw_conn *conn)
+{
+	call_end(conn, OUTCOME_CLOSED, bpf_ktime_get_ns());
 }
 
 /*

@@ -313,7 +313,7 @@ static __always_inline void inbound_recv(const struct sock *sk, struct dw_conn *
 	}
 	/* end of file: the client may have only shut down its sending side; it is answered or reset later */
 	if (ret < 0 && conn->call_start_ns && is_peer_error(-ret))
-		call_fail(conn);
+		call_fail_closed(conn);
 }
 
 /*
@@ -372,9 +372,9 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 	}
 	/* 0 is end of file only once the peer shut down; recv(fd, buf, 0) also returns 0 */
 	if (ret == 0 && (BPF_CORE_READ(sk, sk_shutdown) & RCV_SHUTDOWN))
-		call_fail(conn);
+		call_fail_closed(conn);
 	else if (ret < 0 && is_peer_error(-ret))
-		call_fail(conn);
+		call_fail_closed(conn);
 }
 
 /* A listener's child completed its handshake: an inbound connection. */
@@ -418,7 +418,7 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	/* before looking for a call: see outbound_start() */
 	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
-	tls_on_state(sk, conn, newstate);
+	tls_on_state(sk, conn, oldstate, newstate);
 	if (newstate == TCP_CLOSE) {
 		dw_answer_settle_unread(conn);	/* nobody reads an owed answer's status any more */
 		conn_closed(conn);
@@ -443,9 +443,9 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 		outbound_caller_closed(sk, conn);
 		return;
 	}
-	/* shutdown(SHUT_WR): the answer may still come */
+	/* shutdown(SHUT_WR): the answer may still come; else the connection died under it (a timeout, an abort) */
 	if (newstate != TCP_FIN_WAIT1)
-		call_fail(conn);
+		call_fail_closed(conn);
 }
 
 static __always_inline void dw_on_retransmit(const struct sock *sk)

@@ -26,7 +26,8 @@
  * that answers a protocol's goodbye (goodbye.h: MySQL's COM_QUIT,
  * memcached's quit). Any other FIN that had the request and brings no
  * answer is a failure, even one that answers a goodbye read nowhere
- * (HTTP/2's GOAWAY): on the wire the two are the same.
+ * (HTTP/2's GOAWAY): on the wire the two are the same. Its reason is
+ * named (failed_closed): the caller's own close is another (abandoned).
  */
 static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *conn, int reset)
 {
@@ -38,7 +39,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 	else if (conn->multiplexed || !had_request || conn->bye == DW_BYE_YES)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
-		call_fail(conn);
+		call_fail_closed(conn);
 }
 
 static __always_inline void conn_closed(struct dw_conn *conn)
@@ -124,7 +125,7 @@ static __always_inline void inbound_state(const struct sock *sk, struct dw_conn 
 	if (conn->goodbye || conn->bye == DW_BYE_YES)
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
-		call_fail(conn);
+		call_fail_closed(conn);
 }
 
 #endif /* DEPWATCH_CLOSING_BPF_H */

@@ -166,6 +166,7 @@ struct dw_dest_stats {
 	__u64 dns_rcode_failed;		/* of the failed: SERVFAIL and REFUSED answers */
 	/* TLS plaintext (issue 32, bpf/ssl.bpf.c) */
 	__u64 conns_tls;		/* connections tied to a TLS session: their calls timed from its plaintext, once each */
+	__u64 calls_failed_closed;	/* of the failed: their connection ended under them (peer's FIN or reset, a timeout); no HTTP/2 stream */
 	/* all fields above are __u64 counters (user space sums them as an array) */
 	/*
 	 * Who opened this CPU's newest connection to the destination: taken at

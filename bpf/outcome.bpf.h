@@ -21,7 +21,14 @@
 #include "slots.bpf.h"
 #include "http1.h"
 
-enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED };
+/*
+ * OUTCOME_CLOSED: failed because the connection ended under the call (the peer's FIN or reset, a
+ * timeout), its reason counted (calls_failed_closed); only call_end() takes it, and dw_call_end()
+ * turns it into OUTCOME_FAILED (or OUTCOME_DROPPED for a goodbye) before anything counts the end.
+ * HTTP/2 streams (h2_sweep()) stay OUTCOME_FAILED: a reason there would be a branch in a sweep
+ * the verifier walks at every close, for a figure the stream layer does not need.
+ */
+enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED, OUTCOME_CLOSED };
 
 /* dw_conn.http1: whether the connection's answers are HTTP/1 responses. */
 enum dw_http1_state {

@@ -335,6 +335,6 @@ int BPF_KPROBE(dw_ssl_free, void *ssl)
 	struct dw_conn *l = bpf_map_lookup_elem(&tls_links, &key);
 
 	if (l)
-		tls_unlink(l, &key);
+		tls_unlink(l, &key, OUTCOME_FAILED);
 	return 0;
 }

@@ -150,14 +150,29 @@ static __always_inline void tls_h2_end(struct dw_conn *l, struct dw_tls_key *key
 	tls_h2_free(l, key, DW_H2_NEVER);
 }
 
-/* The session's outstanding call ends with its link: the session or its socket is gone. */
-static __always_inline void tls_unlink(struct dw_conn *l, struct dw_tls_key *key)
+/*
+ * The session's outstanding call ends with its link: the session or its socket is gone.
+ * outcome: OUTCOME_CLOSED where the connection ended under it (failed_closed), else
+ * OUTCOME_FAILED (the program freed its session, or closed the socket itself, under its call).
+ */
+static __always_inline void tls_unlink(struct dw_conn *l, struct dw_tls_key *key, enum call_outcome outcome)
 {
 	__sync_lock_test_and_set(&l->closed, 1);
 	tls_h2_end(l, key);
 	if (l->call_start_ns)
-		call_fail(l);
+		call_end(l, outcome, bpf_ktime_get_ns());
 	bpf_map_delete_elem(&tls_links, key);
+}
+
+/*
+ * Whether a TLS connection reaching TCP_CLOSE ended under its calls rather than by its own
+ * program's close: inbound always (as on cleartext, inbound_state()); outbound, once the peer's
+ * FIN came first (CLOSE_WAIT, LAST_ACK) or an error ended it (a reset, a timeout).
+ */
+static __always_inline bool tls_conn_ended(const struct sock *sk, const struct dw_conn *conn, int oldstate)
+{
+	return conn->role == DW_ROLE_INBOUND || oldstate == TCP_CLOSE_WAIT || oldstate == TCP_LAST_ACK ||
+	       BPF_CORE_READ(sk, sk_err);
 }
 
 /*
@@ -166,9 +181,11 @@ static __always_inline void tls_unlink(struct dw_conn *l, struct dw_tls_key *key
  * write that began before it is looked at when it returns, maybe after);
  * the outstanding one may still be answered by bytes that came before the
  * FIN and are not read yet (SSL_read ends it).
- * At TCP_CLOSE nothing more can answer: it fails, and the link goes.
+ * At TCP_CLOSE nothing more can answer: it fails (named failed_closed where
+ * the connection ended under it, tls_conn_ended()), and the link goes.
  */
-static __always_inline void tls_on_state(const struct sock *sk, struct dw_conn *conn, int newstate)
+static __always_inline void tls_on_state(const struct sock *sk, struct dw_conn *conn, int oldstate,
+					 int newstate)
 {
 	struct dw_tls_key key = { .ssl = conn->tls_ssl, .tgid = conn->tls_tgid };
 	struct dw_conn *l;
@@ -183,7 +200,7 @@ static __always_inline void tls_on_state(const struct sock *sk, struct dw_conn *
 	if (!l || l->tls_sk != (__u64)(unsigned long)sk)
 		return;
 	if (newstate == TCP_CLOSE)
-		tls_unlink(l, &key);
+		tls_unlink(l, &key, tls_conn_ended(sk, conn, oldstate) ? OUTCOME_CLOSED : OUTCOME_FAILED);
 	else if (!l->tls_next_ns)
 		l->tls_next_ns = bpf_ktime_get_ns();
 }

@@ -157,6 +157,21 @@ static void text_answers_note(struct dw_buf *out, const struct dw_dep *dep)
 }
 
 /*
+ * Of a dependency's failed calls, those its connection's end failed (the peer's FIN or reset, a
+ * timeout: failed_closed, issue 50), where there are any: a line under the table, as the answers'
+ * failures by status have theirs; told apart from the caller's own closes (abandoned, the JSON's).
+ */
+static void text_failed_note(struct dw_buf *out, const struct dw_dep *dep)
+{
+	if (!dw_dep_shown(dep) || !dep->fig.failed_closed)
+		return;
+	dw_buf_printf(out, "failed: ");
+	dw_escape_text(out, dep->name, strlen(dep->name));
+	dw_buf_printf(out, ": %llu of %llu failed calls ended by their connection's close (failed_closed)\n",
+		      (unsigned long long)dep->fig.failed_closed, (unsigned long long)dep->fig.failed);
+}
+
+/*
  * DNS over UDP (issue 35) where the dependency had queries: one line under the table, what an
  * on-call reads first about a resolver (its timeouts and SERVFAIL/REFUSED answers fail calls,
  * NXDOMAIN answers do not), since start. One per dependency shown, none for folded ones: bounded.
@@ -228,8 +243,10 @@ static bool text_deps(struct dw_buf *out, const struct dw_collector *c, const st
 	for (unsigned i = 0; i < deps->n; i++) {
 		text_h2_note(out, &deps->deps[i]);
 		text_answers_note(out, &deps->deps[i]);
-		if (!fold || !fold[i])
+		if (!fold || !fold[i]) {
+			text_failed_note(out, &deps->deps[i]);
 			text_dns_note(out, &deps->deps[i]);
+		}
 		if (dw_dep_shown(&deps->deps[i]))
 			text_eject_note(out, &deps->deps[i], now);
 	}

@@ -450,7 +450,7 @@ def status_table(text):
             section = "deps"
         elif line.startswith("DEST "):
             section = "dests"
-        elif not line.strip() or line.startswith(("  <- ", "warning: ", "answers: ", "dns: ", "* ")):
+        elif not line.strip() or line.startswith(("  <- ", "warning: ", "answers: ", "failed: ", "dns: ", "* ")):
             if not line.strip() and section == "deps":
                 section = None
         elif section == "deps" and not line.startswith(DW_TOPN_OTHER + " "):

@@ -12,8 +12,10 @@ processes to its discovery.
 - memcached: 50 connections, each `set`, `get`, `quit` (text), and 10 with the binary protocol's
   Version then QuitQ: calls = the requests, failed 0, one dropped per connection.
 - A server of ours that closes after a request without answering: a 5-byte request that is no
-  goodbye (MySQL's COM_PING) fails, as it always did; COM_QUIT's 5 bytes to the same server are
-  dropped.
+  goodbye (MySQL's COM_PING) fails, as it always did, and its reason is named: failed_closed, the
+  connection ended under it (the caller's and the server's rows, and status's `failed:` line; its
+  /metrics family is test_metrics.py's); COM_QUIT's 5 bytes to the same server are dropped, failed_closed 0. Every case above
+  has failed_closed 0 too.
 - `depwatch top` beside the daemon: not in status's TLS figures (its binary's .rodata holds the
   texts the discovery looks for, and it links GnuTLS).
 
@@ -53,8 +55,8 @@ def inbound_row(status, port):
     return rows[0] if rows else None
 
 
-FIELDS = ("calls", "failed", "dropped", "inflight", "connects")
-IN_FIELDS = ("requests", "failed", "dropped", "inflight")
+FIELDS = ("calls", "failed", "failed_closed", "dropped", "inflight", "connects")
+IN_FIELDS = ("requests", "failed", "failed_closed", "dropped", "inflight")
 
 
 class GoodbyeTest(DaemonTestCase):
@@ -102,7 +104,8 @@ class GoodbyeTest(DaemonTestCase):
     def expect_inbound_mysql(self, case, got, requests, conns):
         """The server's row: MariaDB's server reads a packet's 4-byte header, then its body; COM_QUIT
         read so is a goodbye too (doc/callmodel.md): dropped, never failed."""
-        self.expect(case, got, {"requests": requests, "failed": 0, "dropped": conns, "inflight": 0})
+        self.expect(case, got, {"requests": requests, "failed": 0, "failed_closed": 0, "dropped": conns,
+                                "inflight": 0})
 
     def test_mariadb_client_loop(self):
         port = free_port()
@@ -113,7 +116,8 @@ class GoodbyeTest(DaemonTestCase):
         out, inb = self.settle(port, 2 * runs + runs)
         # each run: its login and its query are calls; its COM_QUIT, answered by the close, is dropped
         self.expect("mariadb x%d, outbound" % runs, out,
-                    {"calls": 2 * runs, "failed": 0, "dropped": runs, "inflight": 0, "connects": runs})
+                    {"calls": 2 * runs, "failed": 0, "failed_closed": 0, "dropped": runs, "inflight": 0,
+                     "connects": runs})
         self.expect_inbound_mysql("mariadb x%d, inbound" % runs, inb, 2 * runs, runs)
 
     def test_mysqlslap_fresh_connections(self):
@@ -135,7 +139,8 @@ class GoodbyeTest(DaemonTestCase):
         inb = {k: after_in[k] - before_in[k] for k in IN_FIELDS if k != "inflight"}
         inb["inflight"] = after_in["inflight"]
         self.expect("mysqlslap -c %d -i %d, outbound" % (clients, rounds), out,
-                    {"calls": queries + conns, "failed": 0, "dropped": conns, "inflight": 0, "connects": conns})
+                    {"calls": queries + conns, "failed": 0, "failed_closed": 0, "dropped": conns, "inflight": 0,
+                     "connects": conns})
         self.expect_inbound_mysql("mysqlslap -c %d -i %d, inbound" % (clients, rounds), inb, queries + conns, conns)
 
     # ---- memcached
@@ -175,8 +180,10 @@ class GoodbyeTest(DaemonTestCase):
         requests = 2 * text_conns + bin_conns
         out, inb = self.settle(port, requests + conns)
         self.expect("memcached %d text + %d binary connections, outbound" % (text_conns, bin_conns), out,
-                    {"calls": requests, "failed": 0, "dropped": conns, "inflight": 0, "connects": conns})
-        self.expect("memcached, inbound", inb, {"requests": requests, "failed": 0, "dropped": conns, "inflight": 0})
+                    {"calls": requests, "failed": 0, "failed_closed": 0, "dropped": conns, "inflight": 0,
+                     "connects": conns})
+        self.expect("memcached, inbound", inb,
+                    {"requests": requests, "failed": 0, "failed_closed": 0, "dropped": conns, "inflight": 0})
 
     @staticmethod
     def read_until_len(s, n):
@@ -217,20 +224,32 @@ class GoodbyeTest(DaemonTestCase):
         t.join(10)
         return port
 
+    def failed_note(self, port):
+        """status's line naming the close as the reason, for the dependency of port's destination."""
+        name = find_dest(self.d.status(), dest_text(port))["dependency"]
+        return [l for l in self.d.status_text().splitlines() if l.startswith("failed: %s: " % name)]
+
     def test_not_a_goodbye_fails(self):
         conns = 20
         port = self.close_after_request(COM_PING, conns)
         out, inb = self.settle(port, conns)
+        # the reason named: the server's close ended them (not the caller's: abandoned)
         self.expect("COM_PING answered by a close", out,
-                    {"calls": 0, "failed": conns, "dropped": 0, "inflight": 0, "connects": conns})
+                    {"calls": 0, "failed": conns, "failed_closed": conns, "dropped": 0, "inflight": 0,
+                     "connects": conns})
         self.expect("COM_PING answered by a close, inbound", inb,
-                    {"requests": 0, "failed": conns, "dropped": 0, "inflight": 0})
+                    {"requests": 0, "failed": conns, "failed_closed": conns, "dropped": 0, "inflight": 0})
+        self.assertEqual(self.failed_note(port),
+                         ["failed: %s: %d of %d failed calls ended by their connection's close (failed_closed)"
+                          % (find_dest(self.d.last_status, dest_text(port))["dependency"], conns, conns)])
         port = self.close_after_request(COM_QUIT, conns)
         out, inb = self.settle(port, conns)
         self.expect("COM_QUIT answered by a close", out,
-                    {"calls": 0, "failed": 0, "dropped": conns, "inflight": 0, "connects": conns})
+                    {"calls": 0, "failed": 0, "failed_closed": 0, "dropped": conns, "inflight": 0,
+                     "connects": conns})
         self.expect("COM_QUIT answered by a close, inbound", inb,
-                    {"requests": 0, "failed": 0, "dropped": conns, "inflight": 0})
+                    {"requests": 0, "failed": 0, "failed_closed": 0, "dropped": conns, "inflight": 0})
+        self.assertEqual(self.failed_note(port), [])
 
     # ---- depwatch's own processes and the TLS discovery
 

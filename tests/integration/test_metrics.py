@@ -75,6 +75,7 @@ FAMILIES = {
     "depwatch_h2_desync_total": "counter",
     "depwatch_streams_untracked_total": "counter",
     "depwatch_calls_cancelled_total": "counter",
+    "depwatch_calls_failed_closed_total": "counter",
     "depwatch_call_failures_status_total": "counter",
     "depwatch_answers_total": "counter",
     "depwatch_breaker_state": "gauge",

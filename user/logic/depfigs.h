@@ -54,6 +54,8 @@ enum { DW_FIG_ALWAYS, DW_FIG_DNS };
 	  "HTTP/2 streams seen but not timed: their connection already had 128 streams open.") \
 	X(cancelled, calls_cancelled, "cancelled", "depwatch_calls_cancelled_total", DW_FIG_ALWAYS, \
 	  "Of the failed calls, HTTP/2 streams the client reset (a gRPC deadline or cancel).") \
+	X(failed_closed, calls_failed_closed, "failed_closed", "depwatch_calls_failed_closed_total", DW_FIG_ALWAYS, \
+	  "Of the failed calls, those whose connection ended under them (the peer's FIN or reset, a timeout); not HTTP/2 streams.") \
 	X(dns_queries, calls_dns, "dns_queries", "depwatch_dns_queries_total", DW_FIG_DNS, \
 	  "DNS queries over UDP to the dependency: each one a call.") \
 	X(dns_nxdomain, dns_nxdomain, "dns_nxdomain", "depwatch_dns_nxdomain_total", DW_FIG_DNS, \
