@@ -162,7 +162,7 @@ struct dw_dest_stats {
 	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35): a query is a call */
 	__u64 calls_dns;		/* of the started: DNS queries */
 	__u64 dns_nxdomain;		/* of the completed: NXDOMAIN answers (no failure) */
-	__u64 dns_timeouts;		/* of the failed: queries unanswered after dns_timeout */
+	__u64 dns_timeouts;		/* of the failed: queries unanswered after dns_timeout, or at their socket's close */
 	__u64 dns_rcode_failed;		/* of the failed: SERVFAIL and REFUSED answers */
 	/* TLS plaintext (issue 32, bpf/ssl.bpf.c) */
 	__u64 conns_tls;		/* connections tied to a TLS session: their calls timed from its plaintext, once each */
@@ -399,7 +399,10 @@ struct dw_pending_entry {
 	  "Header-block records lost: the ring was full.")		\
 	/* the call model (bpf/callmodel.bpf.h) */				\
 	X(answers_unseen, answers_unseen,					\
-	  "Calls whose answer no data-arrival event reported: completed at the next send or the close.")
+	  "Calls whose answer no data-arrival event reported: completed at the next send or the close.") \
+	/* DNS over UDP: a query whose socket closed unanswered (bpf/dnscall.bpf.h, issue 48) */ \
+	X(dns_closed, dns_closed,						\
+	  "DNS queries failed at their socket's close, unanswered (also counted in dns_timeouts).")
 
 /* Global per-CPU counters (DW_GLOBAL_COUNTERS), one __u64 each. */
 struct dw_global_stats {

@@ -3,9 +3,10 @@
  * DNS over UDP as calls (issue 35; the matcher: bpf/dnscall.bpf.h): the
  * cgroup egress and ingress programs, attached to the cgroup v2 root with
  * the enforcement programs, see every datagram of every process in every
- * network namespace; the sweep (run by the daemon once a poll with
- * BPF_PROG_TEST_RUN, never attached) fails the queries past their
- * dns_timeout. Both backends load them alike.
+ * network namespace, and the release program every socket's close; the
+ * sweep (run by the daemon once a poll with BPF_PROG_TEST_RUN, never
+ * attached) fails the queries past their dns_timeout. Both backends load
+ * them alike.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -30,6 +31,21 @@ int dw_dns_ingress(struct __sk_buff *skb)
 {
 	dw_on_dns_skb(skb, false);
 	return CGROUP_SKB_PASS;
+}
+
+/*
+ * A socket's release (issue 48): glibc closes its socket when its own
+ * timeout passes, and a query whose socket is gone is never answered, so
+ * it fails here rather than at its dns_timeout. Only UDP sockets, and only
+ * while some query is outstanding on the host, look for a record: every
+ * other release costs two reads. Loaded only with dw_dns_close_on.
+ */
+SEC("cgroup/sock_release")
+int dw_dns_release(struct bpf_sock *ctx)
+{
+	if (ctx->protocol == IPPROTO_UDP && *(volatile __u32 *)&dw_dns_live)
+		dns_closed(ctx);
+	return 1;
 }
 
 /* How many queries the last sweep failed (for the daemon's log only). */

@@ -49,6 +49,22 @@ struct dw_dns_query {
 	__u32 pad;
 };
 
+/*
+ * A UDP socket's queries, for its close (socket storage, created at its
+ * first query; bpf/dnscall.bpf.h): the keys of the last DW_DNS_SOCK_KEYS
+ * queries it sent that went into the table. glibc sends A and AAAA on one
+ * socket per nameserver, so two cover it; a socket with more outstanding
+ * has its older ones end at dns_timeout. A key whose query was answered or
+ * swept is simply no longer in the table; cookie 0: no key yet.
+ */
+#define DW_DNS_SOCK_KEYS 2
+
+struct dw_dns_sock {
+	struct dw_dns_key keys[DW_DNS_SOCK_KEYS];
+	__u32 next;		/* keys[next % DW_DNS_SOCK_KEYS] is written next */
+	__u32 pad;
+};
+
 #define DW_DNS_HDR 12
 /* bytes of a message read: the header and a question whose name is at most 110 bytes on the wire */
 #define DW_DNS_WINDOW 128

@@ -7,11 +7,14 @@
  * ingress, before it is queued: the same on both backends). A query nobody
  * answers is in flight (a pending-table entry of its own, so the stall rule
  * sees its age) until its dependency's dns_timeout, when the sweep (run by
- * the daemon once a poll) fails it, timed at the timeout. SERVFAIL and
- * REFUSED fail; NXDOMAIN completes and is counted by itself.
+ * the daemon once a poll) fails it, timed at the timeout; or until its
+ * socket closes (cgroup/sock_release: the client gave up, as glibc does
+ * at its own timeout), when it fails as a timeout too, timed at the close
+ * (issue 48). SERVFAIL and REFUSED fail; NXDOMAIN completes and is counted
+ * by itself.
  *
- * Exactly once: whoever deletes the query's entry (its answer, or the
- * sweep) ends it. Retransmits of the same id and question on the same
+ * Exactly once: whoever deletes the query's entry (its answer, the sweep
+ * or the close) ends it. Retransmits of the same id and question on the same
  * socket are one call, timed from the first send. The datagrams are read
  * with bpf_skb_load_bytes into a window of DW_DNS_WINDOW bytes and parsed
  * by bpf/dns.h; UDP off the dns_ports (QUIC, anything else) is never read
@@ -55,6 +58,14 @@ struct dns_dgram {
 
 /* Outstanding queries (inserted, not yet deleted): the daemon skips the sweep at 0. */
 __u32 dw_dns_live __weak;
+
+/*
+ * Set by user space before load: 1 when the close program (dw_dns_release)
+ * is loaded. At 0 the sends keep no per-socket record, and the verifier
+ * never sees their socket-storage call (a kernel that refuses it still
+ * gets DNS, ended by answers and the sweep).
+ */
+const volatile __u32 dw_dns_close_on __weak = 1;
 
 /* The UDP header's port on the resolver's side, if it is a DNS port: the whole cost for other UDP. */
 static __always_inline int dns_udp(struct __sk_buff *skb, __u32 l4, bool egress, struct dns_dgram *d)
@@ -158,6 +169,31 @@ static __always_inline __u32 dns_netns(void)
 	return BPF_CORE_READ(task, nsproxy, net_ns, ns.inum);
 }
 
+/*
+ * A query went into the table: its key goes into its socket's record, for
+ * the close (dns_closed). Only the last DW_DNS_SOCK_KEYS are kept: an
+ * older query still outstanding then ends at dns_timeout, as before. Two
+ * sends racing on one socket may tear a key: a torn key (its cookie is
+ * still this socket's) matches nothing, or another query of this socket.
+ */
+static __always_inline void dns_remember(struct __sk_buff *skb, const struct dw_dns_key *key)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct dw_dns_sock *ds;
+
+	if (!dw_dns_close_on || !sk)
+		return;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return;
+	/* no record (no memory): the query still ends at its answer or its dns_timeout */
+	ds = bpf_sk_storage_get(&dns_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!ds)
+		return;
+	ds->keys[ds->next & (DW_DNS_SOCK_KEYS - 1)] = *key;
+	ds->next++;
+}
+
 /* A query leaves: a call starts, unless it is a retransmit or the table is full. */
 static __always_inline void dns_query(struct __sk_buff *skb, struct dns_dgram *d, const struct dw_dns_msg *m)
 {
@@ -189,6 +225,7 @@ static __always_inline void dns_query(struct __sk_buff *skb, struct dns_dgram *d
 		return;
 	}
 	__sync_fetch_and_add(&dw_dns_live, 1);
+	dns_remember(skb, &key);
 	e = pend_entry(q.pend);
 	if (e) {
 		e->connect_start_ns = 0;
@@ -205,7 +242,11 @@ static __always_inline void dns_query(struct __sk_buff *skb, struct dns_dgram *d
 		st->calls_dns++;
 }
 
-enum dns_end { DNS_ANSWERED, DNS_NXDOMAIN, DNS_RCODE_FAILED, DNS_TIMEOUT };
+/*
+ * DNS_CLOSED: its socket closed unanswered before its dns_timeout (the
+ * client gave up): failed, counted as a timeout, timed at the close.
+ */
+enum dns_end { DNS_ANSWERED, DNS_NXDOMAIN, DNS_RCODE_FAILED, DNS_TIMEOUT, DNS_CLOSED };
 
 /* Ends a query whose entry the caller deleted: exactly once. */
 static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end how, __u64 now)
@@ -219,7 +260,7 @@ static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end h
 	dns_conn(&c, q->slot, q->caller);
 	if (how == DNS_TIMEOUT)
 		now = q->start_ns + q->timeout_ns;
-	count_end(&c, q->start_ns, how == DNS_RCODE_FAILED || how == DNS_TIMEOUT ? OUTCOME_FAILED : OUTCOME_COMPLETED,
+	count_end(&c, q->start_ns, how == DNS_ANSWERED || how == DNS_NXDOMAIN ? OUTCOME_COMPLETED : OUTCOME_FAILED,
 		  now, false);
 	st = stats_of(&c);
 	if (!st)
@@ -228,7 +269,7 @@ static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end h
 		st->dns_nxdomain++;
 	else if (how == DNS_RCODE_FAILED)
 		st->dns_rcode_failed++;
-	else if (how == DNS_TIMEOUT)
+	else if (how == DNS_TIMEOUT || how == DNS_CLOSED)
 		st->dns_timeouts++;
 }
 
@@ -296,6 +337,41 @@ static long dns_sweep_one(struct bpf_map *map, struct dw_dns_key *key, struct dw
 	dns_end(&q, DNS_TIMEOUT, ctx->now);
 	ctx->ended++;
 	return 0;
+}
+
+/*
+ * A UDP socket closes (cgroup/sock_release, in the closing task): its
+ * queries still in the table will never be answered, and end now as
+ * failed, a timeout timed at the close, or at their dns_timeout if that
+ * came first (the sweep had not run yet). At most DW_DNS_SOCK_KEYS lookups
+ * and deletes; a socket that sent no query has no record. The delete is
+ * what makes it exactly once against a racing answer or sweep.
+ */
+static __always_inline void dns_closed(struct bpf_sock *sk)
+{
+	struct dw_dns_query *found, q;
+	struct dw_dns_sock *ds;
+	__u64 now = 0;
+
+	ds = bpf_sk_storage_get(&dns_socks, sk, 0, 0);
+	if (!ds)
+		return;
+	for (__u32 i = 0; i < DW_DNS_SOCK_KEYS; i++) {
+		struct dw_dns_key key = ds->keys[i];
+
+		if (!key.cookie)
+			continue;
+		found = bpf_map_lookup_elem(&dns_queries, &key);
+		if (!found)
+			continue;	/* answered, or swept */
+		q = *found;
+		if (bpf_map_delete_elem(&dns_queries, &key))
+			continue;	/* its answer or the sweep, on another CPU, just ended it */
+		if (!now)
+			now = bpf_ktime_get_ns();
+		dns_end(&q, now - q.start_ns > q.timeout_ns ? DNS_TIMEOUT : DNS_CLOSED, now);
+		global_count(G_dns_closed);
+	}
 }
 
 #endif /* DEPWATCH_DNSCALL_BPF_H */

@@ -364,6 +364,14 @@ struct {
 	__type(value, struct dw_dns_query);
 } dns_queries SEC(".maps") __weak;
 
+/* A UDP socket's last queries (struct dw_dns_sock), read at its close: lives and dies with it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct dw_dns_sock);
+} dns_socks SEC(".maps") __weak;
+
 /* 1 at the ports DNS is read on (dns_ports, by default 53); written by user space */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

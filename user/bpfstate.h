@@ -62,6 +62,8 @@ struct dw_bpf {
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
 	char h2_why[128];	/* why no connection is walked as HTTP/2 ("": they are) */
 	bool dns_refused;	/* the kernel refused the DNS programs (issue 35): loaded without them */
+	bool dns_close_on;	/* the DNS close program (issue 48) is in the object being loaded */
+	bool dns_close_refused;	/* the kernel refused it: loaded again without it, DNS kept */
 	bool keep_pinned;
 	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */

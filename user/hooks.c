@@ -73,12 +73,13 @@ const struct dw_other_hook dw_other_hooks[] = {
 	{ HOOK_DNS_EGRESS, "DNS queries over UDP are not calls" },
 	/* a query whose answer nobody sees would fail at its timeout: the two go together */
 	{ HOOK_DNS_INGRESS, "DNS queries over UDP are not calls (their answers would not be seen)" },
+	{ HOOK_DNS_CLOSE, "a DNS query whose socket closes unanswered fails at its dns_timeout, not at the close" },
 	{ HOOK_TLS, "TLS libraries get no uprobes: calls over TLS are timed from their records (doc/tls.md)" },
 };
 
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))
-/* + the four cgroup enforcement hooks, iter/tcp, sock_destroy and the two DNS hooks, tls */
-_Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 9 <= DW_MAX_PROGS,
+/* + the four cgroup enforcement hooks, iter/tcp, sock_destroy and the three DNS hooks, tls */
+_Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 10 <= DW_MAX_PROGS,
 	       "DW_MAX_PROGS too small");
 
 

@@ -62,6 +62,8 @@ extern const size_t dw_nsyscalls_only;
 /* DNS over UDP as calls (issue 35): the cgroup datagram hooks, and the sweep that times queries out */
 #define HOOK_DNS_EGRESS "cgroup_skb/egress"
 #define HOOK_DNS_INGRESS "cgroup_skb/ingress"
+/* a UDP socket's close: its queries still unanswered fail there (issue 48) */
+#define HOOK_DNS_CLOSE "cgroup/sock_release"
 /* the TLS uprobes and the exec watch that finds them libraries (user/tls/, doc/tls.md) */
 #define HOOK_TLS "tls"
 

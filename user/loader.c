@@ -182,6 +182,11 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 		bpf_program__set_autoload(b->skel->progs.dw_dns_ingress, false);
 		bpf_program__set_autoload(b->skel->progs.dw_dns_sweep, false);
 	}
+	/* the close path (issue 48): with the rest of DNS only; without it the sends keep no record */
+	b->dns_close_on = bpf_program__autoload(b->skel->progs.dw_dns_egress) && !b->dns_close_refused &&
+			  !dw_bpf_withheld(b, HOOK_DNS_CLOSE);
+	b->skel->rodata->dw_dns_close_on = b->dns_close_on;
+	bpf_program__set_autoload(b->skel->progs.dw_dns_release, b->dns_close_on);
 	decide_h2(b, h2);
 	decide_tls(b);
 	if (!abort && !b->abort_why[0]) {
@@ -222,7 +227,14 @@ static int open_and_load(struct dw_bpf *b, const char *backend)
 		h2 = false;
 		err = load_skeleton(b, backend, true, true, false, &refused);
 	}
-	/* DNS (issue 35) next: a kernel that refuses its programs still gets everything else */
+	/* DNS's close path (issue 48), then DNS (issue 35): each refusal keeps what it can */
+	if (refused && b->dns_close_on) {
+		dw_warn("the kernel refused the BPF object with the DNS close program (%s); loading it without it",
+			strerror(-err));
+		depwatch_bpf__destroy(b->skel);
+		b->dns_close_refused = true;
+		err = load_skeleton(b, backend, true, true, h2, &refused);
+	}
 	if (refused) {
 		dw_warn("the kernel refused the BPF object with the DNS programs (%s); loading it without them",
 			strerror(-err));
@@ -373,6 +385,29 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 }
 
 /*
+ * The close path (issue 48) on the DNS programs' directory, once both are
+ * attached (dns_why NULL): without it DNS still works, its unanswered
+ * queries ending at their dns_timeout; the start line says which.
+ */
+static void attach_dns_close(struct dw_bpf *b, const char *dns_why, int fd, const char *path)
+{
+	struct dw_prog_status *ps = &b->progs[b->nprogs++];
+
+	ps->name = "dw_dns_release";
+	ps->hook = HOOK_DNS_CLOSE;
+	if (dns_why)
+		snprintf(ps->why, sizeof(ps->why), "%s", dns_why);
+	else if (dw_bpf_withheld(b, HOOK_DNS_CLOSE))
+		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_DNS_CLOSE, NULL);
+	else if (!b->dns_close_on)
+		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_DNS_CLOSE, "the kernel refused the program");
+	else if (!(ps->link = bpf_program__attach_cgroup(b->skel->progs.dw_dns_release, fd)))
+		snprintf(ps->why, sizeof(ps->why), "attach to %.200s failed: %s: %s", path, strerror(errno),
+			 dw_other_hook_loss(HOOK_DNS_CLOSE));
+	ps->attached = ps->link != NULL;
+}
+
+/*
  * DNS over UDP (issue 35): the cgroup datagram programs on the same cgroup v2
  * directory as enforcement (the root: every process), both or neither (a
  * query whose answer is not seen would fail at its timeout). The dns_ports
@@ -428,6 +463,7 @@ static void attach_dns(struct dw_bpf *b, const char *want)
 		}
 		ps->attached = true;
 	}
+	attach_dns_close(b, why, fd, path);
 	if (fd >= 0)
 		close(fd);
 }

@@ -3,7 +3,8 @@ own, with glibc's getaddrinfo and dig as clients: depwatch's calls are the queri
 its p50 is dig's own figure, SERVFAIL and REFUSED fail while NXDOMAIN is counted apart, a silent
 resolver is in flight at once, opens its breaker on the stall and fails its queries at dns_timeout,
 and with enforce = connect an open breaker on the first of two nameservers sends glibc to the
-second at once. One daemon serves every case; each case has its resolver (and dependency)."""
+second at once, and a query whose socket glibc closes unanswered fails at that close. One daemon
+serves every case; each case has its resolver (and dependency)."""
 
 import os
 import random
@@ -49,6 +50,12 @@ dns_timeout = 3s
 [dependency dns_v6]
 match = [{v6}]:53
 enforce = connect
+[dependency dns_gone1]
+match = {net}.8:53
+dns_timeout = 3s
+[dependency dns_gone2]
+match = {net}.9:53
+dns_timeout = 30s
 """.format(net=NET, v6=V6_ADDR)
 
 # A resolver that answers every query wrongly (on NET.6:53): the wrong id, another question, a
@@ -111,7 +118,7 @@ class DnsTest(unittest.TestCase):
             up = SlowUpstream(cls.ns, UPSTREAM[0], UPSTREAM[1], SLOW_S)
             cls._cleanups.append(up.close)
             cls.ub = {}
-            for i in (1, 2, 3, 4, 5):
+            for i in (1, 2, 3, 4, 5, 8, 9):
                 u = Unbound(cls.ns, "%s.%d" % (NET, i), "%s@%d" % UPSTREAM, v6="::1" if i == 1 else None)
                 cls._cleanups.append(u.close)
                 cls.ub[i] = u
@@ -163,6 +170,7 @@ class DnsTest(unittest.TestCase):
         self.assertLessEqual(abs(done - logged), logged * 0.01,
                              "depwatch's answered calls %d, unbound logged %d" % (done, logged))
         self.assertEqual(now["failed"] - was["failed"], 0)
+        self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], 0)
         self.assertEqual(now["dns_nxdomain"] - was["dns_nxdomain"], 0)
         row = self.dest_row(st, ub.addr)
         self.assertIsNotNone(row, "a destination row in the namespace's netns")
@@ -366,6 +374,70 @@ class DnsTest(unittest.TestCase):
         finally:
             looks.stop()
             ub.resume()
+
+    # -- given up: glibc closes its socket at its own timeout; the query fails at that close (issue 48)
+
+    def test_given_up_queries_fail_at_close(self):
+        """Two nameservers that answer, then go silent; lookups 4 at a time through glibc with
+        timeout:2 attempts:1. Each failed getaddrinfo sent 4 queries: A and AAAA in one sendmmsg on
+        one connected socket per nameserver, each asked once; glibc closes both sockets when it
+        gives up on the second, 4 s after the first send (strace of glibc 2.36, as res_send.c
+        reads). The first's dns_timeout (3 s) passes before that close, so the sweep and the close
+        race for its queries; the second's (30 s) never comes in this test, so only the close can
+        fail its queries. Exact: every query counted once, by whichever ended it."""
+        one, two = self.ub[8], self.ub[9]
+        self.ns.set_resolv([one.addr, two.addr], "timeout:2 attempts:1")
+        rows = Lookups(self.ns, "a.test", nthreads=4, count=10).wait()
+        self.assertEqual(len(rows), 40)
+        self.assertTrue(all(ok for _, _, ok in rows), "the first nameserver answered")
+        st = self.d.wait_for(lambda s: self.dep("dns_gone1", s)["calls"] >= 80
+                             and self.dep("dns_gone1", s)["inflight"] == 0)
+        was = {n: self.dep(n, st) for n in ("dns_gone1", "dns_gone2")}
+        was_rows = {a: self.dest_row(st, a) or {"failed": 0} for a in (one.addr, two.addr)}
+        k0 = st["kernel"]
+        self.assertEqual(was["dns_gone1"]["failed"], 0)
+        logged = {u: u.queries() for u in (one, two)}
+        one.silence()
+        two.silence()
+        try:
+            rows = Lookups(self.ns, "a.test", nthreads=4, count=2).wait()
+            t_given_up = time.monotonic()
+            failed_lookups = len([r for r in rows if not r[2]])
+            self.assertEqual((len(rows), failed_lookups), (8, 8), "every lookup failed: %r" % rows)
+            self.assertTrue(all(r[1] >= 3.9 for r in rows), "glibc waited 2 s on each nameserver: %r" % rows)
+            per_ns = 2 * failed_lookups   # A and AAAA, once each
+            # the second's queries: in flight until the close, and no sweep before 30 s
+            st = self.d.wait_for(lambda s: all(self.dep(n, s)["failed"] - was[n]["failed"] >= per_ns
+                                               and self.dep(n, s)["inflight"] == 0 for n in was), timeout=5)
+            t_counted = time.monotonic() - t_given_up
+        finally:
+            one.resume()
+            two.resume()
+        now = {n: self.dep(n, st) for n in was}
+        k = st["kernel"]
+        delta = {n: {f: now[n][f] - was[n][f] for f in ("dns_queries", "calls", "failed", "dns_timeouts", "inflight")}
+                 for n in was}
+        want = {"dns_queries": per_ns, "calls": 0, "failed": per_ns, "dns_timeouts": per_ns, "inflight": 0}
+        closed = k["dns_closed"] - k0["dns_closed"]
+        print("\n  dns given up: %d lookups failed, %d queries unanswered per nameserver; depwatch failed "
+              "%d and %d, in flight 0 %.2f s after glibc gave up; %d ended at their socket's close"
+              % (failed_lookups, per_ns, delta["dns_gone1"]["failed"], delta["dns_gone2"]["failed"],
+                 t_counted, closed))
+        self.assertEqual(delta, {"dns_gone1": want, "dns_gone2": want})
+        for u in (one, two):
+            row = self.dest_row(st, u.addr)
+            self.assertIsNotNone(row, u.addr)
+            self.assertEqual(row["failed"] - was_rows[u.addr]["failed"], per_ns, u.addr)
+            self.assertEqual(row["inflight"], 0, u.addr)
+        # only the close ends the second's; the first's went to the sweep or the close, never both
+        self.assertGreaterEqual(closed, per_ns)
+        self.assertLessEqual(closed, 2 * per_ns)
+        # the resolvers' own count, once they run again and read what waited in their sockets
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(u.queries() - logged[u] < per_ns for u in logged):
+            time.sleep(0.1)
+        self.assertEqual([u.queries() - logged[u] for u in (one, two)], [per_ns, per_ns],
+                         "each nameserver received A and AAAA of each failed lookup")
 
     # -- enforcement: two nameservers, the first silent; enforce = connect sends glibc to the second at once
 

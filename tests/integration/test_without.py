@@ -9,10 +9,12 @@ import re
 import socket
 import subprocess
 import tempfile
+import time
 import unittest
 
 import harness
 from harness import Client, DEPWATCH, Daemon, DaemonError, DaemonTestCase, LoopbackServer
+from dnsnet import query
 
 BACKEND = harness.BACKEND_IN_USE
 
@@ -82,6 +84,26 @@ class WithoutTest(DaemonTestCase):
         not_attached = d.status()["kernel"]["programs"].split("; not attached:")[1]
         for hook in ("cgroup_skb/egress", "cgroup_skb/ingress"):
             self.assertIn("%s (absent (--without): DNS queries over UDP are not calls)" % hook, not_attached)
+        self.exact_calls(d)
+
+    def test_without_the_dns_close_path(self):
+        """The close program withheld (issue 48): DNS queries are still calls, but one whose socket
+        closes unanswered stays in flight until its dns_timeout (5 s) instead of failing at the close
+        (test_dns's test_given_up_queries_fail_at_close: within a poll)."""
+        loss = "a DNS query whose socket closes unanswered fails at its dns_timeout, not at the close"
+        d = self.start_daemon(extra_args=["--without", "cgroup/sock_release"])
+        self.assertEqual(self.without_lines(d), [
+            "depwatch: warning: running without cgroup/sock_release: %s; everything else works" % loss])
+        attached, not_attached = d.status()["kernel"]["programs"].split("; not attached:")
+        self.assertIn(" cgroup_skb/egress cgroup_skb/ingress ", attached)
+        self.assertIn("cgroup/sock_release (absent (--without): %s)" % loss, not_attached)
+        # nothing listens on 127.9.9.9:53: the query is never answered, and its socket closes at once
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.sendto(query(0x4848, "gone.test"), ("127.9.9.9", 53))
+        s.close()
+        d.wait_dest("127.9.9.9:53", lambda r: r["dns_queries"] == 1)
+        time.sleep(1)   # four polls after the close
+        self.assertRow(d.dest("127.9.9.9:53"), {"dns_queries": 1, "failed": 0, "inflight": 1}, "127.9.9.9:53")
         self.exact_calls(d)
 
     def test_without_the_adopting_iterator(self):

@@ -56,6 +56,10 @@ static void test_the_loaders_other_reasons(void **state)
 			    "refused while a resolver's breaker is open");
 	dw_hook_off_why(why, sizeof(why), HOOK_DNS_EGRESS, "the kernel refused the program");
 	assert_string_equal(why, "the kernel refused the program: DNS queries over UDP are not calls");
+	/* the close path (issue 48): refused on its own, DNS kept */
+	dw_hook_off_why(why, sizeof(why), HOOK_DNS_CLOSE, "the kernel refused the program");
+	assert_string_equal(why, "the kernel refused the program: a DNS query whose socket closes unanswered "
+			    "fails at its dns_timeout, not at the close");
 	dw_hook_off_why(why, sizeof(why), HOOK_CONNECT6, NULL);
 	assert_string_equal(why, "absent (--without): IPv6 connects are not refused while a breaker is open "
 			    "(breakers are still judged)");

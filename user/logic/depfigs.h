@@ -61,7 +61,7 @@ enum { DW_FIG_ALWAYS, DW_FIG_DNS };
 	X(dns_nxdomain, dns_nxdomain, "dns_nxdomain", "depwatch_dns_nxdomain_total", DW_FIG_DNS, \
 	  "Of the completed DNS queries, NXDOMAIN answers (no failure).") \
 	X(dns_timeouts, dns_timeouts, "dns_timeouts", "depwatch_dns_timeouts_total", DW_FIG_DNS, \
-	  "Of the failed calls, DNS queries unanswered after the dependency's dns_timeout.") \
+	  "Of the failed calls, DNS queries unanswered after the dependency's dns_timeout or when their socket closed.") \
 	X(dns_rcode_failed, dns_rcode_failed, "dns_rcode_failed", "depwatch_dns_rcode_failed_total", DW_FIG_DNS, \
 	  "Of the failed calls, DNS queries answered SERVFAIL or REFUSED.")
 
