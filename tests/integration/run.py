@@ -12,6 +12,7 @@ non-zero if anything failed. Python 3 standard library only.
 
 import argparse
 import os
+import re
 import resource
 import sys
 import time
@@ -105,8 +106,11 @@ def failed_ids(result):
     why = {}
     for test, text in result.errors + result.failures:
         tid = test.id() if test.id() in result.outcome else str(test)
-        last = [l for l in text.strip().splitlines() if l.strip()][-1:] or [""]
-        why.setdefault(tid, " ".join(last[0].split())[:400])
+        lines = [l for l in text.strip().splitlines() if l.strip()]
+        # the exception's line and what its message goes on with (a verdict's problems list)
+        at = max([i for i, l in enumerate(lines) if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b", l)]
+                 or [len(lines) - 1])
+        why.setdefault(tid, " ".join(" ".join(lines[at:at + 4]).split())[:400])
     ids = sorted(tid for tid, what in result.outcome.items() if what == "fail")
     ids += [tid for tid in why if tid not in result.outcome and tid not in ids]
     return [tid + (" -- " + why[tid] if why.get(tid) else "") for tid in ids]
