@@ -11,7 +11,8 @@
 
 #include <stddef.h>
 
-#include "tls/attach.h"
+/* the links only (tlslinks.h says why not tls/attach.h): golang/ stays below the discovery in tls/ */
+#include "tlslinks.h"
 
 struct bpf_object;
 

@@ -351,15 +351,6 @@ static int add_match(struct parser *p, const char *val)
 	return 0;
 }
 
-/* syslog_facility, enforce_cgroup and dns_ports: keys of [defaults] alone, set at most once. */
-int cfg_check_defaults_only(struct parser *p, const char *key, int line)
-{
-	if (p->sec != SEC_DEFAULTS)
-		return fail(p, "%s belongs in [defaults], not in [dependency %s]", key,
-			    p->deps[p->ndeps - 1].dep.name);
-	return cfg_check_unset(p, key, line);
-}
-
 static int set_facility(struct parser *p, const char *val)
 {
 	char c[DW_CLIP_BUF];

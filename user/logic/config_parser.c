@@ -175,6 +175,19 @@ int cfg_check_unset(struct parser *p, const char *key, int line)
 	return fail(p, "duplicate key '%s' in %s (first set at line %d)", key, sec, line);
 }
 
+/*
+ * syslog_facility, enforce_cgroup (config_lines.c) and dns_ports (config_dnsports.c): keys of
+ * [defaults] alone, set at most once. Here, with the other checks the config*.c files share, so
+ * that config_dnsports.c, which config_lines.c calls, never calls back into config_lines.c.
+ */
+int cfg_check_defaults_only(struct parser *p, const char *key, int line)
+{
+	if (p->sec != SEC_DEFAULTS)
+		return fail(p, "%s belongs in [defaults], not in [dependency %s]", key,
+			    p->deps[p->ndeps - 1].dep.name);
+	return cfg_check_unset(p, key, line);
+}
+
 int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val)
 {
 	char lo[DW_DURATION_STRLEN], hi[DW_DURATION_STRLEN], c[DW_CLIP_BUF];

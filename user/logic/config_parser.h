@@ -101,8 +101,6 @@ struct parser {
 
 /* ---- config_dnsports.c ---- */
 
-/* A key of [defaults] alone (an error in a [dependency]), set at most once (line: where it was). */
-int cfg_check_defaults_only(struct parser *p, const char *key, int line);
 /* dns_ports = PORT[, PORT...] in [defaults]: into p->dns_ports, or an error at p->line. */
 int cfg_set_dns_ports(struct parser *p, const char *val);
 
@@ -134,6 +132,8 @@ int cfg_check_section_name(struct parser *p, const char *kind, const char *name)
 int cfg_grow(void *arrayp, size_t size, unsigned n, unsigned *cap, unsigned first);
 /* 0 if key is not set yet in the current section; line: where it was. */
 int cfg_check_unset(struct parser *p, const char *key, int line);
+/* A key of [defaults] alone (an error in a [dependency]), set at most once (line: where it was). */
+int cfg_check_defaults_only(struct parser *p, const char *key, int line);
 /* "KEY: 'VAL' is not ..." for a value of k's kind out of its range. */
 int cfg_fail_value(struct parser *p, const struct key_def *k, const char *val);
 /* val as a duration within k's range into *ns, else cfg_fail_value. */

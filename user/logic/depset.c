@@ -15,60 +15,6 @@
 #define RETRY_SPAN_NS 10000000000ULL
 #define RETRY_SAMPLE_NS 1000000000ULL
 
-/* Growing an output array; a full one drops the item and says so (out->oom). */
-static void *grow(void *arr, unsigned n, unsigned *cap, size_t size)
-{
-	unsigned want = *cap ? *cap * 2 : 16;
-	void *p;
-
-	if (n < *cap)
-		return arr;
-	p = realloc(arr, (size_t)want * size);
-	if (p)
-		*cap = want;
-	return p;
-}
-
-void dw_ds_emit(struct dw_depset_out *out, const struct dw_deps *deps, const struct dw_dep *dep,
-		 struct dw_dep_event ev)
-{
-	struct dw_dep_event *p = grow(out->ev, out->nev, &out->capev, sizeof(*p));
-
-	if (!p) {
-		out->oom = true;
-		return;
-	}
-	out->ev = p;
-	ev.dep = dep - deps->deps;
-	out->ev[out->nev++] = ev;
-}
-
-bool dw_ds_put_op(struct dw_depset_out *out, const struct dw_breaker_op *op)
-{
-	struct dw_breaker_op *p = grow(out->ops, out->nops, &out->capops, sizeof(*p));
-
-	if (!p) {
-		out->oom = true;
-		return false;
-	}
-	out->ops = p;
-	out->ops[out->nops++] = *op;
-	return true;
-}
-
-void dw_depset_out_reset(struct dw_depset_out *out)
-{
-	out->nev = out->nops = 0;
-	out->oom = false;
-}
-
-void dw_depset_out_free(struct dw_depset_out *out)
-{
-	free(out->ev);
-	free(out->ops);
-	memset(out, 0, sizeof(*out));
-}
-
 static int reserve(struct dw_deps *deps, unsigned more)
 {
 	unsigned cap = deps->cap ? deps->cap : 64;
@@ -99,14 +45,6 @@ static struct dw_dep *dep_add(struct dw_deps *deps)
 	/* no history yet: the first sample seeds the averages */
 	dep->rates.call_rate = dep->rates.call_rate_baseline = dep->rates.retry_ratio = -1;
 	return dep;
-}
-
-struct dw_dep *dw_ds_configured_named(const struct dw_deps *deps, const char *name)
-{
-	for (unsigned i = 0; i < deps->n; i++)
-		if (deps->deps[i].used && deps->deps[i].id && !strcmp(deps->deps[i].name, name))
-			return &deps->deps[i];
-	return NULL;
 }
 
 static bool in_config(const struct dw_config *cfg, const char *name)
@@ -353,64 +291,6 @@ static void gather(struct dw_deps *deps, struct dw_dest *dests, size_t cap, uint
 		dep->ndests++;
 		dw_dep_figs_add_dest(&dep->fig, d);
 	}
-}
-
-
-void dw_ds_merge_slices(struct judge_scratch *js, const struct dw_dest *d, uint64_t now_slice)
-{
-	for (unsigned i = 0; i < d->nslices; i++) {
-		const struct dw_slice_counts *sl = &d->slices[i];
-		struct dw_slice_counts *acc = NULL;
-
-		if (sl->slice + DW_SLICES <= now_slice)
-			continue;	/* older than the kernel's ring reaches: a stale copy */
-		for (unsigned k = 0; k < js->nslices && !acc; k++)
-			if (js->slices[k].slice == sl->slice)
-				acc = &js->slices[k];
-		if (!acc) {
-			if (js->nslices == DW_SLICES)
-				continue;
-			acc = &js->slices[js->nslices++];
-			*acc = (struct dw_slice_counts){ .slice = sl->slice };
-		}
-		struct dw_slice_counts own = *sl;
-
-		/* its HTTP/2 answers decoded since (lateout.h): failing ones move to failed */
-		if (d->late)
-			dw_late_slice_apply(d->late, sl->slice, &own);
-		acc->started += own.started;
-		acc->fast += own.fast;
-		acc->slow += own.slow;
-		acc->failed += own.failed;
-	}
-}
-
-int dw_ds_merge_pending(struct judge_scratch *js, const struct dw_dest *d)
-{
-	/* pending_start is NULL until a call is outstanding */
-	if (!d->pending_calls)
-		return 0;
-	if (js->npending + d->pending_calls > js->cap) {
-		unsigned cap = (js->npending + d->pending_calls) * 2;
-		uint64_t *p = realloc(js->pending, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		js->pending = p;
-		js->cap = cap;
-	}
-	memcpy(js->pending + js->npending, d->pending_start, d->pending_calls * sizeof(uint64_t));
-	js->npending += d->pending_calls;
-	return 0;
-}
-
-/* What the scratch space gathered, as the judge's input. */
-void dw_ds_scratch_input(const struct judge_scratch *js, struct dw_judge_input *in)
-{
-	in->slices = js->slices;
-	in->nslices = js->nslices;
-	in->pending_start_ns = js->pending;
-	in->npending = js->npending;
 }
 
 static void judge(struct dw_dep *dep, struct judge_scratch *js, uint64_t now)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * depset's inside, shared by its two files: depset.c (the dependencies, their
- * judgement and breakers) and depset_eject.c (outlier ejection's glue). Not for
- * anyone else: the interface is depset.h.
+ * depset's inside, shared by its files: depset.c (the dependencies, their
+ * judgement and breakers), depset_eject.c (outlier ejection's glue) and
+ * depset_shared.c (what both use). Calls run one way: depset.c -> depset_eject.c,
+ * both -> depset_shared.c. Not for anyone else: the interface is depset.h.
  */
 #ifndef DW_DEPSET_INT_H
 #define DW_DEPSET_INT_H
@@ -16,6 +17,7 @@ struct judge_scratch {
 	unsigned npending, cap;
 };
 
+/* depset_shared.c */
 void dw_ds_emit(struct dw_depset_out *out, const struct dw_deps *deps, const struct dw_dep *dep,
 		struct dw_dep_event ev);
 bool dw_ds_put_op(struct dw_depset_out *out, const struct dw_breaker_op *op);

@@ -29,13 +29,6 @@ const struct dw_tls_probe dw_tls_probes[] = {
 const size_t dw_tls_nprobes = sizeof(dw_tls_probes) / sizeof(dw_tls_probes[0]);
 _Static_assert(sizeof(dw_tls_probes) / sizeof(dw_tls_probes[0]) <= DW_TLS_LINKS_MAX, "DW_TLS_LINKS_MAX");
 
-void dw_tls_detach_file(struct dw_tls_links *l)
-{
-	for (unsigned i = 0; i < l->n; i++)
-		bpf_link__destroy(l->l[i]);
-	l->n = 0;
-}
-
 int dw_tls_attach_file(struct bpf_object *obj, const char *path, const struct dw_tls_elf *e,
 		       struct dw_tls_links *out, char *why, size_t whylen)
 {

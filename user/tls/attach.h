@@ -9,10 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "tls/elfsyms.h"
-#include "logic/goret.h"
+#include "tlslinks.h"
 
 struct bpf_object;
-struct bpf_link;
 
 /* The contract's table: the symbol each program attaches to, at its entry or its return. */
 struct dw_tls_probe {
@@ -23,14 +22,6 @@ struct dw_tls_probe {
 extern const struct dw_tls_probe dw_tls_probes[];
 extern const size_t dw_tls_nprobes;
 
-/* The links made on one file, destroyed together. */
-/* OpenSSL: the table (11); Go: three entries and every RET of Write and Read (logic/goret.h) */
-#define DW_TLS_LINKS_MAX (3 + 2 * DW_GO_MAX_RETS)
-struct dw_tls_links {
-	struct bpf_link *l[DW_TLS_LINKS_MAX];
-	unsigned n;
-};
-
 /*
  * Attaches every program of the table whose symbol path holds (e->offset)
  * to path (a path the daemon can open: /proc/PID/root/...; the kernel
@@ -39,6 +30,5 @@ struct dw_tls_links {
  */
 int dw_tls_attach_file(struct bpf_object *obj, const char *path, const struct dw_tls_elf *e,
 		       struct dw_tls_links *out, char *why, size_t whylen);
-void dw_tls_detach_file(struct dw_tls_links *l);
 
 #endif /* DW_TLS_ATTACH_H */

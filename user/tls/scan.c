@@ -58,7 +58,8 @@ static void attach(struct dw_tls *t, struct dw_tls_file *f, const char *root, co
 
 /*
  * A Go program using crypto/tls: its own uprobes (user/golang/goattach.c), or FAILED with
- * the reason (a version before the register ABI, an unknown layout) for status.
+ * the reason (a version before the register ABI, an unknown layout) for status. The call goes
+ * one way, down: golang/ includes nothing of tls/, only the links both fill (tlslinks.h).
  */
 static void attach_go(struct dw_tls *t, struct dw_tls_file *f, const char *root)
 {
