@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * An HTTP/2 connection's state, for the stream layer (streams.bpf.h): the
- * events' bytes as a hook sees them (struct h2_bytes), a walk's context,
- * where the state lives (socket storage, or the syscalls backend's hash),
- * when it goes (a close, a desync, first bytes that are not HTTP/2's),
- * and whether the stream layer has the connection (h2_took).
+ * events' bytes as a hook sees them (struct h2_bytes), a walk's context
+ * and its copy of bytes (walk_copy), where the state lives (socket
+ * storage, or the syscalls backend's hash), when it goes (a close, a
+ * desync, first bytes that are not HTTP/2's), and whether the stream
+ * layer has the connection (h2_took).
  */
 #ifndef DEPWATCH_H2CONN_BPF_H
 #define DEPWATCH_H2CONN_BPF_H
@@ -49,6 +50,19 @@ struct h2_walk {
 	__u64 now;
 	__u8 in_task;		/* the sending task is current: its held request, its retries */
 };
+
+/*
+ * Copies n bytes at the cursor of walk w into dst, from the skb or from
+ * user memory. Here with the walk's context rather than in the walker
+ * (h2walk.bpf.h), because the header-block copy (hblock.bpf.h), which the
+ * walker calls, uses it too: both include this, neither the other back.
+ */
+static __always_inline long walk_copy(struct h2_walk *w, __u8 *dst, __u32 n, bool from_skb)
+{
+	if (from_skb)
+		return bpf_dynptr_read(dst, n, w->skb, (__u32)w->cur->at, 0);
+	return bpf_probe_read_user(dst, n, (const void *)w->cur->at);
+}
 
 #define DW_H2_NO_GOAWAY 0x80000000U
 

@@ -9,6 +9,7 @@
 #define DEPWATCH_H2WALK_BPF_H
 
 #include "h2stream.bpf.h"
+#include "hblock.bpf.h"
 
 static __always_inline void walk_advance(struct dw_h2_cursor *c, __u32 n)
 {
@@ -40,15 +41,6 @@ bad:
 	c->bad = 1;
 	return 1;
 }
-
-static __always_inline long walk_copy(struct h2_walk *w, __u8 *dst, __u32 n, bool from_skb)
-{
-	if (from_skb)
-		return bpf_dynptr_read(dst, n, w->skb, (__u32)w->cur->at, 0);
-	return bpf_probe_read_user(dst, n, (const void *)w->cur->at);
-}
-
-#include "hblock.bpf.h"
 
 /* One step of a walk (bpf_loop's callback body): 1 stops the loop. */
 static __always_inline long walk_step(struct h2_walk *w, bool from_skb)

@@ -12,6 +12,7 @@
 #ifndef DEPWATCH_HBLOCK_BPF_H
 #define DEPWATCH_HBLOCK_BPF_H
 
+#include "h2stream.bpf.h"	/* struct h2_walk, walk_copy (h2conn.bpf.h), H2_OWE_END */
 #include "hblock.h"
 
 struct {

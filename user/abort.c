@@ -18,7 +18,7 @@
 #include "alert.h"
 #include "collect.h"
 #include "deps.h"
-#include "loader.h"
+#include "maprows.h"
 #include "log.h"
 #include "logic/kplan.h"
 #include "sockdiag.h"

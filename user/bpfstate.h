@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The BPF side as the daemon holds it, struct dw_bpf: filled by loader.c
- * (loader.h: loading, attaching, the maps), and by probe.c before the load
- * (probe.h: the backend, which programs load). Apart from loader.h so that
- * probe.c needs no more than this.
+ * (loader.h: loading, attaching), by maprows.c as it maps the arrays
+ * (maprows.h: reading the maps), and by probe.c before the load (probe.h:
+ * the backend, which programs load). Apart from loader.h so that probe.c
+ * and maprows.c need no more than this.
  */
 #ifndef DW_BPFSTATE_H
 #define DW_BPFSTATE_H

@@ -8,7 +8,7 @@
 #include <bpf/bpf.h>
 #include "cgroups.h"
 #include "collect.h"
-#include "loader.h"
+#include "maprows.h"
 #include "log.h"
 #include "logic/cpurows.h"
 

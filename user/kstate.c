@@ -6,6 +6,7 @@
 #include "kstate.h"
 #include "logic/kplan.h"
 #include "loader.h"
+#include "maprows.h"
 #include "log.h"
 #include "logic/breaker.h"
 #include "logic/config.h"

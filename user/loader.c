@@ -17,6 +17,7 @@
 #include "cgroups.h"
 #include "hooks.h"
 #include "loader.h"
+#include "maprows.h"
 #include "log.h"
 #include "privs.h"
 #include "probe.h"

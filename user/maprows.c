@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The BPF maps read in place (loader.h's second half): the arrays mapped
- * read-only and grown as rows come into use, walked without a system call
- * per row; and the few maps read by lookup. Loading and attaching stay in
- * loader.c.
+ * The BPF maps read in place (maprows.h): the arrays mapped read-only and
+ * grown as rows come into use, walked without a system call per row; and
+ * the few maps read by lookup. Loading and attaching stay in loader.c,
+ * which calls this file and is never called back from it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "depwatch.skel.h"
-#include "loader.h"
+#include "maprows.h"
 #include "log.h"
 
 static void unmap_rows(struct dw_mapped *m);

@@ -21,6 +21,7 @@
 #include "logic/kplan.h"
 #include "kstate.h"
 #include "loader.h"
+#include "maprows.h"
 #include "logic/breaker.h"
 
 #define MS 1000000ULL
