@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 
 #include "dnsports.h"
+#include "loader.h"
 #include "log.h"
 
 static bool listed(const struct dw_config *cfg, unsigned port)

@@ -3,7 +3,7 @@
 #ifndef DW_DNSPORTS_H
 #define DW_DNSPORTS_H
 
-#include "loader.h"
+#include "bpfstate.h"
 #include "logic/config.h"
 
 /*
