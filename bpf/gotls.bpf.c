@@ -187,6 +187,8 @@ int dw_go_tls_handshake(struct pt_regs *ctx)
 	/* the goroutine may park (a server waits for the ClientHello) and send from another thread */
 	bpf_map_update_elem(&tls_go_owner, &t.sk, &(struct dw_tls_key){ .ssl = t.ssl, .tgid = id >> 32 },
 			    BPF_ANY);
+	if (!*(volatile __u32 *)&dw_go_owners)
+		dw_go_owners = 1;
 	return 0;
 }
 

@@ -156,10 +156,20 @@ struct {
 	__type(value, struct dw_tls_key);
 } tls_go_owner SEC(".maps") __weak;
 
+/*
+ * Set once a Go handshake named a socket: until then no send looks in tls_go_owner (a TLS
+ * connection no session owns, an opaque process's, pays nothing for Go's tie).
+ */
+__u32 dw_go_owners __weak;
+
 /* The Go session its handshake named for this socket, in the sending process (tls_go_owner). */
 static __always_inline struct dw_tls_key *tls_go_owner_of(__u64 skey, __u32 tgid)
 {
-	struct dw_tls_key *k = bpf_map_lookup_elem(&tls_go_owner, &skey);
+	struct dw_tls_key *k;
+
+	if (!*(volatile __u32 *)&dw_go_owners)
+		return 0;
+	k = bpf_map_lookup_elem(&tls_go_owner, &skey);
 
 	return k && k->tgid == tgid ? k : 0;
 }
