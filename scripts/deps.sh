@@ -19,7 +19,8 @@
 set -euo pipefail
 
 # What building and running the daemon needs: the compilers (clang for the BPF objects, llvm's
-# llvm-strip), libbpf and bpftool (the skeleton), and the libraries the daemon links.
+# llvm-strip), libbpf and bpftool (the skeleton), and the libraries the daemon links. make too:
+# a fresh Debian 12 has none, so `make run` cannot be its first command; `bash scripts/deps.sh` can.
 RUN_PKGS=(make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev
 	libncurses-dev libcapstone-dev libdw-dev libnghttp2-dev)
 # make install: the monitoring mixin's rules and dashboards are rendered by jsonnet (doc/fleet.md).
