@@ -63,9 +63,13 @@ BACKEND_IN_USE = BACKEND or ("sock" if kernel_has_sock_tracepoints() else "sysca
 
 def backend_independent(test):
     """A test class or method that runs no daemon with --backend (the package, the install tree,
-    top against a fake daemon): its outcome is the same in both passes of make test, so it runs
-    in one, the sock pass where the kernel has it, else the syscalls one (test_gotls_probe's rule;
-    issue 36: the second pass waited on the same lintian, make install and tmux runs)."""
+    top against a fake daemon), or whose assertions are about what lies above the daemon's figures
+    (the /metrics page's HTTP and folding, Prometheus reading it, the mixin's pipeline), the
+    figures themselves being asserted on both backends elsewhere (test_metrics' Test01, test_calls):
+    its outcome is the same in both passes of make test, so it runs in one, the sock pass where
+    the kernel has it, else the syscalls one (test_gotls_probe's rule; issue 36: the second pass
+    waited on the same lintian, make install and tmux runs; issue 45: on the same Prometheus
+    pipelines, while the other pass waited for the host)."""
     once = BACKEND_IN_USE == "sock" or not kernel_has_sock_tracepoints()
     return unittest.skipUnless(once, "backend-independent: run in the sock backend's pass")(test)
 
@@ -791,6 +795,93 @@ def _tables_filling(d):
     return bool(full) or 2 * k.get("dests_used", 0) > k.get("dests_max", 1 << 30)
 
 
+class _SharedView:
+    """What a test sees of a reload-shared daemon (DaemonTestCase.reloaded_daemon): the daemon,
+    but its stderr from this test's reload on and its events file emptied at that reload."""
+
+    def __init__(self, d):
+        self._d = d
+        with d._lines_lock:
+            self._mark = len(d.stderr_lines)
+
+    def __getattr__(self, name):
+        return getattr(self._d, name)
+
+    def stderr_text(self):
+        """The daemon's start (up to its start line, which tests check) and this test's lines."""
+        with self._d._lines_lock:
+            lines = self._d.stderr_lines
+            n = next((i + 1 for i, l in enumerate(lines) if l.startswith("depwatch: started (")), 0)
+            return "\n".join(lines[:min(n, self._mark)] + lines[self._mark:])
+
+
+def _reload(d, conf_text, timeout=10.0):
+    """Gives d conf_text by SIGHUP; waits for its "reloaded" line. False if it did not take it."""
+    def reloads():
+        with d._lines_lock:
+            return sum(1 for l in d.stderr_lines if l.startswith("depwatch: reloaded "))
+    before = reloads()
+    tmp = d.conf + ".new"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(conf_text)
+    os.rename(tmp, d.conf)
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and d.running():
+        if reloads() > before:
+            return True
+        with d._lines_lock:
+            if any("reload" in l and ("rejected" in l or "failed" in l or "restart" in l)
+                   for l in d.stderr_lines[-5:]):
+                return False
+        time.sleep(0.02)
+    return False
+
+
+def reloaded_daemon(test, conf_text, extra_args=(), add_cleanup=None):
+    """start_configured's daemon for this test (conf_text, --events to d.events, extra_args):
+    with RELOAD_SHARED one daemon per module and extra_args, handed from test to test by a
+    reload (issue 45: a start is seconds of the verifier; a reload, milliseconds). Each test
+    gets the daemon first reloaded with no dependency (the last test's go, breakers and all:
+    a name a test uses again starts afresh) and then with conf_text; its view shows stderr
+    from then on, and the events file is emptied. Its tests read only their own dependencies
+    and their own servers' rows, never signal, stop or restart the daemon, and need no setting
+    a reload cannot change (enforce_cgroup: a fresh daemon then)."""
+    if not getattr(test, "RELOAD_SHARED", False):
+        return start_configured(add_cleanup or test.addCleanup, conf_text, extra_args)
+    key = (type(test).__module__, "reload", tuple(extra_args))
+    d = _shared_daemons.get(key)
+    if d is not None and (not d.running() or _tables_filling(d) or not _reload(d, "[defaults]\n")
+                          or not _reload(d, conf_text)):
+        if d.running():
+            _stop_shared(key)
+        else:
+            _drop_shared(key)
+        d = None
+    if d is None:
+        for other in list(_shared_daemons):
+            _stop_shared(other)
+        conf = write_config(conf_text)
+        d = Daemon(extra_args=["-c", conf, "--events", conf + ".events"] + list(extra_args))
+        d.conf, d.events, d.files = conf, conf + ".events", [conf, conf + ".events"]
+        d.shared = True
+        _shared_daemons[key] = d
+        unittest.addModuleCleanup(_stop_shared, key)
+        try:
+            d.start()
+        except DaemonError as e:
+            _drop_shared(key)
+            test.fail(str(e))
+    else:
+        open(d.events, "w").close()
+    if isinstance(test, DaemonTestCase):
+        test._daemons.append(d)     # its tearDown checks that the daemon outlived the test
+    else:
+        test.addCleanup(lambda: test.assertTrue(d.running(), "the shared daemon exited during this test "
+                                                "(status %s); stderr:\n%s" % (d.proc.poll(), d.stderr_text())))
+    return _SharedView(d)
+
+
 class DaemonTestCase(unittest.TestCase):
     """Gives each test fresh daemons; at the end each must exit 0 on SIGTERM
     and remove its pin dir.
@@ -805,6 +896,7 @@ class DaemonTestCase(unittest.TestCase):
     shares starts a new one."""
 
     SHARED_DAEMON = False
+    RELOAD_SHARED = False
 
     def setUp(self):
         self._daemons = []
@@ -837,6 +929,9 @@ class DaemonTestCase(unittest.TestCase):
                 self.fail(str(e))
         self._daemons.append(d)
         return d
+
+    def reloaded_daemon(self, conf_text, extra_args=(), add_cleanup=None):
+        return reloaded_daemon(self, conf_text, extra_args, add_cleanup)
 
     def start_daemon(self, **kw):
         if self.SHARED_DAEMON and not kw:

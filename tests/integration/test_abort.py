@@ -26,7 +26,7 @@ import unittest
 import urllib.request
 
 from harness import (DEPWATCH, EMULATED, Daemon, dependency, free_port, kernel_has_sock_destroy_kfunc,
-                     start_configured, write_config)
+                     reloaded_daemon, start_configured, write_config)
 from realtraffic import nginx_server, start_nginx, tempdir
 from workpool import StandIn, pool
 
@@ -83,6 +83,10 @@ def request(sock, line=b"req\n"):
 
 
 class AbortTest(AbortPath, unittest.TestCase):
+    # the tests that abort through self.daemon read only their own dependencies' rows and lines:
+    # one daemon per class (per --without), a reload per test (harness.reloaded_daemon)
+    RELOAD_SHARED = True
+
     def setUp(self):
         self.cleanups = []
         # 34 Python threads on 2 cores: a thread waiting for the GIL would add its 5 ms
@@ -95,7 +99,7 @@ class AbortTest(AbortPath, unittest.TestCase):
             fn()
 
     def daemon(self, conf_text):
-        d = start_configured(self.cleanups.append, conf_text, self.without())
+        d = reloaded_daemon(self, conf_text, self.without(), self.cleanups.append)
         unnice(d)
         self.assert_path(d)
         return d

@@ -104,7 +104,13 @@ class BreakerTest(unittest.TestCase):
         for fn in reversed(self.cleanups):
             fn()
 
-    def start_daemon(self, conf_text, syslog=None, extra=()):
+    # the tests that neither log to syslog nor stop or signal their daemon read only their own
+    # dependency's rows and events: one daemon, a reload per test (harness.reloaded_daemon)
+    RELOAD_SHARED = True
+
+    def start_daemon(self, conf_text, syslog=None, extra=(), own=False):
+        if not syslog and not own:
+            return harness.reloaded_daemon(self, conf_text, extra, self.cleanups.append)
         conf = write_config(conf_text)
         self.cleanups.append(lambda: os.unlink(conf))
         events = conf + ".events"
@@ -232,7 +238,7 @@ class BreakerTest(unittest.TestCase):
         learns an open again from new traffic only."""
         srv = self.server(30.0)  # answers nothing while the test runs
         conf_text = "[dependency pool]\nmatch = 127.0.0.1:%d\nmax_inflight = 4\n" % srv.port
-        d = self.start_daemon(conf_text)
+        d = self.start_daemon(conf_text, own=True)
         conns = []
         self.cleanups.append(lambda: [c.close() for c in conns])
 
@@ -280,7 +286,7 @@ class BreakerTest(unittest.TestCase):
 
     def test_reload_keeps_old_config_on_error_and_applies_a_good_one(self):
         srv = self.server(0.0)
-        d = self.start_daemon("[dependency first]\nmatch = 127.0.0.1:%d\n" % srv.port)
+        d = self.start_daemon("[dependency first]\nmatch = 127.0.0.1:%d\n" % srv.port, own=True)
         with open(d.conf, "w") as f:
             f.write("[dependency first]\nmatch = 127.0.0.1:%d\nslow_cal = 1s\n" % srv.port)
         d.proc.send_signal(signal.SIGHUP)

@@ -118,6 +118,7 @@ class Test01MixinRules(unittest.TestCase):
         self.assertEqual(sorted(n.lower() for n in names if n.lower() not in sections), [])
 
 
+@harness.backend_independent
 class Test02Pipeline(DaemonTestCase):
     def start_host(self, name, server, tmp):
         """A host: its depwatch (dependency pay = its own replica, every other destination

@@ -19,8 +19,7 @@ import threading
 import time
 import unittest
 
-from harness import (BACKEND, INTERVAL_MS, DaemonTestCase, dependency, find_dest, free_port, own_netns, runs_alone,
-                     start_configured)
+from harness import BACKEND, INTERVAL_MS, DaemonTestCase, dependency, find_dest, free_port, own_netns, runs_alone
 from h2wire import (STATUS_500, STATUS_503_HUFFMAN, STATUS_503_LITERAL, H2Client, H2Server)
 from realtraffic import h2load, make_cert, require, start_nginx, start_nghttpd, tempdir, wait_closed
 
@@ -114,7 +113,7 @@ class H2Case(DaemonTestCase):
             conf += "[dependency %s]\nmatch = 127.0.0.1:%d\n" % (name, port)
         if self.SHARED_DAEMON and not deps and not extra:
             return self.shared_daemon(conf)
-        return start_configured(self.cleanups.append, conf)
+        return self.reloaded_daemon(conf, add_cleanup=self.cleanups.append)
 
     def grpc_server(self, *a, **kw):
         if not have_grpc():
@@ -149,6 +148,9 @@ class H2Case(DaemonTestCase):
 
 
 class GrpcTest(H2Case):
+    # each test reads its own dependency and its own server's rows: one daemon, a reload per test
+    RELOAD_SHARED = True
+
     def test_counts_and_latency(self):
         """8 threads on one channel, server delay 20 ms: calls equal the client's own count, the
         server's delay <= p50 <= the client's p50 x 1.05, inbound p50 <= outbound p50."""
@@ -285,6 +287,8 @@ class GrpcTest(H2Case):
 
 
 class GrpcTLSTest(H2Case):
+    RELOAD_SHARED = True
+
     def test_tls_hang_stays_visible(self):
         """gRPC over TLS, 8 threads on one channel, then the server stops answering. Both backends
         tie grpc-core's client session (doc/callmodel.md, TLS: its receive before the SSL call): its

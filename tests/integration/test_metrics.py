@@ -286,6 +286,7 @@ class Test01MetricsBody(MetricsTestCase):
             time.sleep(0.01)
 
 
+@harness.backend_independent
 class Test02MetricsHttp(MetricsTestCase):
     def test_other_paths_are_404_and_ipv6_listens(self):
         # The same port on 127.0.0.1 is held bound (not listening) for the test, so that a connect
@@ -432,6 +433,7 @@ class PrometheusMixin:
             time.sleep(0.2)
 
 
+@harness.backend_independent
 class Test04PrometheusScrape(PrometheusMixin, MetricsTestCase):
     def test_histogram_quantile_in_prometheus(self):
         srv = LoopbackServer("127.0.0.1", mode="delay", delay=DELAY)
@@ -509,6 +511,7 @@ def calls_by_dep(st):
     return {d["name"]: d["calls"] + d["failed"] for d in st["dependencies"]}
 
 
+@harness.backend_independent
 @runs_alone
 class Test05MaxSeries(PrometheusMixin, MetricsTestCase):
     """5 000 destinations with the default --max-series (150): the configured dependency keeps its
