@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/hooks.c: every optional hook explains itself with its own loss, looked up by
+ * user/kernel/hooks.c: every optional hook explains itself with its own loss, looked up by
  * name (issue 47: the TLS hook's reason was read by row, [6], which DNS's rows had
  * made the sendmsg4 row's).
  */
 #include "dwtest.h"
 
-#include "hooks.h"
+#include "kernel/hooks.h"
 
 #define TLS_LOSS "TLS libraries get no uprobes: calls over TLS are timed from their records (doc/tls.md)"
 
