@@ -21,7 +21,6 @@
 #include "host/log.h"
 #include "host/privs.h"
 #include "kernel/probe.h"
-#include "discovery/tls/tls.h"
 
 /* Maps other tools may read, pinned by these names under the pin dir. */
 static const char *const pinned_maps[] = { "dest_slots", "dest_stats", "dest_details", "cpu_rows",

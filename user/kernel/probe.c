@@ -28,6 +28,17 @@ bool dw_bpf_withheld(const struct dw_bpf *b, const char *hook)
 	return false;
 }
 
+bool dw_tls_supported(char *why, size_t len)
+{
+	/* the uprobe PMU: links that go with their fd, so a killed daemon leaves none behind */
+	if (access("/sys/bus/event_source/devices/uprobe/type", F_OK)) {
+		snprintf(why, len, "this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe: "
+			 "CONFIG_UPROBE_EVENTS, Linux 4.17+): TLS is timed as records");
+		return false;
+	}
+	return true;
+}
+
 /* Appended to "this kernel lacks X" when the lack is --without's doing. */
 static const char *simulated(const struct dw_bpf *b, const char *hook)
 {

@@ -26,6 +26,9 @@ bool dw_bpf_withheld(const struct dw_bpf *b, const char *hook);
 /* A program another loaded one stands in for (user/kernel/hooks.c, instead_of): not loaded. */
 bool dw_bpf_superseded(const struct dw_bpf *b, const char *name);
 
+/* TLS (issue 32) before load: whether this kernel can take the uprobes (user/discovery/tls/); why not into why. */
+bool dw_tls_supported(char *why, size_t len);
+
 /* The program called name is not loaded. */
 void dw_bpf_no_autoload(struct dw_bpf *b, const char *name);
 

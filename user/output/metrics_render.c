@@ -31,7 +31,7 @@
 #include "logic/view/series.h"
 #include "logic/view/topn.h"
 #include "output/metrics_render.h"
-#include "daemon/services.h"
+#include "logic/services/services.h"
 
 /* What one dependency exports: its figures (logic/depset/depfigs.h) and its gauges, as put on the page. */
 struct fig {

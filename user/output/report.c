@@ -14,7 +14,7 @@
 #include "logic/view/topview.h"
 #include "output/report.h"
 #include "output/report_view.h"
-#include "daemon/services.h"
+#include "logic/services/services.h"
 
 /* A destination seen for the first time in this very poll has no dependency yet. */
 static const char v_unassigned[] = "";

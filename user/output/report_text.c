@@ -14,7 +14,7 @@
 #include "logic/view/topview.h"
 #include "output/report.h"
 #include "output/report_view.h"
-#include "daemon/services.h"
+#include "logic/services/services.h"
 
 #define CELL_LEN 16
 

@@ -36,17 +36,6 @@ const struct dw_tls *dw_tls_current(void)
 	return current;
 }
 
-bool dw_tls_supported(char *why, size_t len)
-{
-	/* the uprobe PMU: links that go with their fd, so a killed daemon leaves none behind */
-	if (access("/sys/bus/event_source/devices/uprobe/type", F_OK)) {
-		snprintf(why, len, "this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe: "
-			 "CONFIG_UPROBE_EVENTS, Linux 4.17+): TLS is timed as records");
-		return false;
-	}
-	return true;
-}
-
 static void enqueue(struct dw_tls *t, uint32_t pid, uint64_t now_ns)
 {
 	for (unsigned i = 0; i < t->nq; i++)

@@ -92,7 +92,4 @@ void dw_tls_metrics(struct dw_buf *out);
 /* The daemon's one discovery (for /metrics, rendered without it at hand); NULL before start. */
 const struct dw_tls *dw_tls_current(void);
 
-/* The probe before load: whether this kernel can take the uprobes; why not into why. */
-bool dw_tls_supported(char *why, size_t len);
-
 #endif /* DW_TLS_TLS_H */
