@@ -244,9 +244,11 @@ FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/fuzz_goelf $(OUT)/fuzz_
 fuzz: $(FUZZ_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# The edit-build-test loop (issue 36): the unit suites under ASan/UBSan and the fuzzers' short runs,
-# as make test runs them, in under 3 minutes from a clean tree; no root, no BPF, no deps.
+# The edit-build-test loop (issue 36): user/'s include graph (no circle, no arrow back up:
+# scripts/includes.py), the unit suites under ASan/UBSan and the fuzzers' short runs, as make test
+# runs them, in under 3 minutes from a clean tree; no root, no BPF, no deps.
 check: $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)python3 scripts/includes.py -q
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh 15
 
