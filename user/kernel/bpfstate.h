@@ -62,9 +62,8 @@ struct dw_bpf {
 	struct dw_mapped caller_rows;	/* caller_cpu_rows: a caller row's ncpus struct dw_caller_cpu_row */
 	char cgroup[256];	/* where enforcement is attached, "" if it is not */
 	char h2_why[128];	/* why no connection is walked as HTTP/2 ("": they are) */
-	bool dns_refused;	/* the kernel refused the DNS programs (issue 35): loaded without them */
+	unsigned refused;	/* the optional parts the kernel refused, a bit each (loader.c's load_parts) */
 	bool dns_close_on;	/* the DNS close program (issue 48) is in the object being loaded */
-	bool dns_close_refused;	/* the kernel refused it: loaded again without it, DNS kept */
 	bool keep_pinned;
 	unsigned max_conns;	/* entries of the pending table (and the syscalls backend's connection map) */
 	const char *const *without;	/* hooks to treat as absent (--without), NULL-terminated */
@@ -76,7 +75,6 @@ struct dw_bpf {
 	int abort_path;		/* enum dw_abort_path: how it aborts */
 	/* TLS (issue 32): the uprobes of bpf/ssl.bpf.c load and attach (user/discovery/tls/); if not, why */
 	bool tls_on;
-	bool tls_refused;	/* the kernel refused the object with them: loaded again without */
 	char tls_why[200];
 };
 

@@ -130,6 +130,10 @@ void dw_hook_off_why(char *buf, size_t len, const char *hook, const char *cause)
 {
 	const char *loss = dw_other_hook_loss(hook);
 
+	for (size_t i = 0; !loss && i < dw_nprog_specs; i++)
+		if (!strcmp(hook, dw_prog_specs[i].tracepoint))
+			loss = dw_prog_specs[i].without;
+
 	snprintf(buf, len, "%s: %s", cause ? cause : "absent (--without)", loss ? loss : hook);
 }
 

@@ -66,6 +66,8 @@ extern const size_t dw_nsyscalls_only;
 #define HOOK_DNS_CLOSE "cgroup/sock_release"
 /* the TLS uprobes and the exec watch that finds them libraries (user/discovery/tls/, doc/tls.md) */
 #define HOOK_TLS "tls"
+/* dw_prog_specs' HTTP/2 receive program (the sock backend's copy of a receive's bytes) */
+#define HOOK_H2_COPY "skb_copy_datagram_iovec"
 
 struct dw_other_hook {
 	const char *name;
@@ -84,8 +86,9 @@ extern const size_t dw_nother_hooks;
 const char *dw_other_hook_loss(const char *hook);
 
 /*
- * Why one of dw_other_hooks is off, as the start line and status say it: "CAUSE: LOSS",
- * with the hook's own LOSS (dw_other_hook_loss); cause NULL: "absent (--without): LOSS".
+ * Why one of dw_other_hooks (or dw_prog_specs' tracepoints) is off, as the start line and
+ * status say it: "CAUSE: LOSS", with the hook's own LOSS looked up by its name
+ * (dw_other_hook_loss, then the tracepoints'); cause NULL: "absent (--without): LOSS".
  */
 void dw_hook_off_why(char *buf, size_t len, const char *hook, const char *cause);
 

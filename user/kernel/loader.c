@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Loading, pinning and attaching the BPF side (what to load is probe.c's); its maps are read in maprows.c. */
+/*
+ * Loading, pinning and attaching the BPF side (what to load is probe.c's, and
+ * the optional parts' parts.c's); its maps are read in maprows.c.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include "kernel/hooks.h"
 #include "kernel/loader.h"
 #include "kernel/maprows.h"
+#include "kernel/parts.h"
 #include "host/log.h"
 #include "host/privs.h"
 #include "kernel/probe.h"
@@ -69,67 +73,6 @@ static void pin_dir_clear(struct dw_bpf *b)
 }
 
 /*
- * The stream layer (bpf/streams.bpf.h) needs to see both directions: in the
- * sock backend the send program with the msghdr (tcp_sendmsg_locked) and
- * the receive program (dw_h2_copy). Without either, or when the kernel
- * refused dw_h2_copy (it needs bpf_dynptr_from_skb in tracing programs,
- * Linux 6.14+), no connection is walked as HTTP/2 and h2_why says why.
- */
-static void decide_h2(struct dw_bpf *b, bool h2)
-{
-	struct bpf_program *copy = b->skel->progs.dw_h2_copy;
-
-	b->h2_why[0] = 0;
-	/* x86-64: dw_recv reads the bytes (user/kernel/hooks.c, DW_RECV_READS_H2), the copy program is not loaded */
-	b->skel->rodata->dw_h2_at_read = b->backend == DW_BACKEND_SOCK && dw_bpf_superseded(b, "dw_h2_copy");
-	if (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(b->skel->progs.dw_sendmsg))
-		snprintf(b->h2_why, sizeof(b->h2_why), "no send program that sees the bytes (tcp_sendmsg_locked)");
-	else if (b->skel->rodata->dw_h2_at_read && dw_bpf_withheld(b, "skb_copy_datagram_iovec"))
-		snprintf(b->h2_why, sizeof(b->h2_why), "no receive reader (skb_copy_datagram_iovec absent (--without))");
-	else if (b->skel->rodata->dw_h2_at_read)
-		;
-	else if (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(copy))
-		snprintf(b->h2_why, sizeof(b->h2_why), "no receive program (skb_copy_datagram_iovec)");
-	else if (b->backend == DW_BACKEND_SOCK && !h2)
-		snprintf(b->h2_why, sizeof(b->h2_why),
-			 "the kernel refused the receive program (bpf_dynptr_from_skb in tracing: Linux 6.14+)");
-	b->skel->rodata->dw_h2_enabled = !b->h2_why[0];
-	if (!b->h2_why[0] || !bpf_program__autoload(copy))
-		return;
-	bpf_program__set_autoload(copy, false);
-	for (int i = 0; i < b->nprogs; i++)
-		if (!strcmp(b->progs[i].name, "dw_h2_copy"))
-			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "%s: %s", b->h2_why,
-				 "HTTP/2 calls are not timed per stream: h2c connections are timed as multiplexed bursts");
-}
-
-/*
- * TLS (issue 32): the dw_ssl_* uprobes and the exec watch load only when
- * they will be attached (dw_tls_on tells the BPF side, before the load):
- * not with --without tls, not on a kernel without the uprobe PMU.
- */
-static void decide_tls(struct dw_bpf *b)
-{
-	struct bpf_program *prog;
-
-	b->tls_why[0] = 0;
-	if (dw_bpf_withheld(b, HOOK_TLS))
-		dw_hook_off_why(b->tls_why, sizeof(b->tls_why), HOOK_TLS, NULL);
-	else if (b->tls_refused)
-		dw_hook_off_why(b->tls_why, sizeof(b->tls_why), HOOK_TLS, "the kernel refused the TLS uprobe programs");
-	else
-		dw_tls_supported(b->tls_why, sizeof(b->tls_why));
-	b->tls_on = !b->tls_why[0];
-	b->skel->rodata->dw_tls_on = b->tls_on;
-	if (b->tls_on)
-		return;
-	bpf_object__for_each_program(prog, b->skel->obj)
-		if (!strncmp(bpf_program__name(prog), "dw_ssl_", 7) || !strncmp(bpf_program__name(prog), "dw_go_", 6))
-			bpf_program__set_autoload(prog, false);
-	bpf_program__set_autoload(b->skel->progs.dw_tls_exec, false);
-}
-
-/*
  * The TLS plaintext's stream-layer walk (dw_ssl_walk, bpf/ssl.bpf.c) is
  * tail-called from the uprobes through tls_walkers[0]; attached to nothing
  * (it has no row in user/discovery/tls/attach.c's table).
@@ -147,8 +90,7 @@ static int tls_walker_in(struct dw_bpf *b)
 }
 
 /* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
-static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bool abort, bool h2,
-			 bool *refused)
+static int load_skeleton(struct dw_bpf *b, const char *backend, bool *refused)
 {
 	int err;
 
@@ -172,87 +114,21 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool enforce, bo
 	err = dw_bpf_probe(b, backend);
 	if (err)
 		return err;
-	bpf_program__set_autoload(b->skel->progs.dw_enforce4, enforce);
-	bpf_program__set_autoload(b->skel->progs.dw_enforce6, enforce);
-	bpf_program__set_autoload(b->skel->progs.dw_enforce_send4, enforce);
-	bpf_program__set_autoload(b->skel->progs.dw_enforce_send6, enforce);
-	if (b->dns_refused || dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
-		/* --without either: not even loaded (nor verified) */
-		bpf_program__set_autoload(b->skel->progs.dw_dns_egress, false);
-		bpf_program__set_autoload(b->skel->progs.dw_dns_ingress, false);
-		bpf_program__set_autoload(b->skel->progs.dw_dns_sweep, false);
-	}
-	/* the close path (issue 48): with the rest of DNS only; without it the sends keep no record */
-	b->dns_close_on = bpf_program__autoload(b->skel->progs.dw_dns_egress) && !b->dns_close_refused &&
-			  !dw_bpf_withheld(b, HOOK_DNS_CLOSE);
-	b->skel->rodata->dw_dns_close_on = b->dns_close_on;
-	bpf_program__set_autoload(b->skel->progs.dw_dns_release, b->dns_close_on);
-	decide_h2(b, h2);
-	decide_tls(b);
-	if (!abort && !b->abort_why[0]) {
-		snprintf(b->abort_why, sizeof(b->abort_why), "the kernel refused the program");
-		b->abort_path = DW_ABORT_PATH_NONE;
-	}
-	if (b->abort_why[0]) {
-		dw_bpf_no_autoload(b, "dw_abort");
-		dw_bpf_no_autoload(b, "dw_abort_list");
-	}
+	dw_bpf_parts_decide(b);
 	err = depwatch_bpf__load(b->skel);
 	*refused = err != 0;
 	return err;
 }
 
-/*
- * Enforcement is optional: a kernel that refuses the cgroup programs
- * (bpf_set_retval is 5.18+) still gets everything else, and the start
- * line says why enforcement is missing.
- */
+/* Loads the object; on a refusal, again without the next optional part still in it (parts.c). */
 static int open_and_load(struct dw_bpf *b, const char *backend)
 {
-	bool refused, h2 = true;
-	int err = load_skeleton(b, backend, true, true, true, &refused);
+	bool refused;
+	int err = load_skeleton(b, backend, &refused);
 
-	/* fail-open (issue 32): TLS is the newest and most optional part, the first to go */
-	if (refused && b->tls_on) {
-		dw_warn("the kernel refused the BPF object with the TLS uprobes (%s); loading it without them",
-			strerror(-err));
+	while (refused && dw_bpf_part_drop(b, err)) {
 		depwatch_bpf__destroy(b->skel);
-		b->tls_refused = true;
-		err = load_skeleton(b, backend, true, true, true, &refused);
-	}
-	if (refused && !b->h2_why[0] && b->backend == DW_BACKEND_SOCK) {
-		dw_warn("the kernel refused the BPF object with the HTTP/2 receive program (%s); loading it without it",
-			strerror(-err));
-		depwatch_bpf__destroy(b->skel);
-		h2 = false;
-		err = load_skeleton(b, backend, true, true, false, &refused);
-	}
-	/* DNS's close path (issue 48), then DNS (issue 35): each refusal keeps what it can */
-	if (refused && b->dns_close_on) {
-		dw_warn("the kernel refused the BPF object with the DNS close program (%s); loading it without it",
-			strerror(-err));
-		depwatch_bpf__destroy(b->skel);
-		b->dns_close_refused = true;
-		err = load_skeleton(b, backend, true, true, h2, &refused);
-	}
-	if (refused) {
-		dw_warn("the kernel refused the BPF object with the DNS programs (%s); loading it without them",
-			strerror(-err));
-		depwatch_bpf__destroy(b->skel);
-		b->dns_refused = true;
-		err = load_skeleton(b, backend, true, true, h2, &refused);
-	}
-	if (refused && !b->abort_why[0]) {
-		dw_warn("the kernel refused the BPF object with the abort iterator (%s); loading it without it",
-			strerror(-err));
-		depwatch_bpf__destroy(b->skel);
-		err = load_skeleton(b, backend, true, false, h2, &refused);
-	}
-	if (refused) {
-		dw_warn("the kernel refused the BPF object with the enforcement programs (%s); loading it without them",
-			strerror(-err));
-		depwatch_bpf__destroy(b->skel);
-		err = load_skeleton(b, backend, false, false, h2, &refused);
+		err = load_skeleton(b, backend, &refused);
 	}
 	if (refused)
 		dw_err("cannot load the BPF programs: %s", strerror(-err));
@@ -358,11 +234,8 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 
 		ps->name = bpf_program__name(progs[i]);
 		ps->hook = hooks[i];
-		if (!bpf_program__autoload(progs[i])) {
-			snprintf(ps->why, sizeof(ps->why),
-				 "the kernel refused the program (enforcement needs Linux 5.18+): breakers are judged, not enforced");
+		if (dw_bpf_part_refused(b, DW_PART_ENFORCE, ps->why, sizeof(ps->why)))
 			continue;
-		}
 		if (dw_bpf_withheld(b, hooks[i])) {
 			dw_hook_off_why(ps->why, sizeof(ps->why), hooks[i], NULL);
 			continue;
@@ -399,8 +272,8 @@ static void attach_dns_close(struct dw_bpf *b, const char *dns_why, int fd, cons
 		snprintf(ps->why, sizeof(ps->why), "%s", dns_why);
 	else if (dw_bpf_withheld(b, HOOK_DNS_CLOSE))
 		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_DNS_CLOSE, NULL);
-	else if (!b->dns_close_on)
-		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_DNS_CLOSE, "the kernel refused the program");
+	else if (dw_bpf_part_refused(b, DW_PART_DNS_CLOSE, ps->why, sizeof(ps->why)))
+		;
 	else if (!(ps->link = bpf_program__attach_cgroup(b->skel->progs.dw_dns_release, fd)))
 		snprintf(ps->why, sizeof(ps->why), "attach to %.200s failed: %s: %s", path, strerror(errno),
 			 dw_other_hook_loss(HOOK_DNS_CLOSE));
@@ -425,8 +298,7 @@ static void attach_dns(struct dw_bpf *b, const char *want)
 		snprintf(path, sizeof(path), "%s", want);
 	else
 		err = dw_cgroup2_mount(NULL, path, sizeof(path));
-	if (b->dns_refused) {
-		dw_hook_off_why(whybuf, sizeof(whybuf), HOOK_DNS_EGRESS, "the kernel refused the program");
+	if (dw_bpf_part_refused(b, DW_PART_DNS, whybuf, sizeof(whybuf))) {
 		why = whybuf;
 	} else if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
 		dw_hook_off_why(whybuf, sizeof(whybuf), HOOK_DNS_EGRESS, NULL);
