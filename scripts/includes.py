@@ -25,11 +25,10 @@ LAYERS = [
     ["kernel"],
     ["host"],
     ["logic/services", "logic/view"],
-    ["logic/kernel"],
-    ["logic/depset", "logic/callers"],
+    ["logic/depset", "logic/kernel"],
     ["logic/judge"],
     ["logic/config"],
-    ["logic/outcome", "logic/discovery"],
+    ["logic/outcome", "logic/callers", "logic/discovery"],
     ["logic/base"],
 ]
 
