@@ -17,15 +17,16 @@ VERSION := $(shell sed -n '1s/^depwatch (\([0-9A-Za-z.+~]*\)) .*/\1/p' debian/ch
 ifeq ($(VERSION),)
 $(error cannot read the version from debian/changelog's first line)
 endif
-# -lcapstone: the Go RET finder (user/logic/goret.c); -ldw: Go struct offsets from DWARF (user/golang/);
-# -lnghttp2: the HPACK inflater of HTTP/2 answers (user/logic/h2answer.c).
+# -lcapstone: the Go RET finder (user/logic/discovery/goret.c); -ldw: Go struct offsets from DWARF
+# (user/discovery/golang/); -lnghttp2: the HPACK inflater of HTTP/2 answers (user/logic/outcome/h2answer.c).
 LDLIBS := -lbpf -lelf -lz -lmicrohttpd -lncursesw -lm -lcapstone -ldw -lnghttp2
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-# Pure logic: no I/O, unit-tested on its own.
-LOGIC_SRCS := $(wildcard user/logic/*.c)
-# The daemon and CLI.
-APP_SRCS := $(wildcard user/*.c user/tls/*.c user/golang/*.c)
+# Pure logic: no I/O, unit-tested on its own (user/logic/, a folder a concept: doc/architecture.md).
+LOGIC_SRCS := $(wildcard user/logic/*/*.c)
+LOGIC_HDRS := $(wildcard user/logic/*/*.h)
+# The daemon and CLI: every other folder of user/ (discovery/ has tls/ and golang/ below it).
+APP_SRCS := $(filter-out user/logic/%,$(wildcard user/*/*.c user/*/*/*.c))
 # One .bpf.c per group of programs, linked into one object (one set of maps: bpf/maps.bpf.h).
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -107,8 +108,8 @@ $(OUT)/obj/%.o: %.c | $(DEPS_FIRST)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # `depwatch --version`: main.o alone carries the version, rebuilt when the changelog changes.
-$(OUT)/obj/user/main.o: private CFLAGS += -DDW_VERSION='"$(VERSION)"'
-$(OUT)/obj/user/main.o: debian/changelog
+$(OUT)/obj/user/cli/main.o: private CFLAGS += -DDW_VERSION='"$(VERSION)"'
+$(OUT)/obj/user/cli/main.o: debian/changelog
 
 # The skeleton is generated before any daemon object (the .d files then name it
 # for those that include it); the logic does not include it.
@@ -130,30 +131,30 @@ $(UNIT_BINS): $(OUT)/tests/%: $(OUT)/obj-san/tests/unit/%.o $(SAN_LOGIC_OBJS) | 
 	$(Q)$(CC) $(CFLAGS) $(SAN) $(LDFLAGS) $^ -lcmocka -lcapstone -lnghttp2 $(UNIT_LIBS) -lm -o $@
 
 # Tests of a daemon file that does no more I/O than a test can (no BPF, no root needed) link it too.
-$(OUT)/tests/test_config_file: $(OUT)/obj-san/user/config_file.o
+$(OUT)/tests/test_config_file: $(OUT)/obj-san/user/host/config_file.o
 
 -include $(wildcard $(patsubst %.o,%.d,$(APP_OBJS) $(LOGIC_OBJS) $(SAN_LOGIC_OBJS) $(UNIT_OBJS)))
 
-# The cgroup resolver's test also links its I/O unit, user/cgroups.c (not in user/logic).
-$(OUT)/tests/test_cgroups: $(OUT)/obj-san/user/cgroups.o
--include $(wildcard $(OUT)/obj-san/user/cgroups.d)
+# The cgroup resolver's test also links its I/O unit, user/host/cgroups.c (not in user/logic).
+$(OUT)/tests/test_cgroups: $(OUT)/obj-san/user/host/cgroups.o
+-include $(wildcard $(OUT)/obj-san/user/host/cgroups.d)
 
-# kstate's test also links its writer, user/kstate.c, against maps in memory (the test's own
+# kstate's test also links its writer, user/kernel/kstate.c, against maps in memory (the test's own
 # bpf_map_* and loader functions): a reload takes whole or not at all.
-$(OUT)/tests/test_kstate: $(OUT)/obj-san/user/kstate.o
--include $(wildcard $(OUT)/obj-san/user/kstate.d)
+$(OUT)/tests/test_kstate: $(OUT)/obj-san/user/kernel/kstate.o
+-include $(wildcard $(OUT)/obj-san/user/kernel/kstate.d)
 
-# The control socket's test also links its I/O unit, user/control.c, on sockets of its own.
-$(OUT)/tests/test_control: $(OUT)/obj-san/user/control.o
--include $(wildcard $(OUT)/obj-san/user/control.d)
+# The control socket's test also links its I/O unit, user/control/control.c, on sockets of its own.
+$(OUT)/tests/test_control: $(OUT)/obj-san/user/control/control.o
+-include $(wildcard $(OUT)/obj-san/user/control/control.d)
 
-# The table of hooks (user/hooks.c): every hook's loss, looked up by name.
-$(OUT)/tests/test_hooks: $(OUT)/obj-san/user/hooks.o
--include $(wildcard $(OUT)/obj-san/user/hooks.d)
+# The table of hooks (user/kernel/hooks.c): every hook's loss, looked up by name.
+$(OUT)/tests/test_hooks: $(OUT)/obj-san/user/kernel/hooks.o
+-include $(wildcard $(OUT)/obj-san/user/kernel/hooks.d)
 
-# sock_diag's requests and answers (user/sockdiag.c): the pure half, no socket opened.
-$(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/sockdiag.o
--include $(wildcard $(OUT)/obj-san/user/sockdiag.d)
+# sock_diag's requests and answers (user/kernel/sockdiag.c): the pure half, no socket opened.
+$(OUT)/tests/test_sockdiag: $(OUT)/obj-san/user/kernel/sockdiag.o
+-include $(wildcard $(OUT)/obj-san/user/kernel/sockdiag.d)
 
 # Go programs the Go probe tests read (tests/go/, standard library only, built offline with Debian's
 # golang-go): plain, stripped (-s -w), -trimpath, and both, PIE and PIE stripped; and one without crypto/tls. Without
@@ -190,16 +191,16 @@ gobins: $(GO_BINS)
 
 # The Go TLS probe on the real kernel (root): tests/go/goattach.c attaches bpf/gotls.bpf.c's
 # dw_go_tls_write to build/go/gotls and checks the fds it reads against the program's own.
-$(OUT)/goattach: tests/go/goattach.c $(OUT)/obj/user/golang/goprobe.o $(OUT)/obj/user/golang/godwarf.o $(LOGIC_OBJS) | $(OUT)/depwatch.skel.h
+$(OUT)/goattach: tests/go/goattach.c $(OUT)/obj/user/discovery/golang/goprobe.o $(OUT)/obj/user/discovery/golang/godwarf.o $(LOGIC_OBJS) | $(OUT)/depwatch.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 integration: $(OUT)/goattach $(GO_BINS)
 
-# The Go probe finder's test reads those binaries and links the I/O half (user/golang/, libdw).
+# The Go probe finder's test reads those binaries and links the I/O half (user/discovery/golang/, libdw).
 $(OUT)/obj-san/tests/unit/test_goprobe.o: private CFLAGS += -DDW_GOBIN_DIR='"$(abspath $(GOBIN_DIR))"'
-$(OUT)/tests/test_goprobe: $(OUT)/obj-san/user/golang/goprobe.o $(OUT)/obj-san/user/golang/godwarf.o | $(GO_BINS)
+$(OUT)/tests/test_goprobe: $(OUT)/obj-san/user/discovery/golang/goprobe.o $(OUT)/obj-san/user/discovery/golang/godwarf.o | $(GO_BINS)
 $(OUT)/tests/test_goprobe: private UNIT_LIBS += -ldw
--include $(wildcard $(OUT)/obj-san/user/golang/*.d)
+-include $(wildcard $(OUT)/obj-san/user/discovery/golang/*.d)
 
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
@@ -210,7 +211,7 @@ integration: $(OUT)/depwatch
 # libFuzzer (clang) over the config parser and the HTTP/1 status-line reader; `make fuzz FUZZ_SECONDS=600` for a long run.
 FUZZ_SECONDS ?= 60
 # Compiled from the sources in one call (its own flags: -O1, libFuzzer).
-$(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
+$(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(LOGIC_HDRS) bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
@@ -224,14 +225,14 @@ $(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/http1.h bpf/depwatch.h | $(DEPS_F
 		-fsanitize=fuzzer,address,undefined $< -o $@
 
 # The same over the Go probe finder's parsers (ELF, .gopclntab, build info, Capstone's RETs).
-$(OUT)/fuzz_goelf: tests/fuzz/fuzz_goelf.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) | $(DEPS_FIRST) $(OUT)
+$(OUT)/fuzz_goelf: tests/fuzz/fuzz_goelf.c $(LOGIC_SRCS) $(LOGIC_HDRS) | $(DEPS_FIRST) $(OUT)
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
 		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lnghttp2 -lm -o $@
 
-# The header-block reader of HTTP/2 answers (user/logic/h2answer.c: records put together, HPACK).
-$(OUT)/fuzz_hblock: tests/fuzz/fuzz_hblock.c $(LOGIC_SRCS) $(wildcard user/logic/*.h) bpf/hblock.h | $(DEPS_FIRST) $(OUT)
+# The header-block reader of HTTP/2 answers (user/logic/outcome/h2answer.c: records put together, HPACK).
+$(OUT)/fuzz_hblock: tests/fuzz/fuzz_hblock.c $(LOGIC_SRCS) $(LOGIC_HDRS) bpf/hblock.h | $(DEPS_FIRST) $(OUT)
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
@@ -243,9 +244,11 @@ FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/fuzz_goelf $(OUT)/fuzz_
 fuzz: $(FUZZ_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# The edit-build-test loop (issue 36): the unit suites under ASan/UBSan and the fuzzers' short runs,
-# as make test runs them, in under 3 minutes from a clean tree; no root, no BPF, no deps.
+# The edit-build-test loop (issue 36): user/'s include graph (no circle, no arrow back up:
+# scripts/includes.py), the unit suites under ASan/UBSan and the fuzzers' short runs, as make test
+# runs them, in under 3 minutes from a clean tree; no root, no BPF, no deps.
 check: $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)python3 scripts/includes.py -q
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh 15
 

@@ -2,7 +2,7 @@
 /*
  * The floor (issue 17): the least any tracer on depwatch's hooks can cost.
  * One trivial program on every hook the sock backend attaches per event
- * (user/hooks.c's dw_prog_specs on a 6.3+ kernel, and the cgroup connect
+ * (user/kernel/hooks.c's dw_prog_specs on a 6.3+ kernel, and the cgroup connect
  * hooks), each bumping a per-CPU counter and nothing else: what is left is
  * the kernel's dispatch of the hook itself (bpf_trace_run, the recursion
  * guard, the cgroup program array). iter/tcp runs once at start, not per

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "logic/config.h"
+#include "logic/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

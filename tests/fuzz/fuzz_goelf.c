@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * libFuzzer over the Go probe finder's parsers (user/logic/go*.c): the bytes are a file a
+ * libFuzzer over the Go probe finder's parsers (user/logic/discovery/go*.c): the bytes are a file a
  * process could map, so any of them must give an answer, never a read out of bounds, a
  * hang or a crash. The first byte picks the entry: 0 the whole ELF pipeline, 1 a
  * .gopclntab (every function walked), 2 a build info blob (behind a bare ELF header, where
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "logic/gobuild.h"
-#include "logic/goelf.h"
-#include "logic/gopcln.h"
-#include "logic/goprobes.h"
-#include "logic/goret.h"
+#include "logic/discovery/gobuild.h"
+#include "logic/discovery/goelf.h"
+#include "logic/discovery/gopcln.h"
+#include "logic/discovery/goprobes.h"
+#include "logic/discovery/goret.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * libFuzzer over the header-block reader (user/logic/h2answer.c): the
+ * libFuzzer over the header-block reader (user/logic/outcome/h2answer.c): the
  * input is a run of records as the ring would hand them (struct dw_hb_rec,
  * any bytes), fed to a table of 4 connections: frames put together,
  * CONTINUATION, padding, HPACK through nghttp2, gaps. Never a crash, a
@@ -13,7 +13,7 @@
 
 #include "depwatch.h"
 #include "hblock.h"
-#include "logic/h2answer.h"
+#include "logic/outcome/h2answer.h"
 
 static void on_answer(const struct dw_hb_answer *a, void *arg)
 {

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "depwatch.skel.h"
-#include "golang/goprobe.h"
+#include "discovery/golang/goprobe.h"
 #include "depwatch.h"
 #include "gotls.h"
 

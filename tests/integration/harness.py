@@ -99,7 +99,7 @@ START_TIMEOUT = 60.0
 START_TIMES = []
 STOP_TIMEOUT = 10.0
 STATUS_DEADLINE = 5.0     # default deadline for a status condition to hold
-DW_TOPN_OTHER = "~other"  # the line a --max-series cap sums the rest into (logic/topn.h)
+DW_TOPN_OTHER = "~other"  # the line a --max-series cap sums the rest into (logic/view/topn.h)
 INTERVAL_MS = 250         # the daemon's default refresh interval
 
 _PR_SET_NAME = 15

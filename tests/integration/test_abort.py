@@ -211,7 +211,7 @@ class AbortTest(AbortPath, unittest.TestCase):
         # one syslog line for the open period, with what it aborted; as an event too
         # (a loaded machine may reach half_open, open_for = 5 s, and reopen on a hanging probe:
         # a second open period, with its own line). The transition lines share the dependency's
-        # rate limit (5, then one per 12 s: user/logic/ratelimit.h), the abort lines do not: the
+        # rate limit (5, then one per 12 s: user/logic/base/ratelimit.h), the abort lines do not: the
         # count holds while the log is read within the burst: 2.8 s after the hang on the host,
         # 3.1-3.7 s in the 6.1 stage; a test slow to come here (as above) finds more abort lines
         log = d.stderr_text().splitlines()

@@ -496,7 +496,7 @@ class Test05Dashboards(unittest.TestCase):
 # The default --max-series, read from its one definition: the page-size claim (depwatch.8: "at the
 # default a page ... stays under 1 MiB") is the default's, so Test05 runs the default.
 SERIES_CAP = int(re.search(r"#define DW_MAX_SERIES_DEFAULT (\d+)",
-                           open(os.path.join(REPO, "user/logic/series.h")).read()).group(1))
+                           open(os.path.join(REPO, "user/logic/view/series.h")).read()).group(1))
 MANY_PORTS = 4          # servers on 0.0.0.0: each 127.0.0.0/8 address x these ports is a destination
 MANY_ADDRS = 1250       # x 4 ports = 5 000 destinations
 

@@ -4,7 +4,7 @@ connection the session is tied to. Real nginx (`listen ... ssl`, `ssl http2`) wi
 now, loaded by ab, curl and h2load, all on Debian's libssl.so.3. Ground truth: each tool's own count
 and latency.
 
-The uprobes are attached by the daemon's TLS discovery (user/tls/, doc/tls.md): the case holds a
+The uprobes are attached by the daemon's TLS discovery (user/discovery/tls/, doc/tls.md): the case holds a
 process that maps the system's libssl.so.3 and waits until the discovery says that file has its
 uprobes, so that no client's first call runs before them (a process started later is attached
 within a second of its exec; test_tls_find.py).

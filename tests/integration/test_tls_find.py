@@ -30,7 +30,7 @@ from harness import Daemon, DaemonTestCase
 
 PY = "/usr/bin/python3"
 SYSTEM_LIBSSL = "/usr/lib/x86_64-linux-gnu/libssl.so.3"
-# The contract's table (user/tls/attach.c): 11 programs on an OpenSSL 3 libssl (SSL_do_handshake and its return among them)
+# The contract's table (user/discovery/tls/attach.c): 11 programs on an OpenSSL 3 libssl (SSL_do_handshake and its return among them)
 PROBES_PER_FILE = 11
 WRITES = 2000
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "logic/config.h"
-#include "logic/dest.h"
+#include "logic/config/config.h"
+#include "logic/depset/dest.h"
 
 /* cmocka 1.1 has no float asserts; these report both values on failure. */
 #define assert_double_eq(got, want)                                                                \
@@ -54,7 +54,7 @@ static inline void dwt_parse(const char *text, struct dw_config *cfg)
 }
 
 /*
- * Collector rows (logic/dest.h) built by hand, as collect.c would leave
+ * Collector rows (logic/depset/dest.h) built by hand, as collect.c would leave
  * them: keys only through dw_dest_set_key, as there.
  */
 

@@ -4,7 +4,7 @@
 
 #include "dwtest.h"
 
-#include "logic/breaker.h"
+#include "logic/judge/breaker.h"
 
 #define MS 1000000ULL
 #define SEC (1000ULL * MS)

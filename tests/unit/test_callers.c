@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/callers.h"
+#include "logic/callers/callers.h"
 
 static struct dw_caller_fig fig(int dep, uint64_t cg, uint64_t calls, uint64_t inflight, uint64_t oldest)
 {

@@ -4,7 +4,7 @@
 
 #include "dwtest.h"
 
-#include "logic/cascade.h"
+#include "logic/judge/cascade.h"
 
 static struct dw_pool_input pool_of(unsigned pool, double inflight, double rate, double rising,
 				    double latency_s)

@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/cgname.h"
+#include "logic/callers/cgname.h"
 
 /* A container id, and another: 64 lowercase hex digits. */
 #define H1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -20,7 +20,7 @@
 
 #include "dwtest.h"
 
-#include "cgroups.h"
+#include "host/cgroups.h"
 
 #define H1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID "74c13223-5a00-11e9-b385-42010a80018d"

@@ -12,9 +12,9 @@
 
 #include "dwtest.h"
 
-#include "logic/config.h"
-#include "logic/dwtypes.h"
-#include "logic/match.h"
+#include "logic/config/config.h"
+#include "logic/base/dwtypes.h"
+#include "logic/config/match.h"
 
 #define MS 1000000ULL
 #define SEC 1000000000ULL

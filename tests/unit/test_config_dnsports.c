@@ -7,8 +7,8 @@
 
 #include "dwtest.h"
 
-#include "logic/config.h"
-#include "logic/jsonw.h"
+#include "logic/config/config.h"
+#include "logic/base/jsonw.h"
 
 static char err[1024];
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* user/config_file.c: reading the config file, and refusing one others could write. */
+/* user/host/config_file.c: reading the config file, and refusing one others could write. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,9 +11,9 @@
 
 #include "dwtest.h"
 
-#include "config_file.h"
-#include "logic/config.h"
-#include "logic/match.h"
+#include "host/config_file.h"
+#include "logic/config/config.h"
+#include "logic/config/match.h"
 
 static char err[1024];
 

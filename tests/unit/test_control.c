@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The control socket's client table (user/control.c) on real sockets: a
+ * The control socket's client table (user/control/control.c) on real sockets: a
  * listener in the abstract namespace, the test's end of each client a
  * plain socket. Time is the test's: every call takes now_ns, so deadlines
  * are checked exactly. dw_log and dw_own_path are this file's.
@@ -19,8 +19,8 @@
 
 #include "dwtest.h"
 
-#include "control.h"
-#include "privs.h"
+#include "control/control.h"
+#include "host/privs.h"
 
 #define MS 1000000ULL
 #define SEC (1000ULL * MS)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The control socket's wire format (logic/control_wire.c): the verbs and the answer's length line. */
+/* The control socket's wire format (logic/view/control_wire.c): the verbs and the answer's length line. */
 #include <errno.h>
 
 #include "dwtest.h"
 
-#include "logic/control_wire.h"
+#include "logic/view/control_wire.h"
 
 static void test_every_verb_matches_its_request(void **state)
 {

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "logic/cpurows.h"
+#include "logic/kernel/cpurows.h"
 
 #define RING(s) ((s) % DW_SLICES)
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* A dependency's figures (logic/depfigs.c): its destinations' counters, summed once for every output. */
+/* A dependency's figures (logic/depset/depfigs.c): its destinations' counters, summed once for every output. */
 #include "dwtest.h"
 
-#include "logic/depfigs.h"
+#include "logic/depset/depfigs.h"
 
 static void dest_of(struct dw_dest *d, uint64_t k, uint64_t oldest)
 {

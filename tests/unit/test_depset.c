@@ -12,7 +12,7 @@
 
 #include "dwtest.h"
 
-#include "logic/depset.h"
+#include "logic/depset/depset.h"
 
 #define MS 1000000ULL
 #define SEC (1000ULL * MS)

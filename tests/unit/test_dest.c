@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/dest.h"
+#include "logic/depset/dest.h"
 
 static struct dw_dest_key key_of(__u16 family, const char *addr, __u16 port)
 {

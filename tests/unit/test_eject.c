@@ -4,7 +4,7 @@
 
 #include "dwtest.h"
 
-#include "logic/eject.h"
+#include "logic/judge/eject.h"
 
 #define SEC 1000000000ULL
 #define T0 (5000 * SEC)

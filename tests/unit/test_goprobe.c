@@ -16,9 +16,9 @@
 
 #include "dwtest.h"
 
-#include "golang/goprobe.h"
-#include "logic/goelf.h"
-#include "logic/gopcln.h"
+#include "discovery/golang/goprobe.h"
+#include "logic/discovery/goelf.h"
+#include "logic/discovery/gopcln.h"
 
 static const char *bin(const char *name)
 {

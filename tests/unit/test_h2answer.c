@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * HTTP/2 and gRPC answers (user/logic/h2answer.c): header blocks made by
+ * HTTP/2 and gRPC answers (user/logic/outcome/h2answer.c): header blocks made by
  * nghttp2's HPACK deflater (the encoder nghttpd uses; nginx and grpc-core
  * index :status and grpc-status the same way), cut into records as the
  * kernel cuts them (bpf/hblock.bpf.h: the 16-byte peek with the first
@@ -15,7 +15,7 @@
 
 #include "depwatch.h"
 #include "hblock.h"
-#include "logic/h2answer.h"
+#include "logic/outcome/h2answer.h"
 
 #define MAXANS 64
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "dwtest.h"
 
-#include "logic/hist.h"
+#include "logic/base/hist.h"
 
 #define US 1000ULL
 #define MS (1000ULL * US)

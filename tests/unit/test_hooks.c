@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/hooks.c: every optional hook explains itself with its own loss, looked up by
+ * user/kernel/hooks.c: every optional hook explains itself with its own loss, looked up by
  * name (issue 47: the TLS hook's reason was read by row, [6], which DNS's rows had
  * made the sendmsg4 row's).
  */
 #include "dwtest.h"
 
-#include "hooks.h"
+#include "kernel/hooks.h"
 
 #define TLS_LOSS "TLS libraries get no uprobes: calls over TLS are timed from their records (doc/tls.md)"
 
@@ -63,6 +63,11 @@ static void test_the_loaders_other_reasons(void **state)
 	dw_hook_off_why(why, sizeof(why), HOOK_CONNECT6, NULL);
 	assert_string_equal(why, "absent (--without): IPv6 connects are not refused while a breaker is open "
 			    "(breakers are still judged)");
+	/* a tracepoint of dw_prog_specs by its name too: the HTTP/2 copy program's refusal (parts.c) */
+	dw_hook_off_why(why, sizeof(why), HOOK_H2_COPY,
+			"the kernel refused the receive program (bpf_dynptr_from_skb in tracing: Linux 6.14+)");
+	assert_string_equal(why, "the kernel refused the receive program (bpf_dynptr_from_skb in tracing: Linux 6.14+): "
+			    "HTTP/2 calls are not timed per stream: h2c connections are timed as multiplexed bursts");
 }
 
 int main(void)

@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/jsonw.h"
+#include "logic/base/jsonw.h"
 
 /* Output of one writer call on a fresh buffer, as a malloc'd string. */
 static char *out;

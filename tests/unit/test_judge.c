@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/judge.h"
+#include "logic/judge/judge.h"
 
 #define MS 1000000ULL
 #define SEC (1000ULL * MS)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The kernel state a config wants (logic/kplan.h), computed whole before
- * user/kstate.c writes anything: the test knows every dependency, match
+ * The kernel state a config wants (logic/kernel/kplan.h), computed whole before
+ * user/kernel/kstate.c writes anything: the test knows every dependency, match
  * and service it configured, so it knows each map's entries. Then
- * user/kstate.c's writes, against maps in memory (the bpf_map_* calls and
+ * user/kernel/kstate.c's writes, against maps in memory (the bpf_map_* calls and
  * the loader's few functions are this file's): a reload takes whole, or,
  * whichever write fails, every map is as it was.
  */
@@ -17,12 +17,12 @@
 
 #include "dwtest.h"
 
-#include "logic/config.h"
-#include "logic/kplan.h"
-#include "kstate.h"
-#include "loader.h"
-#include "maprows.h"
-#include "logic/breaker.h"
+#include "logic/config/config.h"
+#include "logic/kernel/kplan.h"
+#include "kernel/kstate.h"
+#include "kernel/loader.h"
+#include "kernel/maprows.h"
+#include "logic/judge/breaker.h"
 
 #define MS 1000000ULL
 #define SEC (1000ULL * MS)
@@ -397,7 +397,7 @@ static void test_trie_against_old(void **state)
 	dw_config_free(&next);
 }
 
-/* --- user/kstate.c against maps in memory --- */
+/* --- user/kernel/kstate.c against maps in memory --- */
 
 #define FAKE_FD 100
 #define FAKE_KEY 64

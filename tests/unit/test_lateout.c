@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Outcomes merged after their calls (user/logic/lateout.c): a failing
+ * Outcomes merged after their calls (user/logic/depset/lateout.c): a failing
  * HTTP/2 answer moves its call from completed to failed in its start slice
  * (fast or slow by slow_call), never below what the kernel counted; calls
  * the kernel failed already, untimed ones and desyncs are counted, not moved.
@@ -9,10 +9,10 @@
 
 #include <stdlib.h>
 
-#include "logic/h2answer.h"
-#include "logic/judge.h"
-#include "logic/lateout.h"
-#include "logic/outcome.h"
+#include "logic/outcome/h2answer.h"
+#include "logic/judge/judge.h"
+#include "logic/depset/lateout.h"
+#include "logic/outcome/outcome.h"
 
 #define MS 1000000ULL
 

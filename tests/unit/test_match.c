@@ -13,8 +13,8 @@
 
 #include "dwtest.h"
 
-#include "logic/config.h"
-#include "logic/match.h"
+#include "logic/config/config.h"
+#include "logic/config/match.h"
 
 static char err[1024];
 

@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/parse.h"
+#include "logic/base/parse.h"
 
 #define US 1000ULL
 #define MS (1000ULL * US)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The token bucket of alerts and abort lines (logic/ratelimit.c): 5 at once, then one per 12 s. */
+/* The token bucket of alerts and abort lines (logic/base/ratelimit.c): 5 at once, then one per 12 s. */
 #include "dwtest.h"
 
-#include "logic/ratelimit.h"
+#include "logic/base/ratelimit.h"
 
 #define SEC 1000000000ULL
 #define T0 (1000 * SEC)

@@ -7,7 +7,7 @@
  * the histogram runs, bucket choice and the IPv4-mapped fold. Tracing
  * programs cannot be run with BPF_PROG_RUN, so this is how their logic is
  * tested below the integration suite. The writer's counts are checked
- * against the daemon's own reader (user/logic/cpurows.c).
+ * against the daemon's own reader (user/logic/kernel/cpurows.c).
  */
 #include "dwtest.h"
 
@@ -15,7 +15,7 @@
 
 #include "addr.h"
 #include "rows.h"
-#include "logic/cpurows.h"
+#include "logic/kernel/cpurows.h"
 
 #define RING(s) ((s) % DW_SLICES)
 

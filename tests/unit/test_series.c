@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* --max-series (logic/series.c): who keeps a series of their own, in every output alike. */
+/* --max-series (logic/view/series.c): who keeps a series of their own, in every output alike. */
 #include <stdbool.h>
 #include <string.h>
 
 #include "dwtest.h"
 
-#include "logic/series.h"
+#include "logic/view/series.h"
 
 #define NDEPS 6
 

@@ -13,8 +13,8 @@
 
 #include "dwtest.h"
 
-#include "logic/depset.h"
-#include "logic/services.h"
+#include "logic/depset/depset.h"
+#include "logic/services/services.h"
 
 #define MS 1000000ULL
 #define SEC (1000ULL * MS)

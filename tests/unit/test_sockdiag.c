@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * sock_diag's SOCK_DESTROY (user/sockdiag.c): the requests built from what
+ * sock_diag's SOCK_DESTROY (user/kernel/sockdiag.c): the requests built from what
  * the abort iterator wrote, byte for byte as the kernel's inet_diag reads
  * them, and the answers the kernel gives, parsed. No socket is opened.
  */
@@ -14,7 +14,7 @@
 #include "dwtest.h"
 
 #include "abortrec.h"
-#include "sockdiag.h"
+#include "kernel/sockdiag.h"
 
 struct req {
 	struct nlmsghdr nlh;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The TLS discovery's pure half (logic/tlsfind.c): kinds, verdicts, the file and process tables. */
+/* The TLS discovery's pure half (logic/discovery/tlsfind.c): kinds, verdicts, the file and process tables. */
 #include "dwtest.h"
 
 #include <stdlib.h>
-#include "logic/tlsfind.h"
+#include "logic/discovery/tlsfind.h"
 
 #define OPENSSL_SYMS (DW_TLS_SYM_NEEDED | DW_TLS_SYM_SSL_WRITE_EX | DW_TLS_SYM_SSL_READ_EX | DW_TLS_SYM_ANY)
 

@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/topn.h"
+#include "logic/view/topn.h"
 
 #define MAXN 64
 

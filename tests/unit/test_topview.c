@@ -7,8 +7,8 @@
 
 #include "dwtest.h"
 
-#include "logic/topview.h"
-#include "logic/topview_layout.h"
+#include "logic/view/topview.h"
+#include "logic/view/topview_layout.h"
 
 #define HEADER_OLD                                                                                 \
 	"name\tdests\tcalls\tfailed\tp50_ms\tp99_ms\tslow_rate\tfailure_rate\tinflight\t"         \

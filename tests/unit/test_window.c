@@ -5,7 +5,7 @@
 
 #include "dwtest.h"
 
-#include "logic/window.h"
+#include "logic/base/window.h"
 
 /* dense gets garbage first: merge must zero it itself */
 static uint64_t merge(const struct dw_window *w, uint64_t *dense)

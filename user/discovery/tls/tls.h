@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The TLS discovery (issue 32), as the daemon drives it: at start one scan
+ * of every process's maps for ELF objects exporting OpenSSL's API, each
+ * distinct file (dev, inode) given the uprobes of bpf/ssl.bpf.c once; then,
+ * for each exec the kernel reports (bpf/tlsexec.bpf.c's ring buffer), that
+ * process's maps again, a few times over its first seconds (the loader maps
+ * libssl after the exec). What stays opaque, and why, is kept for status.
+ * The pure half is logic/discovery/tlsfind.c. doc/tls.md.
+ */
+#ifndef DW_TLS_TLS_H
+#define DW_TLS_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "logic/base/jsonw.h"
+#include "logic/discovery/tlsfind.h"
+#include "discovery/tls/attach.h"
+
+struct dw_bpf;
+struct bpf_object;
+struct ring_buffer;
+
+#define DW_TLS_ATTACHED_MAX 256		/* files with uprobes at once */
+#define DW_TLS_QUEUE_MAX 256		/* exec'd processes waiting for a rescan */
+#define DW_TLS_RESCAN_FULL_NS (30ULL * 1000000000ULL)	/* every process again: dlopen()s after a start's first seconds */
+
+struct dw_tls_rescan {
+	uint32_t pid;
+	int step;		/* the next of rescan_after_ms's delays */
+	uint64_t due_ns;
+};
+
+struct dw_tls {
+	bool on;		/* the uprobes attach (probe: loader.c's decide_tls) */
+	char why[200];		/* off: why */
+	pid_t self;		/* the daemon's own process, never scanned */
+	dev_t self_dev;		/* the daemon's executable file: processes running it (depwatch top, */
+	ino_t self_ino;		/* status, ...) are depwatch's own, never scanned either; 0: unknown */
+	struct bpf_object *obj;
+	struct ring_buffer *ring;
+	struct dw_tls_files *files;
+	struct dw_tls_procs *procs;
+	struct {
+		int file;	/* index in files->e */
+		struct dw_tls_links links;
+	} att[DW_TLS_ATTACHED_MAX];
+	unsigned natt;
+	struct dw_tls_rescan q[DW_TLS_QUEUE_MAX];
+	unsigned nq;
+	uint64_t next_full_ns, next_prune_ns;
+	/* figures */
+	uint64_t execs;		/* exec records read */
+	uint64_t scans;		/* process maps read */
+	uint64_t full_scans;
+	double last_full_ms;	/* the last full scan's wall time */
+	unsigned last_full_procs;
+	uint64_t queue_full;	/* exec'd processes not rescanned: the queue was full */
+	uint64_t unreadable;	/* processes whose maps could not be read (not for being gone) */
+	uint64_t exec_lost;	/* the kernel's tls_exec_lost, as of the last poll */
+};
+
+/*
+ * Starts the discovery when b->tls_on (else only remembers why not): the
+ * full scan, the exec ring. 0, or -errno with a line logged.
+ */
+int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj);
+void dw_tls_stop(struct dw_tls *t);
+/* For the daemon's poll: the ring's fd (-1: none) and the ms until a rescan is due (-1: none). */
+int dw_tls_fd(const struct dw_tls *t);
+int dw_tls_timeout_ms(const struct dw_tls *t, uint64_t now_ns);
+/* The ring readable: queue its execs. Then, and at every wake-up: the rescans that are due. */
+void dw_tls_on_ready(struct dw_tls *t, uint64_t now_ns);
+void dw_tls_tick(struct dw_tls *t, uint64_t now_ns);
+/* One scan of every process (the start's, and every DW_TLS_RESCAN_FULL_NS). */
+void dw_tls_scan_all(struct dw_tls *t);
+/* The host's own libssl files, mapped or not: their uprobes (scan.c). */
+void dw_tls_scan_system(struct dw_tls *t);
+/* The daemon executable's identity (scan.c): processes running it are depwatch's own. */
+void dw_tls_self_exe(struct dw_tls *t);
+/* Scans one process's maps, attaching what it maps that is new; never one of depwatch's own. */
+void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid);
+
+/* What is off or why: "" when on. */
+const char *dw_tls_why(const struct dw_tls *t);
+/* status --json's "tls" object (with its leading comma), the table's line, /metrics' families. */
+void dw_tls_json(struct dw_buf *out, const struct dw_tls *t);
+void dw_tls_text(struct dw_buf *out, const struct dw_tls *t);
+void dw_tls_metrics(struct dw_buf *out);
+/* The daemon's one discovery (for /metrics, rendered without it at hand); NULL before start. */
+const struct dw_tls *dw_tls_current(void);
+
+#endif /* DW_TLS_TLS_H */

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The pure half of the Go probe finder (goprobes.h): ELF, build info, function table, RETs. */
+#include "logic/discovery/goprobes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "logic/discovery/goelf.h"
+#include "logic/discovery/gopcln.h"
+
+/* A function's entry and RETs as file offsets; -1 with why[] when it cannot be probed. */
+static int locate(const struct dw_elf *e, const struct dw_go_pcln *p, const char *sym,
+		  struct dw_go_func *f, char *why, size_t whylen)
+{
+	uint32_t rets[DW_GO_MAX_RETS];
+	char d[160];
+	int64_t off;
+
+	if (dw_go_pcln_find(p, sym, &f->vaddr, &f->size) < 0) {
+		snprintf(why, whylen, "no %s in .gopclntab (the program does not use crypto/tls)", sym);
+		return -1;
+	}
+	off = dw_elf_vaddr_to_off(e, f->vaddr);
+	/* the whole function in one loaded segment's file bytes */
+	if (off < 0 || dw_elf_vaddr_to_off(e, f->vaddr + f->size - 1) != off + (int64_t)f->size - 1) {
+		snprintf(why, whylen, "%s at 0x%llx (%llu bytes) is not in the file's loaded bytes", sym,
+			 (unsigned long long)f->vaddr, (unsigned long long)f->size);
+		return -1;
+	}
+	f->off = (uint64_t)off;
+	if (dw_go_find_rets(e->buf + off, f->size, f->vaddr, rets, &f->nret, d, sizeof(d)) < 0) {
+		snprintf(why, whylen, "%s: %s", sym, d);
+		return -1;
+	}
+	for (unsigned i = 0; i < f->nret; i++)
+		f->ret_off[i] = f->off + rets[i];
+	return 0;
+}
+
+int dw_go_probes_image(const void *buf, size_t len, struct dw_go_probes *out, char *why, size_t whylen)
+{
+	struct dw_elf e;
+	struct dw_elf_sect s;
+	struct dw_go_pcln p;
+	char d[200];
+
+	memset(out, 0, sizeof(*out));
+	if (dw_elf_open(&e, buf, len, why, whylen) < 0)
+		return -1;
+	if (dw_go_buildinfo(&e, &out->build, why, whylen) < 0)
+		return -1;
+	if (dw_go_abi_ok(out->build.major, out->build.minor, e.machine, d, sizeof(d)) < 0) {
+		snprintf(why, whylen, "%s: %s", out->build.version, d);
+		return -1;
+	}
+	if (dw_go_pcln_open(&e, &p, d, sizeof(d)) < 0) {
+		snprintf(why, whylen, "%s: %s", out->build.version, d);
+		return -1;
+	}
+	out->pcln_magic = p.magic;
+	out->has_symtab = dw_elf_section(&e, ".symtab", &s) == 0;
+	if (locate(&e, &p, DW_GO_WRITE_SYM, &out->write, why, whylen) < 0 ||
+	    locate(&e, &p, DW_GO_READ_SYM, &out->read, why, whylen) < 0)
+		return -1;
+	{
+		uint64_t va, size;
+		int64_t off;
+
+		if (dw_go_pcln_find(&p, DW_GO_SHAKE_SYM, &va, &size) == 0 && (off = dw_elf_vaddr_to_off(&e, va)) > 0)
+			out->shake_off = (uint64_t)off;
+	}
+	if (dw_go_layout_table(out->build.major, out->build.minor, &out->fd) == 0)
+		out->fd_source = DW_GO_FD_TABLE;
+	return 0;
+}
