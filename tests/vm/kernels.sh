@@ -30,70 +30,49 @@ VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # syscalls backend's walk of the user buffers, 6.1's verifier on the stream
 # layer), and the real-traffic cases that fit.
 SUBSET=(
-	"150 test_valgrind."
-	"60 test_pool.PoolTest.test_small_pools_hang_open_in_time"
-	"60 test_backend.Test02EverySyscall"
-	"60 test_calls.Test02P50Accuracy"
-	"60 test_realtraffic.Test6HTTP2.test_nghttpd"
-	"50 test_abort.NginxAbortTest."
-	# a class whose tests share one daemon, handed on by a reload (harness.reloaded_daemon): in
-	# one guest, so that they do (a start there is ~22 s, two thirds of the stage, 2026-12-06)
-	"60 test_abort.AbortTest.test_abort_releases_hanging_pool test_abort.AbortTest.test_abort_after test_abort.AbortTest.test_forced_open_only_what_was_asked"
-	"60 test_h2.GrpcTest.test_counts_and_latency test_h2.GrpcTest.test_hang_8_streams test_h2.GrpcTest.test_client_cancels"
-	"40 test_breaker.BreakerTest.test_slowdown_opens_fast_logs_and_recovers"
-	"40 test_realtraffic.Test1KeepAlive.test_wrk_keepalive"
-	"30 test_calls.Test12CallBoundaries"
-	"20 test_calls.Test01ExactCallCounts"
-	"20 test_calls.Test03InflightAndOldestAge"
-	"20 test_calls.Test07FailedCalls"
-	"20 test_calls.Test14Lifecycle"
-	"20 test_breaker.BreakerTest.test_max_inflight_opens_on_concurrency"
-	"20 test_breaker.BreakerTest.test_reload_keeps_old_config_on_error_and_applies_a_good_one"
-	"20 test_enforce.EnforceTest.test_forced_open_rejects_fast_and_auto_lifts"
-	"20 test_enforce.EnforceTest.test_half_open_lets_exactly_the_probes_through"
-	"20 test_abort.AbortTest.test_without_sock_destroy_falls_back"
-	"20 test_metrics.Test01MetricsBody"
-	"20 test_install.InstallTest.test_unit_capabilities_are_enough"
-	"20 test_h2.H2WireTest.test_frames_split_byte_by_byte"
-	"20 test_h2.H2WireTest.test_desync_drops_and_falls_back"
-	"15 test_enforce.EnforceTest.test_kill_9_fails_open_within_3_seconds"
-	"15 test_lifecycle.LifecycleTest.test_keeps_only_cap_bpf_and_cap_perfmon"
-	"15 test_backend.Test01WhichBackend"
-	"10 test_lifecycle.LifecycleTest.test_clean_stop_leaves_no_programs_and_no_pins"
-	"10 test_calls.Test06RefusedConnect"
-	"30 test_callers.TestCallers.test_two_callers_named_and_counted"
-	"30 test_cascade.CascadeTest.test_forecast"
-	"20 test_enforce.EnforceTest.test_sigstop_fails_open_when_the_lease_runs_out"
-	"20 test_abort.NetnsAbortTest."
-	"20 test_h2.H2WireTest.test_server_resets_and_5xx"
-	"20 test_h2.H2WireTest.test_goaway_then_close"
-	"20 test_h2.H2WireTest.test_streams_over_the_limit"
-	"20 test_control.ControlClientsTest.test_control_cut_answer_is_an_error"
-	"60 test_eject_nginx."
-	"20 test_eject.EjectTest.test_slow_replica_ejected_aborted_refused_and_back"
-	"20 test_eject.EjectTest.test_max_ejected_two_slow_of_three"
-	"15 test_eject.EjectTest.test_manual_eject_and_return"
-	"10 test_eject.EjectTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
-	"130 test_dns."
-	# protocol goodbyes (issue 50): MariaDB and memcached, both rows; 70.5 s alone in one guest (2026-12-06)
+	# Each item's cost is what its tests took in one guest of the run of 2026-12-06 (run.py
+	# --durations, 6.1.0-57 under TCG), its class's daemon start included (~22 s there: two
+	# thirds of the stage). The tests that share a daemon (a module's SHARED_DAEMON, a class's
+	# daemon in setUpClass, harness.reloaded_daemon) are one item: in one guest, they start it once.
+	"155 test_tls.TLSCase.test_ab_https_keepalive test_tls.TLSCase.test_asyncio_client test_tls.TLSCase.test_nginx_proxy_https test_tls.TLSCase.test_curl_loop test_tls.TLSCase.test_postgres_libpq test_tls.TLSCase.test_postgres_hang test_tls.TLSCase.test_bio_client_own_method"
+	"100 test_h2.GrpcTest.test_counts_and_latency test_h2.GrpcTest.test_hang_8_streams test_h2.GrpcTest.test_client_cancels"
+	"90 test_abort.AbortTest.test_abort_releases_hanging_pool test_abort.AbortTest.test_abort_after test_abort.AbortTest.test_forced_open_only_what_was_asked"
+	"90 test_dns."
+	"80 test_calls.Test14Lifecycle"
+	"75 test_valgrind."
 	"75 test_goodbye."
+	"70 test_calls.Test01ExactCallCounts test_calls.Test02P50Accuracy test_calls.Test03InflightAndOldestAge test_calls.Test06RefusedConnect test_calls.Test07FailedCalls test_calls.Test12CallBoundaries"
+	"65 test_eject_nginx."
+	"55 test_h2.H2WireTest.test_frames_split_byte_by_byte test_h2.H2WireTest.test_desync_drops_and_falls_back test_h2.H2WireTest.test_server_resets_and_5xx test_h2.H2WireTest.test_goaway_then_close test_h2.H2WireTest.test_streams_over_the_limit"
+	"50 test_abort.AbortTest.test_without_sock_destroy_falls_back"
+	"47 test_callers.TestCallers.test_two_callers_named_and_counted"
+	"46 test_breaker.BreakerTest.test_reload_keeps_old_config_on_error_and_applies_a_good_one"
+	"45 test_pool.PoolTest.test_small_pools_hang_open_in_time"
+	"41 test_cascade.CascadeTest.test_forecast"
+	"40 test_backend.Test02EverySyscall"
+	"40 test_backend.Test01WhichBackend"
+	"37 test_abort.NginxAbortTest."
+	"35 test_breaker.BreakerTest.test_slowdown_opens_fast_logs_and_recovers"
+	"35 test_control.ControlClientsTest.test_control_cut_answer_is_an_error"
+	"35 test_lifecycle.LifecycleTest.test_keeps_only_cap_bpf_and_cap_perfmon"
+	"34 test_eject.EjectTest.test_slow_replica_ejected_aborted_refused_and_back"
+	"32 test_install.InstallTest.test_unit_capabilities_are_enough"
+	"32 test_eject.EjectTest.test_max_ejected_two_slow_of_three"
+	"29 test_metrics.Test01MetricsBody"
+	"27 test_eject.EjectTest.test_manual_eject_and_return"
+	"27 test_eject.EjectTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
+	"26 test_abort.NetnsAbortTest."
+	"25 test_breaker.BreakerTest.test_max_inflight_opens_on_concurrency"
+	"25 test_enforce.EnforceTest.test_kill_9_fails_open_within_3_seconds"
+	"25 test_enforce.EnforceTest.test_sigstop_fails_open_when_the_lease_runs_out"
+	"24 test_enforce.EnforceTest.test_half_open_lets_exactly_the_probes_through"
+	"24 test_lifecycle.LifecycleTest.test_clean_stop_leaves_no_programs_and_no_pins"
+	"23 test_enforce.EnforceTest.test_forced_open_rejects_fast_and_auto_lifts"
 	# Go's TLS uprobes on 6.1 (doc/go.md): the offsets from the table, the RETs, and entries
 	# repeated under Go's preemption signals (GOMAXPROCS=8 on one vCPU)
-	"30 test_gotls_probe.GoTLSProbeTest.test_gomaxprocs"
-	"30 test_gotls_probe.GoTLSProbeTest.test_stripped"
-	# OpenSSL's uprobes on 6.1 (issue 32, doc/tls.md): plaintext calls, a connection per request,
-	# keep-alive, the memory-BIO tie (asyncio), nginx as a TLS client, HTTP/2 streams over TLS
-	"30 test_tls.TLSCase.test_ab_https_keepalive"
-	"20 test_tls.TLSCase.test_asyncio_client"
-	"20 test_tls.TLSCase.test_nginx_proxy_https"
-	"20 test_tls.TLSCase.test_curl_loop"
-	# TLS started in place (issue 48): PostgreSQL and psql, both ends tied; 6.1 guest 2026-12-06:
-	# calls 208, tls_conns 4 and 4, p50 7.209 ms against psql's 7.246
-	"20 test_tls.TLSCase.test_postgres_libpq"
-	# a PostgreSQL stall under a table lock (issue 48): 4 queries in flight, the breaker open within
-	# slow_call + 700 ms of the lock; 6.1 guest 2026-12-06: open 718 ms after it
-	"20 test_tls.TLSCase.test_postgres_hang"
-	"15 test_tls.TLSCase.test_bio_client_own_method"
+	"15 test_gotls_probe.GoTLSProbeTest.test_gomaxprocs test_gotls_probe.GoTLSProbeTest.test_stripped"
+	"7 test_realtraffic.Test6HTTP2.test_nghttpd"
+	"7 test_realtraffic.Test1KeepAlive.test_wrk_keepalive"
 )
 
 # one suite at a time on this machine (tests/suitelock.sh); make test's run holds it already
@@ -101,10 +80,11 @@ SUBSET=(
 suitelock_take "tests/vm/kernels.sh, KERNELS=$KERNELS"
 
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1
-# Greedy: each test (costliest first, as listed) to the shard with the least so far.
+# Greedy: each item, costliest first, to the shard with the least so far.
 declare -a load shard_args
 for ((i = 0; i < SHARDS; i++)); do load[i]=0; shard_args[i]=""; done
-for item in "${SUBSET[@]}"; do
+mapfile -t SORTED < <(printf '%s\n' "${SUBSET[@]}" | sort -rn -k1,1)
+for item in "${SORTED[@]}"; do
 	cost=${item%% *} t=${item#* } best=0
 	for ((i = 1; i < SHARDS; i++)); do
 		[ "${load[i]}" -lt "${load[best]}" ] && best=$i
