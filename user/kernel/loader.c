@@ -89,6 +89,33 @@ static int tls_walker_in(struct dw_bpf *b)
 	return 0;
 }
 
+/*
+ * -v: how many instructions the verifier processed for each program, the figure a start's time
+ * is made of (tests/README.md, issue 45), from the kernel's own record of the load (5.16+; a
+ * kernel without it says 0). No verifier log: a log large enough would be refused (ENOSPC).
+ */
+static void verifier_stats_print(struct dw_bpf *b)
+{
+	struct bpf_program *p;
+	unsigned long long all = 0;
+	unsigned n = 0;
+
+	if (!dw_verbose)
+		return;
+	bpf_object__for_each_program(p, b->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		dw_info("verifier: %s: %u instructions processed", bpf_program__name(p), info.verified_insns);
+		all += info.verified_insns;
+		n++;
+	}
+	dw_info("verifier: %llu instructions processed for %u programs", all, n);
+}
+
 /* *refused: the kernel's verifier or loader said no (as opposed to a probe finding a lack). */
 static int load_skeleton(struct dw_bpf *b, const char *backend, bool *refused)
 {
@@ -116,6 +143,8 @@ static int load_skeleton(struct dw_bpf *b, const char *backend, bool *refused)
 		return err;
 	dw_bpf_parts_decide(b);
 	err = depwatch_bpf__load(b->skel);
+	if (!err)
+		verifier_stats_print(b);
 	*refused = err != 0;
 	return err;
 }
