@@ -249,8 +249,10 @@ class TestCallers(unittest.TestCase):
         t0 = time.monotonic()
         self.start_client(first, host, srv, hold, 4)
         took = {"first_ready_s": round(time.monotonic() - t0, 3)}
-        st = next_poll(st["uptime_s"])
-        self.assertEqual(dependency(st, "store")["inflight"], 1, dependency(st, "store"))
+        before = st["uptime_s"]
+        st = next_poll(before)
+        took["poll_uptimes_s"] = (before, st["uptime_s"])
+        self.assertEqual(dependency(st, "store")["inflight"], 1, (dependency(st, "store"), took))
         # the second caller's calls all come after that poll, ~3 s before the first call turns slow
         took["poll_s"] = round(time.monotonic() - t0, 3)
         self.start_client(second, host, srv, hold, 2)
