@@ -14,7 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "abort.h"
-#include "abortrec.h"
+#include "enforce/abortrec.h"
 #include "alert.h"
 #include "collect.h"
 #include "deps.h"

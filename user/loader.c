@@ -13,7 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "depwatch.skel.h"
-#include "dns.h"
+#include "dns/dnsmsg.h"
 #include "cgroups.h"
 #include "hooks.h"
 #include "loader.h"
