@@ -11,7 +11,7 @@
  *   the syscalls backend's buffer at the exit);
  * - sock backend, outbound: the call completes at sk_data_ready, when the
  *   bytes reach the socket, before anyone can read them. Its latency is
- *   that moment's; its outcome is owed (conn->answer_ns) until the
+ *   that moment's; its outcome is owed (conn->answer.ns) until the
  *   reader's copy (skb_copy_datagram_iovec) of the answer's first byte
  *   (copied_seq when it came: what was there before had been read),
  *   where the call is counted, with its first-byte time and its status.
@@ -69,8 +69,8 @@ __weak __noinline int dw_answer_read_user(struct dw_conn *conn, struct h2_bytes 
 		n = DW_HTTP1_PEEK;
 	barrier_var(n);
 	if (n == 0 || n > DW_HTTP1_PEEK || bpf_probe_read_user(pk.b, n, (const void *)at)) {
-		if (conn->http1 == DW_HTTP1_YES)
-			conn->status = DW_STATUS_UNKNOWN;
+		if (conn->answer.http1 == DW_HTTP1_YES)
+			conn->answer.status = DW_STATUS_UNKNOWN;
 		return DW_HTTP1_SHORT;
 	}
 	pk.n = n;
@@ -132,10 +132,10 @@ static __always_inline void answer_came_at(const struct sock *sk, struct dw_conn
 		call_complete(conn, at);
 		return;
 	}
-	conn->answer_looks = 0;
+	conn->answer.looks = 0;
 	/* its first byte: the reader has taken all before it (HTTP/1 answers one request at a time) */
 	conn->rcv_seq = tcp_of(sk)->copied_seq;
-	conn->answer_ns = at;
+	conn->answer.ns = at;
 	__sync_fetch_and_add(&dw_answers_owed, 1);
 	/* answered: no longer outstanding to the judge, whenever the reader comes */
 	e = pend_of(conn);
@@ -155,14 +155,14 @@ __weak __noinline int dw_answer_settle_owed(struct dw_conn *conn)
 
 	if (!conn)
 		return 0;
-	at = *(volatile __u64 *)&conn->answer_ns;
-	if (!at || __sync_val_compare_and_swap(&conn->answer_ns, at, 0) != at)
+	at = *(volatile __u64 *)&conn->answer.ns;
+	if (!at || __sync_val_compare_and_swap(&conn->answer.ns, at, 0) != at)
 		return 0;
 	__sync_fetch_and_add(&dw_answers_owed, -1);
-	if (!conn->status && conn->http1 == DW_HTTP1_YES)
-		conn->status = DW_STATUS_UNKNOWN;
+	if (!conn->answer.status && conn->answer.http1 == DW_HTTP1_YES)
+		conn->answer.status = DW_STATUS_UNKNOWN;
 	call_end(conn, OUTCOME_COMPLETED, at);
-	conn->status = 0;
+	conn->answer.status = 0;
 	return 1;
 }
 
@@ -176,8 +176,8 @@ __weak __noinline int dw_answer_settle_unread(struct dw_conn *conn)
 {
 	if (!conn)
 		return 0;
-	if (dw_answer_settle_owed(conn) && conn->http1 == DW_HTTP1_UNSEEN)
-		conn->http1 = DW_HTTP1_UNCOPIED;
+	if (dw_answer_settle_owed(conn) && conn->answer.http1 == DW_HTTP1_UNSEEN)
+		conn->answer.http1 = DW_HTTP1_UNCOPIED;
 	return 0;
 }
 
@@ -212,10 +212,10 @@ static __always_inline bool answer_on_copy(const struct sk_buff *skb, int len)
 	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
 		return false;
 	conn = conn_of(sk);
-	if (!conn || !conn->answer_ns)
+	if (!conn || !conn->answer.ns)
 		return false;
 	seq = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
-	if (!conn->answer_looks) {
+	if (!conn->answer.looks) {
 		if ((__s32)(seq - conn->rcv_seq) < 0)
 			return true;		/* bytes from before the request, still being read */
 		if (seq != conn->rcv_seq) {
@@ -238,9 +238,9 @@ static __always_inline bool answer_on_copy(const struct sk_buff *skb, int len)
 	}
 	pk.n = n;
 	r = dw_outcome_peek(conn, &pk);
-	if (r == DW_HTTP1_INTERIM && conn->answer_looks < DW_ANSWER_LOOKS) {
-		conn->answer_looks++;
-		conn->status = 0;
+	if (r == DW_HTTP1_INTERIM && conn->answer.looks < DW_ANSWER_LOOKS) {
+		conn->answer.looks++;
+		conn->answer.status = 0;
 		return true;
 	}
 	answer_settle(conn);
@@ -264,10 +264,10 @@ static __noinline void answer_read_walk(const struct sock *sk, int ret)
 	if (!sk)
 		return;
 	conn = conn_of(sk);
-	if (!conn || !conn->answer_ns)
+	if (!conn || !conn->answer.ns)
 		return;
 	first = read_end_seq(sk, ret);
-	if (!conn->answer_looks) {
+	if (!conn->answer.looks) {
 		if ((__s32)(first + (__u32)ret - conn->rcv_seq) <= 0)
 			return;			/* bytes from before the request, still being read */
 		if ((__s32)(conn->rcv_seq - first) < 0) {
@@ -283,9 +283,9 @@ static __noinline void answer_read_walk(const struct sock *sk, int ret)
 	b.off = skip;
 	b.len = ret - skip;
 	r = dw_answer_read_user(conn, &b);
-	if (r == DW_HTTP1_INTERIM && conn->answer_looks < DW_ANSWER_LOOKS) {
-		conn->answer_looks++;
-		conn->status = 0;
+	if (r == DW_HTTP1_INTERIM && conn->answer.looks < DW_ANSWER_LOOKS) {
+		conn->answer.looks++;
+		conn->answer.status = 0;
 		return;
 	}
 	answer_settle(conn);

@@ -74,8 +74,8 @@ __weak __noinline int dw_goodbye_read(struct h2_bytes *b)
 /* Whether the connection's next call may be a goodbye: outbound, cleartext, no HTTP/2, none outstanding. */
 static __always_inline bool goodbye_wanted(const struct dw_conn *conn)
 {
-	return conn->role == DW_ROLE_OUTBOUND && !conn->call_start_ns && !conn->tls &&
-	       (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER);
+	return conn->role == DW_ROLE_OUTBOUND && !conn->call_start_ns && !conn->tls.hello &&
+	       (conn->h2.state == DW_H2_UNKNOWN || conn->h2.state == DW_H2_NEVER);
 }
 
 /* A send beginning at tcp_sendmsg_locked (sock backend) with no call outstanding: whether it is a goodbye. */
@@ -93,15 +93,15 @@ static __always_inline bool goodbye_msg(const struct dw_conn *conn, const struct
 /* Whether an inbound connection's outstanding request may be a goodbye: cleartext, no HTTP/2. */
 static __always_inline bool goodbye_inbound(const struct dw_conn *conn)
 {
-	return conn->role == DW_ROLE_INBOUND && conn->call_start_ns && !conn->tls &&
-	       (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER);
+	return conn->role == DW_ROLE_INBOUND && conn->call_start_ns && !conn->tls.hello &&
+	       (conn->h2.state == DW_H2_UNKNOWN || conn->h2.state == DW_H2_NEVER);
 }
 
 /*
  * An inbound request's read, ret bytes in the reader's buffer b: its
  * first read, all of it (a goodbye's length) or a MySQL packet's header
  * (DW_GOODBYE_HEAD, one byte left), or the body after such a header:
- * conn->bye says whether it is a goodbye (enum dw_bye). Global, verified
+ * conn->answer.bye says whether it is a goodbye (enum dw_bye). Global, verified
  * once.
  */
 __weak __noinline int dw_goodbye_request(struct dw_conn *conn, struct h2_bytes *b, int ret)
@@ -113,11 +113,11 @@ __weak __noinline int dw_goodbye_request(struct dw_conn *conn, struct h2_bytes *
 		return 0;
 	n = goodbye_bytes(b, p);
 	if (ret == DW_GOODBYE_HEAD)
-		conn->bye = dw_goodbye_head(p, n) ? DW_BYE_HEAD : DW_BYE_NO;
+		conn->answer.bye = dw_goodbye_head(p, n) ? DW_BYE_HEAD : DW_BYE_NO;
 	else if (ret == 1)
-		conn->bye = conn->bye == DW_BYE_HEAD && dw_goodbye_body(p, n) ? DW_BYE_YES : DW_BYE_NO;
+		conn->answer.bye = conn->answer.bye == DW_BYE_HEAD && dw_goodbye_body(p, n) ? DW_BYE_YES : DW_BYE_NO;
 	else
-		conn->bye = dw_goodbye_len(p, n) == (__u32)ret ? DW_BYE_YES : DW_BYE_NO;
+		conn->answer.bye = dw_goodbye_len(p, n) == (__u32)ret ? DW_BYE_YES : DW_BYE_NO;
 	return 0;
 }
 
@@ -129,7 +129,7 @@ __weak __noinline int dw_goodbye_request(struct dw_conn *conn, struct h2_bytes *
 static __always_inline bool goodbye_read_wanted(const struct dw_conn *conn, int ret, __u32 first, __u32 left)
 {
 	if (ret == 1)
-		return conn->bye == DW_BYE_HEAD && first == conn->req_seq + DW_GOODBYE_HEAD && !left;
+		return conn->answer.bye == DW_BYE_HEAD && first == conn->req_seq + DW_GOODBYE_HEAD && !left;
 	if (ret == DW_GOODBYE_HEAD)
 		return first == conn->req_seq && left == 1;
 	return dw_goodbye_size(ret) && first == conn->req_seq && !left;

@@ -68,7 +68,7 @@ static __always_inline __u32 dw_goodbye_len(const __u8 *p, __u32 n)
 /*
  * A goodbye a server reads in two: MySQL's and MariaDB's servers read a
  * packet's 4-byte header, then its body. COM_QUIT's header says length 1,
- * sequence 0; its body is the command, 0x01. (dw_conn.bye: DW_BYE_HEAD
+ * sequence 0; its body is the command, 0x01. (dw_conn.answer.bye: DW_BYE_HEAD
  * between the two reads, bpf/core/conn.bpf.h.)
  */
 #define DW_GOODBYE_HEAD 4

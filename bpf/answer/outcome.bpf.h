@@ -7,7 +7,7 @@
  * (so in failure_rate and in ejection's judgement) and its caller's row,
  * with calls_failed_status saying why.
  *
- * The status reaches the connection (conn->status) before its call ends,
+ * The status reaches the connection (conn->answer.status) before its call ends,
  * from whoever read the answer's bytes (answer.bpf.h: the syscalls
  * backend's receive, an inbound answer's send, the sock backend's copy to
  * the reader; later TLS plaintext), through outcome_http1(conn, bytes,
@@ -30,22 +30,9 @@
  */
 enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED, OUTCOME_CLOSED };
 
-/* dw_conn.http1: whether the connection's answers are HTTP/1 responses. */
-enum dw_http1_state {
-	DW_HTTP1_UNSEEN = 0,	/* no answer read yet */
-	DW_HTTP1_YES = 1,	/* an answer was a status line: each answer's is read */
-	DW_HTTP1_NEVER = 2,	/* its first answer read was no status line: never looked at again */
-	DW_HTTP1_UNCOPIED = 3,	/* sock backend: an answer owed to the reader's copy never had one (a
-				 * splice() reader): its answers complete at their arrival, unread */
-};
-
-/* dw_conn.status besides 100-599: what was read of the answer that is no status. */
-#define DW_STATUS_UNKNOWN 1	/* an HTTP/1 answer whose line could not be read */
-#define DW_STATUS_BAD 2		/* one whose line breaks the grammar */
-
 /*
  * The answer's first bytes p[0..n) (n at most DW_HTTP1_PEEK) for the
- * connection's outstanding call: its status goes to conn->status, for the
+ * connection's outstanding call: its status goes to conn->answer.status, for the
  * call's end to count. The one entry for every reader, TLS plaintext's
  * too. Returns what dw_http1_final() read.
  */
@@ -54,15 +41,15 @@ static __always_inline int outcome_http1(struct dw_conn *conn, const __u8 *p, __
 	int r = dw_http1_final(p, n);
 
 	if (r >= 200) {
-		conn->http1 = DW_HTTP1_YES;
-		conn->status = r;
+		conn->answer.http1 = DW_HTTP1_YES;
+		conn->answer.status = r;
 	} else if (r == DW_HTTP1_BAD) {
-		conn->http1 = DW_HTTP1_YES;
-		conn->status = DW_STATUS_BAD;
-	} else if (r == DW_HTTP1_NOT && conn->http1 == DW_HTTP1_UNSEEN) {
-		conn->http1 = DW_HTTP1_NEVER;	/* no HTTP/1 server: no more looks, no count */
-	} else if (conn->http1 == DW_HTTP1_YES) {
-		conn->status = DW_STATUS_UNKNOWN;	/* short, a 1xx whose answer is beyond, or no line */
+		conn->answer.http1 = DW_HTTP1_YES;
+		conn->answer.status = DW_STATUS_BAD;
+	} else if (r == DW_HTTP1_NOT && conn->answer.http1 == DW_HTTP1_UNSEEN) {
+		conn->answer.http1 = DW_HTTP1_NEVER;	/* no HTTP/1 server: no more looks, no count */
+	} else if (conn->answer.http1 == DW_HTTP1_YES) {
+		conn->answer.status = DW_STATUS_UNKNOWN;	/* short, a 1xx whose answer is beyond, or no line */
 	}
 	return r;
 }
@@ -88,8 +75,8 @@ __weak __noinline int dw_outcome_peek(struct dw_conn *conn, struct dw_peek *pk)
 /* Whether the connection's answers are still to be read: cleartext, one call at a time. */
 static __always_inline bool outcome_wanted(const struct dw_conn *conn)
 {
-	return conn->http1 != DW_HTTP1_NEVER && conn->http1 != DW_HTTP1_UNCOPIED && !conn->tls && !conn->multiplexed &&
-	       (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER);
+	return conn->answer.http1 != DW_HTTP1_NEVER && conn->answer.http1 != DW_HTTP1_UNCOPIED && !conn->tls.hello && !conn->multiplexed &&
+	       (conn->h2.state == DW_H2_UNKNOWN || conn->h2.state == DW_H2_NEVER);
 }
 
 /* Whether status fails its call by the dependency's failure_status (no config: 5xx). */
@@ -103,7 +90,7 @@ static __always_inline bool outcome_fails(const struct dw_dep_cfg *cfg, int stat
 }
 
 /*
- * The call now ending had its answer's status read (conn->status, taken
+ * The call now ending had its answer's status read (conn->answer.status, taken
  * here): counted in its destination's counters by class; a failure turns
  * a completed call into a failed one. Returns the call's outcome. Only
  * call_end() comes here: an HTTP/2 stream's end (count_end() directly)
@@ -111,11 +98,11 @@ static __always_inline bool outcome_fails(const struct dw_dep_cfg *cfg, int stat
  */
 static __always_inline enum call_outcome outcome_end(struct dw_conn *conn, enum call_outcome outcome)
 {
-	int status = conn->status;
+	int status = conn->answer.status;
 	struct dw_dest_stats *st;
 	bool failed;
 
-	conn->status = 0;
+	conn->answer.status = 0;
 	failed = outcome == OUTCOME_COMPLETED && outcome_fails(dep_cfg_of(conn), status);
 	st = stats_of(conn);
 	if (st) {

@@ -208,7 +208,7 @@ static __always_inline enum call_outcome closed_end(struct dw_conn *conn)
 {
 	struct dw_dest_stats *st;
 
-	if (conn->bye == DW_BYE_YES)
+	if (conn->answer.bye == DW_BYE_YES)
 		return OUTCOME_DROPPED;
 	st = stats_of(conn);
 	if (st)
@@ -231,9 +231,9 @@ __weak __noinline int dw_call_end(struct dw_conn *conn, __u64 start, int outcome
 	/* a protocol's goodbye (goodbye.h) that a close ended: no call at all */
 	if (outcome == OUTCOME_CLOSED)
 		outcome = closed_end(conn);
-	else if (outcome == OUTCOME_FAILED && conn->bye == DW_BYE_YES)
+	else if (outcome == OUTCOME_FAILED && conn->answer.bye == DW_BYE_YES)
 		outcome = OUTCOME_DROPPED;
-	if (conn->status)
+	if (conn->answer.status)
 		outcome = outcome_end(conn, outcome);
 	count_end(conn, start, outcome, now, conn->multiplexed);
 	return 0;
@@ -245,7 +245,7 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	__u64 start;
 
 	/* answered, its outcome owed to the reader's copy: only answer_settle() ends it (answer.bpf.h) */
-	if (*(volatile __u64 *)&conn->answer_ns)
+	if (*(volatile __u64 *)&conn->answer.ns)
 		return;
 	start = call_release(conn);
 	if (start)
@@ -361,7 +361,7 @@ static __always_inline int call_answered(const struct sock *sk, struct dw_conn *
 					 __u32 rx_len)
 {
 	if (conn->multiplexed)
-		return !conn->tls || rx_len > DW_TLS_SMALL;
+		return !conn->tls.hello || rx_len > DW_TLS_SMALL;
 	if (answers_call(sk, conn, via))
 		return 1;
 	conn_overlap(conn);
@@ -381,8 +381,8 @@ static __always_inline int call_answered(const struct sock *sk, struct dw_conn *
  */
 static __always_inline bool answer_unseen(const struct sock *sk, const struct dw_conn *conn, enum dw_sk via)
 {
-	return dw_backend != DW_BACKEND_SYSCALLS && !conn->multiplexed && !conn->overlaps && !conn->tls &&
-	       !conn->answer_ns && TCP_FIELD(sk, via, rcv_nxt) != conn->rcv_seq && answers_call(sk, conn, via);
+	return dw_backend != DW_BACKEND_SYSCALLS && !conn->multiplexed && !conn->overlaps && !conn->tls.hello &&
+	       !conn->answer.ns && TCP_FIELD(sk, via, rcv_nxt) != conn->rcv_seq && answers_call(sk, conn, via);
 }
 
 /*

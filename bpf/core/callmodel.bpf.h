@@ -77,7 +77,7 @@ static __always_inline void request_begin(const struct sock *sk, struct dw_conn 
 	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT)
 		return;
 	/* not a goodbye (goodbye.bpf.h) until its first read says so */
-	conn->bye = 0;
+	conn->answer.bye = 0;
 	/* its first byte: the first unread (goodbye_on_read() looks for a read from there) */
 	if (call_begin(conn, now, TCP_FIELD(sk, via, copied_seq), 0) && state == TCP_CLOSE_WAIT)
 		conn->goodbye = 1;
@@ -108,11 +108,11 @@ static __always_inline void outbound_start(const struct sock *sk, struct dw_conn
 	struct dw_dest_stats *st;
 
 	/* a control frame of a multiplexed TLS connection (DW_TLS_SMALL): nothing answers it */
-	if (conn->tls && conn->multiplexed && len <= DW_TLS_SMALL)
+	if (conn->tls.hello && conn->multiplexed && len <= DW_TLS_SMALL)
 		return;
 	conn->rcv_seq = rcv_seq;
 	/* before the claim, as req_seq: whoever ends the call sees what it was */
-	conn->bye = bye;
+	conn->answer.bye = bye;
 	note_sender(conn, 1);
 	st = call_begin(conn, began_ns, req_seq, caller_of());
 	if (!st)
@@ -161,7 +161,7 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	/* a request behind an answer nobody read: that call ends, its outcome unknown */
 	dw_answer_settle_unread(conn);
 	if (conn->call_start_ns) {
-		if (conn->tls) {
+		if (conn->tls.hello) {
 			tls_note_send(conn, bpf_ktime_get_ns(), msg ? msg->msg_iter.count : 0);
 			return;
 		}
@@ -208,7 +208,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
 	if (conn->call_start_ns) {
-		if (conn->tls) {
+		if (conn->tls.hello) {
 			tls_note_send(conn, began_ns ? began_ns : bpf_ktime_get_ns(), ret);
 			return;
 		}
@@ -231,11 +231,11 @@ static __always_inline __u32 rx_new(const struct sock *sk, struct dw_conn *conn)
 {
 	__u32 rcv_nxt, n;
 
-	if (!conn->tls)
+	if (!conn->tls.hello)
 		return 0;
 	rcv_nxt = tcp_of(sk)->rcv_nxt;
-	n = conn->rx_mark ? rcv_nxt - conn->rx_mark : DW_TLS_SMALL + 1;
-	conn->rx_mark = rcv_nxt;
+	n = conn->tls.rx_mark ? rcv_nxt - conn->tls.rx_mark : DW_TLS_SMALL + 1;
+	conn->tls.rx_mark = rcv_nxt;
 	return n;
 }
 
@@ -258,7 +258,7 @@ static __always_inline void dw_on_data(const struct sock *sk)
 	}
 	/* measured at every arrival, outstanding call or not: the bytes of this one alone */
 	rx_len = rx_new(sk, conn);
-	if (conn->call_start_ns && !conn->answer_ns && call_answered(sk, conn, DW_SK_BTF, rx_len)) {
+	if (conn->call_start_ns && !conn->answer.ns && call_answered(sk, conn, DW_SK_BTF, rx_len)) {
 		/* completes now, or at the read of its status line (answer.bpf.h) */
 		answer_came_at(sk, conn, rx_time(sk, conn->call_start_ns));
 		tls_next_burst(conn);

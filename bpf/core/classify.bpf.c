@@ -51,7 +51,7 @@ int dw_classify(struct bpf_iter__tcp *ctx)
 	if (!conn)
 		return 0;
 	/* its first bytes went by before the start: never walked as HTTP/2 */
-	conn->h2 = DW_H2_NEVER;
+	conn->h2.state = DW_H2_NEVER;
 	conn->established = 1;
 	st = stats_of(conn);
 	if (st)

@@ -13,6 +13,9 @@
 #define DEPWATCH_CONN_BPF_H
 
 #include "depwatch.h"
+#include "h2/connstate.h"
+#include "answer/connstate.h"
+#include "tls/connstate.h"
 
 enum dw_role {
 	DW_ROLE_NONE = 0,
@@ -21,32 +24,12 @@ enum dw_role {
 };
 
 /*
- * Whether a connection's calls are HTTP/2 streams (bpf/h2/streams.bpf.h).
- * Connections open before the start are never looked at (their first
- * bytes went by); a new one is, once per direction.
+ * Socket-local state (SK_STORAGE): lives and dies with the socket. The
+ * transport's fields, then each layer above TCP's, one sub-struct each
+ * (their types in each layer's connstate.h: the one place the transport
+ * names the layers' state), each reset in one assignment when a
+ * connection begins (slots.bpf.h).
  */
-enum dw_h2_state {
-	DW_H2_UNKNOWN = 0,	/* no first bytes looked at yet: today's model so far */
-	DW_H2_NEVER = 1,	/* not cleartext HTTP/2: today's model */
-	DW_H2_MAYBE = 2,	/* one direction's first bytes are HTTP/2's, the client's preface not whole yet */
-	DW_H2_ON = 3,		/* h2c: a call per stream */
-	DW_H2_LOST = 4,		/* h2c whose frames the parser lost step in: today's model, multiplexed */
-	DW_H2_TLS = 5,		/* TLS: today's model; the server's hello still to be read (TLS 1.2's ALPN) */
-};
-
-/* dw_conn.h2_seen: a direction's first bytes looked at; a first read still to look at (sock backend) */
-#define DW_H2_SEEN_TX 1
-#define DW_H2_SEEN_RX 2
-#define DW_H2_RX_PENDING 4
-
-/* dw_conn.bye: whether the outstanding call is a protocol's goodbye (bpf/answer/goodbye.h). */
-enum dw_bye {
-	DW_BYE_NO = 0,
-	DW_BYE_YES = 1,		/* a close that ends it drops it */
-	DW_BYE_HEAD = 2,	/* inbound: a MySQL header of COM_QUIT's read, its body not yet */
-};
-
-/* Socket-local state (SK_STORAGE): lives and dies with the socket. */
 struct dw_conn {
 	struct dw_dest_key dest;	/* its peer (the overflow key if no slot was left for it) */
 	__u32 slot;			/* its row in dest_stats, dest_details and slot_cfg (DW_SLOT_OVERFLOW: none left) */
@@ -59,6 +42,7 @@ struct dw_conn {
 	__u32 closed;			/* 1 once nothing can answer: TCP_CLOSE, or outbound the peer's FIN */
 	__u32 sender_tid;		/* outbound: the thread that sent the outstanding call (0: unknown) */
 	__u32 sender_nvcsw;		/* its voluntary context switches then (low 32 bits): did it wait since */
+	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
 	__u8 role;			/* enum dw_role */
 	__u8 established;		/* counted in conns_opened, not yet in conns_closed */
 	__u8 process_noted;		/* inbound: its first request's process went to the row */
@@ -66,28 +50,9 @@ struct dw_conn {
 	__u8 goodbye;			/* inbound: the client closed right behind the outstanding request */
 	__u8 overlaps;			/* outbound: data seen that the peer sent before it had the request */
 	__u8 abort_failed;		/* bpf_sock_destroy() refused it once, or it went to sock_diag: the abort iterators leave it alone */
-	__u8 h2;			/* enum dw_h2_state: whether its calls are HTTP/2 streams */
-	__u32 caller;			/* its row in caller_stats (issue 16), taken once; 0: none */
-	__u8 h2_seen;			/* DW_H2_SEEN_* bits: which directions' first bytes were looked at */
-	__u8 tls;			/* its first bytes were a TLS hello (bpf/tls/hello.h) */
-	__u8 http1;			/* enum dw_http1_state: whether its answers' status lines are read (outcome.bpf.h) */
-	__u8 answer_looks;		/* sock backend: copies looked at for the owed answer's status line */
-	__u32 rx_mark;			/* multiplexed TLS, sock backend: rcv_nxt at the last data_ready */
-	__u64 tls_next_ns;		/* multiplexed TLS: a request sent during the burst, the next burst's start */
-	/* call outcomes (outcome.bpf.h, answer.bpf.h) */
-	__u64 answer_ns;		/* sock backend: the outstanding call was answered then; its outcome is owed to the read */
-	__s32 status;			/* the answer's status, read before its call ends (0: none; 1: unknown) */
-	/* TLS plaintext (bpf/tls/tlslink.bpf.h): whose session owns its calls */
-	__u32 tls_tgid;			/* the process the session lives in */
-	__u64 tls_ssl;			/* the SSL pointer of the session tied to it */
-	__u64 tls_sk;			/* the socket's address (a link's copy says whose it is) */
-	__u32 tls_tx;			/* a link's copy: plaintext bytes written, the stream layer's sequence */
-	__u32 tls_rx;			/* a link's copy: plaintext bytes read */
-	__u8 tls_own;			/* enum dw_tls_own */
-	__u8 tls_live;			/* counted in dw_tls_live (issue 36: the receive's TLS gate) */
-	__u8 bye;			/* enum dw_bye: the outstanding call is a protocol's goodbye (goodbye.h): a close drops it */
-	__u8 tls_looks;			/* sends left to look at for a TLS hello after plaintext (STARTTLS: h2detect.bpf.h) */
-	__u8 pad3[4];
+	struct dw_conn_h2 h2;		/* the stream layer's (h2/connstate.h): whether its calls are HTTP/2 streams */
+	struct dw_conn_answer answer;	/* the answers' (answer/connstate.h): status lines, owed answers, goodbyes */
+	struct dw_conn_tls tls;		/* TLS's (tls/connstate.h): a hello seen, the session tied */
 };
 
 /* The kernel's constants the call model reads (vmlinux.h has no #defines). */
@@ -233,8 +198,8 @@ static __always_inline void conn_forget(const struct sock *sk)
 
 	if (conn)
 		pend_give_back(conn);
-	if (conn && conn->tls_live) {
-		conn->tls_live = 0;
+	if (conn && conn->tls.live) {
+		conn->tls.live = 0;
 		__sync_fetch_and_add(&dw_tls_live, -1);
 	}
 	if (dw_backend == DW_BACKEND_SYSCALLS)

@@ -308,7 +308,7 @@ struct {
  * lets go of TLS's count at TCP_CLOSE, conn.bpf.h): here until the seam
  * between the transport and the layers takes those over.
  *
- * Connections whose first bytes were a TLS hello (dw_conn.tls_live), until
+ * Connections whose first bytes were a TLS hello (dw_conn.tls.live), until
  * their TCP_CLOSE: while 0, a plain TCP read leaves dw_recv before its
  * socket-storage lookup when TLS is on (issue 36). One that never reaches
  * TCP_CLOSE in our sight leaves it high: the lookup again, never a miss.

@@ -172,18 +172,16 @@ static __always_inline struct dw_conn *conn_adopt_as(const struct sock *sk, __u8
 	conn->multiplexed = 0;
 	conn->overlaps = 0;
 	conn->goodbye = 0;
-	conn->bye = 0;
-	conn->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
-	conn->h2_seen = 0;
-	conn->tls = 0;
-	conn->tls_looks = 0;
-	conn->tls_own = 0;
-	if (conn->tls_live) {
-		conn->tls_live = 0;
+	/*
+	 * A new connection on this socket: each layer's state afresh, one
+	 * assignment each. A socket counted in dw_tls_live leaves the count
+	 * first (TCP_CLOSE does that too, conn_forget()).
+	 */
+	conn->answer = (struct dw_conn_answer){};
+	conn->h2 = dw_conn_h2_fresh(dw_h2_enabled);
+	if (conn->tls.live)
 		__sync_fetch_and_add(&dw_tls_live, -1);
-	}
-	conn->rx_mark = 0;
-	conn->tls_next_ns = 0;
+	conn->tls = (struct dw_conn_tls){};
 	conn->last_ns = bpf_ktime_get_ns();
 	if (!conn->pend)
 		conn->pend = pend_take();

@@ -138,12 +138,12 @@ static __always_inline int sys_wanted(const struct sock *sk, __u32 op, bool *byt
 		 */
 		if (op == DW_SYS_SEND)
 			*bye = goodbye_wanted(conn);
-		else if (conn->role == DW_ROLE_INBOUND && !conn->tls &&
-			 (conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_NEVER))
-			*bye = !conn->call_start_ns ? 1 : conn->bye == DW_BYE_HEAD ? 2 : 0;
-		*bytes = h2_took(conn) || ((conn->h2 == DW_H2_UNKNOWN || conn->h2 == DW_H2_TLS) &&
-					   !(conn->h2_seen & seen)) || sys_answer_wanted(conn, op) ||
-			 (op == DW_SYS_SEND && conn->h2 == DW_H2_NEVER && conn->tls_looks);
+		else if (conn->role == DW_ROLE_INBOUND && !conn->tls.hello &&
+			 (conn->h2.state == DW_H2_UNKNOWN || conn->h2.state == DW_H2_NEVER))
+			*bye = !conn->call_start_ns ? 1 : conn->answer.bye == DW_BYE_HEAD ? 2 : 0;
+		*bytes = h2_took(conn) || ((conn->h2.state == DW_H2_UNKNOWN || conn->h2.state == DW_H2_TLS) &&
+					   !(conn->h2.seen & seen)) || sys_answer_wanted(conn, op) ||
+			 (op == DW_SYS_SEND && conn->h2.state == DW_H2_NEVER && conn->tls.looks);
 		return conn->role != DW_ROLE_NONE;
 	}
 	return op == DW_SYS_SEND && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE &&
@@ -394,7 +394,7 @@ __noinline int dw_sys_answer_done(const struct dw_sys_call *call)
 		return 0;
 	conn = conn_of((const struct sock *)(unsigned long)call->sk);
 	if (conn)
-		conn->status = 0;
+		conn->answer.status = 0;
 	return 0;
 }
 

@@ -71,20 +71,20 @@ static __always_inline void h2_free(const struct sock *sk, struct dw_conn *conn,
 {
 	__u64 key = (__u64)(unsigned long)sk;
 
-	if (conn->h2 == DW_H2_MAYBE || conn->h2 == DW_H2_ON) {
+	if (conn->h2.state == DW_H2_MAYBE || conn->h2.state == DW_H2_ON) {
 		if (dw_backend == DW_BACKEND_SYSCALLS)
 			bpf_map_delete_elem(&h2_conns_sk, &key);
 		else
 			bpf_sk_storage_delete(&h2_conns, (struct sock *)sk);
 		__sync_fetch_and_add(&dw_h2_live, -1);
 	}
-	conn->h2 = state;
+	conn->h2.state = state;
 }
 
 /* The stream layer has the connection: the transport model leaves its events alone. */
 static __always_inline bool h2_took(const struct dw_conn *conn)
 {
-	return conn->h2 == DW_H2_MAYBE || conn->h2 == DW_H2_ON;
+	return conn->h2.state == DW_H2_MAYBE || conn->h2.state == DW_H2_ON;
 }
 
 /*
@@ -106,19 +106,19 @@ static __always_inline void h2_lost(const struct sock *sk, struct dw_conn *conn)
 /* Data reached a connection whose first received bytes are not looked at yet (sock backend). */
 static __always_inline void h2_rx_pending(struct dw_conn *conn)
 {
-	if ((conn->h2 != DW_H2_UNKNOWN && conn->h2 != DW_H2_TLS) ||
-	    (conn->h2_seen & (DW_H2_SEEN_RX | DW_H2_RX_PENDING)))
+	if ((conn->h2.state != DW_H2_UNKNOWN && conn->h2.state != DW_H2_TLS) ||
+	    (conn->h2.seen & (DW_H2_SEEN_RX | DW_H2_RX_PENDING)))
 		return;
-	conn->h2_seen |= DW_H2_RX_PENDING;
+	conn->h2.seen |= DW_H2_RX_PENDING;
 	__sync_fetch_and_add(&dw_h2_pending, 1);
 }
 
 /* At TCP_CLOSE: a first read never looked at is no longer pending. */
 static __always_inline void h2_forget(struct dw_conn *conn)
 {
-	if (!(conn->h2_seen & DW_H2_RX_PENDING))
+	if (!(conn->h2.seen & DW_H2_RX_PENDING))
 		return;
-	conn->h2_seen &= ~DW_H2_RX_PENDING;
+	conn->h2.seen &= ~DW_H2_RX_PENDING;
 	__sync_fetch_and_add(&dw_h2_pending, -1);
 }
 

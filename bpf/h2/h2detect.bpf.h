@@ -137,12 +137,12 @@ static __always_inline struct dw_h2_conn *h2_start(const struct sock *sk, struct
 
 	if (!h2) {
 		global_count(G_h2_state_full);
-		conn->h2 = DW_H2_NEVER;
+		conn->h2.state = DW_H2_NEVER;
 		conn_mark_multiplexed(conn);
 		return 0;
 	}
 	__sync_fetch_and_add(&dw_h2_live, 1);
-	conn->h2 = DW_H2_MAYBE;
+	conn->h2.state = DW_H2_MAYBE;
 	if (way == H2_TX) {
 		other_seq = BPF_CORE_READ((const struct tcp_sock *)sk, copied_seq);
 		dw_h2_dir_init(&h2->tx, seq, side);
@@ -161,7 +161,7 @@ static __always_inline void h2_on(struct dw_conn *conn, __u64 now)
 {
 	struct dw_dest_stats *st = stats_of(conn);
 
-	conn->h2 = DW_H2_ON;
+	conn->h2.state = DW_H2_ON;
 	if (st)
 		st->conns_h2++;
 	/* inbound, the sock backend: the transport model started a request at the preface's arrival */
@@ -204,7 +204,7 @@ static __always_inline void tls_first(struct dw_conn *conn, const struct h2_byte
 
 	tls_src_of(b, skb, &t, from_skb);
 	alpn = tls_alpn(&t, from_skb);
-	conn->h2 = DW_H2_NEVER;
+	conn->h2.state = DW_H2_NEVER;
 	/*
 	 * A server's OpenSSL reads a record's 5-byte header alone first: a
 	 * handshake record's header (the caller saw 0x16 3) is TLS too, its
@@ -212,15 +212,15 @@ static __always_inline void tls_first(struct dw_conn *conn, const struct h2_byte
 	 */
 	if (!alpn && t.len != 5)
 		return;
-	conn->tls = 1;
-	if (!conn->tls_live) {
-		conn->tls_live = 1;
+	conn->tls.hello = 1;
+	if (!conn->tls.live) {
+		conn->tls.live = 1;
 		__sync_fetch_and_add(&dw_tls_live, 1);
 	}
 	if (dw_tls_h2_only(alpn, side == DW_H2_SERVER))
 		conn_mark_multiplexed(conn);
 	else if (side == DW_H2_CLIENT && (alpn & DW_ALPN_H2))
-		conn->h2 = DW_H2_TLS;
+		conn->h2.state = DW_H2_TLS;
 }
 
 /*
@@ -242,7 +242,7 @@ static __always_inline void tls_first(struct dw_conn *conn, const struct h2_byte
 /*
  * A direction's first bytes: HTTP/2's (its state made if need be), a TLS
  * hello (tls_first), or neither (NEVER). On a NEVER connection with sends
- * left to look at (conn->tls_looks): a TLS hello, or nothing.
+ * left to look at (conn->tls.looks): a TLS hello, or nothing.
  */
 static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn, enum h2_way way,
 				     const struct h2_bytes *b, struct bpf_dynptr *skb, __u8 side,
@@ -253,35 +253,35 @@ static __always_inline bool h2_first(const struct sock *sk, struct dw_conn *conn
 	__u32 n;
 
 	n = first_bytes(b, skb, buf, from_skb);
-	if (conn->h2 == DW_H2_NEVER) {
+	if (conn->h2.state == DW_H2_NEVER) {
 		/* a later send of a connection that began in plaintext (DW_TLS_LOOKS) */
 		if (n >= 2 && buf[0] == 0x16 && buf[1] == 3) {
 			tls_first(conn, b, skb, side, from_skb);
-			if (conn->tls)
-				conn->tls_looks = 0;
+			if (conn->tls.hello)
+				conn->tls.looks = 0;
 		}
 		return false;
 	}
 	/* one byte of a TLS record (nginx peeks 1 to tell TLS from plain HTTP): the next read decides */
 	if (n == 1 && buf[0] == 0x16)
 		return false;
-	conn->h2_seen |= seen;
-	if (way == H2_RX && (conn->h2_seen & DW_H2_RX_PENDING)) {
-		conn->h2_seen &= ~DW_H2_RX_PENDING;
+	conn->h2.seen |= seen;
+	if (way == H2_RX && (conn->h2.seen & DW_H2_RX_PENDING)) {
+		conn->h2.seen &= ~DW_H2_RX_PENDING;
 		__sync_fetch_and_add(&dw_h2_pending, -1);
 	}
-	if (n >= 2 && buf[0] == 0x16 && buf[1] == 3 && conn->h2 != DW_H2_MAYBE) {
+	if (n >= 2 && buf[0] == 0x16 && buf[1] == 3 && conn->h2.state != DW_H2_MAYBE) {
 		tls_first(conn, b, skb, side, from_skb);
 		return false;
 	}
-	if (conn->h2 == DW_H2_TLS || !first_bytes_h2(buf, n, side)) {
+	if (conn->h2.state == DW_H2_TLS || !first_bytes_h2(buf, n, side)) {
 		h2_free(sk, conn, DW_H2_NEVER);
 		/* plaintext first, either way: its later sends may start TLS in place */
-		if (!conn->tls)
-			conn->tls_looks = DW_TLS_LOOKS;
+		if (!conn->tls.hello)
+			conn->tls.looks = DW_TLS_LOOKS;
 		return false;
 	}
-	if (conn->h2 == DW_H2_UNKNOWN)
+	if (conn->h2.state == DW_H2_UNKNOWN)
 		return h2_start(sk, conn, way, b->seq, side) != 0;
 	return true;
 }

@@ -283,7 +283,7 @@ static __always_inline void h2_on_state(const struct sock *sk, struct dw_conn *c
 {
 	struct dw_h2_conn *h2;
 
-	if (conn->h2 != DW_H2_MAYBE && conn->h2 != DW_H2_ON)
+	if (conn->h2.state != DW_H2_MAYBE && conn->h2.state != DW_H2_ON)
 		return;
 	if (newstate != TCP_CLOSE && !(newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		return;

@@ -34,7 +34,7 @@ struct {
 
 /*
  * Connections with HTTP/2 state now, and connections whose first received
- * bytes are still to be looked at (dw_conn.h2_seen DW_H2_RX_PENDING): the
+ * bytes are still to be looked at (dw_conn.h2.seen DW_H2_RX_PENDING): the
  * sock backend's receive program, which runs at every copy to user space
  * of every socket, leaves at once while both are 0.
  */

@@ -71,18 +71,18 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 	bool lost;
 	__s64 skip;
 
-	if (conn->h2 == DW_H2_LOST || !b->len)
+	if (conn->h2.state == DW_H2_LOST || !b->len)
 		return false;
-	if (conn->h2 == DW_H2_NEVER) {
-		if (!conn->tls_looks || way != H2_TX)
+	if (conn->h2.state == DW_H2_NEVER) {
+		if (!conn->tls.looks || way != H2_TX)
 			return false;
-		conn->tls_looks--;
+		conn->tls.looks--;
 	}
 	/* a direction's first bytes, or a plaintext connection's later sends (DW_TLS_LOOKS) */
-	if ((conn->h2 == DW_H2_NEVER || !(conn->h2_seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX))) &&
+	if ((conn->h2.state == DW_H2_NEVER || !(conn->h2.seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX))) &&
 	    !h2_first(sk, conn, way, b, skb, side, from_skb))
 		return false;
-	if (conn->h2 == DW_H2_TLS)
+	if (conn->h2.state == DW_H2_TLS)
 		return false;
 	w.h2 = h2_of(sk);
 	if (!w.h2) {
@@ -128,7 +128,7 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 		return false;
 	}
 	client = conn->role == DW_ROLE_OUTBOUND ? &w.h2->tx : &w.h2->rx;
-	if (conn->h2 == DW_H2_MAYBE && !client->pre)
+	if (conn->h2.state == DW_H2_MAYBE && !client->pre)
 		h2_on(conn, now);
 	/* an inbound row's process, who answers on the port: noted at its first answer, as today */
 	if (conn->role == DW_ROLE_INBOUND && way == H2_TX && !conn->process_noted)
@@ -143,7 +143,7 @@ static __always_inline bool h2_on_send_msg(const struct sock *sk, struct dw_conn
 	struct h2_bytes b = {};
 	__u8 type;
 
-	if ((conn->h2 == DW_H2_NEVER && !conn->tls_looks) || conn->h2 == DW_H2_LOST || !msg)
+	if ((conn->h2.state == DW_H2_NEVER && !conn->tls.looks) || conn->h2.state == DW_H2_LOST || !msg)
 		return false;
 	type = msg->msg_iter.iter_type;
 	b.len = msg->msg_iter.count;
@@ -185,7 +185,7 @@ static __always_inline void h2_on_copy(const struct sk_buff *skb, int len)
 	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
 		return;
 	conn = conn_of(sk);
-	if (!conn || conn->h2 == DW_H2_NEVER || conn->h2 == DW_H2_LOST)
+	if (!conn || conn->h2.state == DW_H2_NEVER || conn->h2.state == DW_H2_LOST)
 		return;
 	if (!bpf_dynptr_from_skb || bpf_dynptr_from_skb((struct __sk_buff *)skb, 0, &d))
 		return;
@@ -231,7 +231,7 @@ static __noinline void h2_read_walk(const struct sock *sk, int ret)
 	if (!sk)
 		return;
 	conn = conn_of(sk);
-	if (!conn || conn->h2 == DW_H2_NEVER || conn->h2 == DW_H2_LOST)
+	if (!conn || conn->h2.state == DW_H2_NEVER || conn->h2.state == DW_H2_LOST)
 		return;
 	if (!read_end_bytes(&b, ret))
 		return;

@@ -84,7 +84,7 @@ static __always_inline void ssl_take_sys_cand(__u64 id, __u64 ssl)
 	if (now - at > DW_TLS_LATE_NS || bpf_map_lookup_elem(&tls_links, &key))
 		return;
 	c = bpf_map_lookup_elem(&conns_sk, &skey);
-	if (!c || !c->tls || c->tls_own == DW_TLS_OWNED)
+	if (!c || !c->tls.hello || c->tls.own == DW_TLS_OWNED)
 		return;
 	if (c->call_start_ns)
 		call_end(c, OUTCOME_DROPPED, now);
@@ -94,14 +94,14 @@ static __always_inline void ssl_take_sys_cand(__u64 id, __u64 ssl)
 	if (!l)
 		return;
 	tls_link_init(l);
-	l->tls_ssl = ssl;
-	l->tls_tgid = key.tgid;
-	l->tls_sk = skey;
-	l->tls_own = DW_TLS_OWNED;
-	c->tls_ssl = ssl;
-	c->tls_tgid = key.tgid;
-	c->tls_sk = skey;
-	c->tls_own = DW_TLS_OWNED;
+	l->tls.ssl = ssl;
+	l->tls.tgid = key.tgid;
+	l->tls.sk = skey;
+	l->tls.own = DW_TLS_OWNED;
+	c->tls.ssl = ssl;
+	c->tls.tgid = key.tgid;
+	c->tls.sk = skey;
+	c->tls.own = DW_TLS_OWNED;
 	global_count(G_tls_linked);
 	global_count(G_tls_linked_late);
 }
@@ -120,7 +120,7 @@ static __always_inline void ssl_take_cand(__u64 id, __u64 ssl)
 	c = bpf_map_lookup_elem(&ssl_cands, &id);
 	if (!c)
 		return;
-	skey = c->tls_sk;
+	skey = c->tls.sk;
 	if (bpf_ktime_get_ns() - c->last_ns > DW_TLS_LATE_NS || bpf_map_lookup_elem(&tls_links, &key) ||
 	    bpf_map_update_elem(&tls_links, &key, c, BPF_NOEXIST)) {
 		bpf_map_delete_elem(&ssl_cands, &id);
@@ -131,9 +131,9 @@ static __always_inline void ssl_take_cand(__u64 id, __u64 ssl)
 	if (!l)
 		return;
 	tls_link_init(l);
-	l->tls_ssl = ssl;
-	l->tls_tgid = key.tgid;
-	l->tls_own = DW_TLS_OWNED;
+	l->tls.ssl = ssl;
+	l->tls.tgid = key.tgid;
+	l->tls.own = DW_TLS_OWNED;
 	if (bpf_map_update_elem(&tls_owner, &skey, &key, BPF_ANY)) {
 		bpf_map_delete_elem(&tls_links, &key);
 		return;
@@ -220,7 +220,7 @@ static __always_inline void tls_first_plain(struct dw_conn *l)
 {
 	struct dw_dest_stats *st;
 
-	if (l->tls_tx || l->tls_rx)
+	if (l->tls.tx || l->tls.rx)
 		return;
 	st = stats_of(l);
 	if (st)
@@ -248,8 +248,8 @@ static __always_inline int on_write_ret(void *ctx, int ret, bool ex)
 	n = ssl_done_len(t, ret, ex);
 	if (n)
 		tls_first_plain(l);
-	seq = l->tls_tx;
-	l->tls_tx += n;
+	seq = l->tls.tx;
+	l->tls.tx += n;
 	if (n)
 		tls_bytes(ctx, l, &key, H2_TX, t->buf, n, seq, t->start_ns);
 	return 0;
@@ -272,8 +272,8 @@ static __always_inline int on_read_ret(void *ctx, int ret, bool ex)
 		return 0;
 	now = bpf_ktime_get_ns();
 	tls_first_plain(l);
-	seq = l->tls_rx;
-	l->tls_rx += n;
+	seq = l->tls.rx;
+	l->tls.rx += n;
 	tls_bytes(ctx, l, &key, H2_RX, t->buf, n, seq, now);
 	return 0;
 }

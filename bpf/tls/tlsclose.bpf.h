@@ -16,9 +16,9 @@
 /* The session's stream state goes: its link went, or the walker lost step. */
 static __always_inline void tls_h2_free(struct dw_conn *l, struct dw_tls_key *key, __u8 state)
 {
-	if (l->h2 == DW_H2_MAYBE || l->h2 == DW_H2_ON)
+	if (l->h2.state == DW_H2_MAYBE || l->h2.state == DW_H2_ON)
 		bpf_map_delete_elem(&tls_h2, key);
-	l->h2 = state;
+	l->h2.state = state;
 }
 
 /* The link goes: nothing answers its open streams any more. */
@@ -26,7 +26,7 @@ static __always_inline void tls_h2_end(struct dw_conn *l, struct dw_tls_key *key
 {
 	struct dw_h2_conn *h2;
 
-	if (l->h2 != DW_H2_MAYBE && l->h2 != DW_H2_ON)
+	if (l->h2.state != DW_H2_MAYBE && l->h2.state != DW_H2_ON)
 		return;
 	h2 = bpf_map_lookup_elem(&tls_h2, key);
 	if (h2)
@@ -61,7 +61,7 @@ static __always_inline bool tls_conn_ended(const struct sock *sk, const struct d
 
 /*
  * The TCP state of a connection a session owns moved. Outbound, the peer's
- * FIN admits no call begun after it (the link's tls_next_ns is its time: a
+ * FIN admits no call begun after it (the link's tls.next_ns is its time: a
  * write that began before it is looked at when it returns, maybe after);
  * the outstanding one may still be answered by bytes that came before the
  * FIN and are not read yet (SSL_read ends it).
@@ -71,22 +71,22 @@ static __always_inline bool tls_conn_ended(const struct sock *sk, const struct d
 static __always_inline void tls_on_state(const struct sock *sk, struct dw_conn *conn, int oldstate,
 					 int newstate)
 {
-	struct dw_tls_key key = { .ssl = conn->tls_ssl, .tgid = conn->tls_tgid };
+	struct dw_tls_key key = { .ssl = conn->tls.ssl, .tgid = conn->tls.tgid };
 	struct dw_conn *l;
 
 	if (newstate == TCP_CLOSE)
 		tls_owner_forget(sk, conn);
-	if (!dw_tls_on || conn->tls_own != DW_TLS_OWNED)
+	if (!dw_tls_on || conn->tls.own != DW_TLS_OWNED)
 		return;
 	if (newstate != TCP_CLOSE && !(newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		return;
 	l = bpf_map_lookup_elem(&tls_links, &key);
-	if (!l || l->tls_sk != (__u64)(unsigned long)sk)
+	if (!l || l->tls.sk != (__u64)(unsigned long)sk)
 		return;
 	if (newstate == TCP_CLOSE)
 		tls_unlink(l, &key, tls_conn_ended(sk, conn, oldstate) ? OUTCOME_CLOSED : OUTCOME_FAILED);
-	else if (!l->tls_next_ns)
-		l->tls_next_ns = bpf_ktime_get_ns();
+	else if (!l->tls.next_ns)
+		l->tls.next_ns = bpf_ktime_get_ns();
 }
 
 #endif /* DEPWATCH_TLSCLOSE_BPF_H */

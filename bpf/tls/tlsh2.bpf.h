@@ -11,7 +11,7 @@
  * Recognised as on h2c, from the plaintext: the client's first bytes the
  * connection preface, the server's a SETTINGS frame. The direction's
  * "sequence number" is the plaintext bytes written or read so far
- * (dw_conn.tls_tx, tls_rx in the link's copy): a write retried after
+ * (dw_conn.tls.tx, tls_rx in the link's copy): a write retried after
  * SSL_ERROR_WANT_WRITE gives the same bytes again at the same place, and
  * the walker skips what it walked.
  *
@@ -35,24 +35,24 @@ static __always_inline struct dw_h2_conn *tls_h2_first(struct dw_conn *l, struct
 	__u8 buf[16] = {};
 	__u32 n;
 
-	l->h2_seen |= way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
+	l->h2.seen |= way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
 	n = first_bytes(&b, 0, buf, false);
 	if (!first_bytes_h2(buf, n, side)) {
 		tls_h2_free(l, key, DW_H2_NEVER);
 		return 0;
 	}
-	if (l->h2 != DW_H2_UNKNOWN)
+	if (l->h2.state != DW_H2_UNKNOWN)
 		return bpf_map_lookup_elem(&tls_h2, key);
 	if (bpf_map_update_elem(&tls_h2, key, &fresh, BPF_ANY) ||
 	    !(h2 = bpf_map_lookup_elem(&tls_h2, key))) {
 		global_count(G_h2_state_full);
-		l->h2 = DW_H2_NEVER;
+		l->h2.state = DW_H2_NEVER;
 		conn_mark_multiplexed(l);
 		return 0;
 	}
-	l->h2 = DW_H2_MAYBE;
-	dw_h2_dir_init(&h2->tx, way == H2_TX ? seq : l->tls_tx, way == H2_TX ? side : !side);
-	dw_h2_dir_init(&h2->rx, way == H2_TX ? l->tls_rx : seq, way == H2_TX ? !side : side);
+	l->h2.state = DW_H2_MAYBE;
+	dw_h2_dir_init(&h2->tx, way == H2_TX ? seq : l->tls.tx, way == H2_TX ? side : !side);
+	dw_h2_dir_init(&h2->rx, way == H2_TX ? l->tls.rx : seq, way == H2_TX ? !side : side);
 	return h2;
 }
 
@@ -72,9 +72,9 @@ static __always_inline bool tls_h2_bytes(struct dw_conn *l, struct dw_tls_key *k
 	bool lost;
 	__s64 skip;
 
-	if (!dw_h2_enabled || l->h2 == DW_H2_NEVER || l->h2 == DW_H2_LOST || !len)
+	if (!dw_h2_enabled || l->h2.state == DW_H2_NEVER || l->h2.state == DW_H2_LOST || !len)
 		return false;
-	if (!(l->h2_seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX)))
+	if (!(l->h2.seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX)))
 		w.h2 = tls_h2_first(l, key, way, addr, len, seq, side);
 	else
 		w.h2 = bpf_map_lookup_elem(&tls_h2, key);
@@ -111,7 +111,7 @@ static __always_inline bool tls_h2_bytes(struct dw_conn *l, struct dw_tls_key *k
 		return false;
 	}
 	client = l->role == DW_ROLE_OUTBOUND ? &w.h2->tx : &w.h2->rx;
-	if (l->h2 == DW_H2_MAYBE && !client->pre)
+	if (l->h2.state == DW_H2_MAYBE && !client->pre)
 		h2_on(l, now);
 	if (l->role == DW_ROLE_INBOUND && way == H2_TX)
 		row_process(l, bpf_get_current_pid_tgid() >> 32);

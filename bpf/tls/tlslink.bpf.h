@@ -8,7 +8,7 @@
  * runs (ssl_threads, keyed by pid_tgid). A library that owns its socket
  * (SSL_set_fd: OpenSSL's socket BIO) sends and receives the ciphertext
  * inside those calls, from that thread: the first TCP send on a connection
- * whose first bytes were a TLS hello (conn->tls, bpf/tls/hello.h) made while the
+ * whose first bytes were a TLS hello (conn->tls.hello, bpf/tls/hello.h) made while the
  * thread is marked ties {ssl, tgid} to that socket. The socket, its
  * destination, its caller and its state are the connection's own: nothing
  * is guessed but which session it carries. A library with memory BIOs
@@ -39,12 +39,6 @@
 #define DEPWATCH_TLSLINK_BPF_H
 
 #define DW_TLS_LATE_NS 20000000ULL	/* memory BIOs: the ciphertext of the thread's last SSL call, 20 ms */
-
-enum dw_tls_own {
-	DW_TLS_NONE = 0,	/* not decided: no TLS send seen yet */
-	DW_TLS_OWNED = 1,	/* tied to a session: its calls are the plaintext's (tls_links) */
-	DW_TLS_UNLINKED = 2,	/* a TLS send with no session to tie: the record-level model */
-};
 
 /*
  * The socket's tie made by an SSL call (memory BIOs), if any. Not in the
@@ -103,13 +97,14 @@ static __always_inline struct dw_ssl_thread *tls_sender(__u64 id, __u64 skey, bo
 static __always_inline void tls_link_init(struct dw_conn *l)
 {
 	l->call_start_ns = 0;
-	l->tls_next_ns = 0;
 	l->closed = 0;
-	l->h2 = dw_h2_enabled ? DW_H2_UNKNOWN : DW_H2_NEVER;
-	l->h2_seen = 0;
-	l->tls_tx = 0;
-	l->tls_rx = 0;
-	l->status = 0;	/* the plaintext's own status lines, from now on (tls_plain()) */
+	/* its plaintext is looked at afresh: HTTP/2 or not (the stream layer's state, whole) */
+	l->h2 = dw_conn_h2_fresh(dw_h2_enabled);
+	/* the connection's tie (ssl, tgid, sk, own) stays: it says whose the link is */
+	l->tls.next_ns = 0;
+	l->tls.tx = 0;
+	l->tls.rx = 0;
+	l->answer.status = 0;	/* the plaintext's own status lines, from now on (tls_plain()) */
 }
 
 /*
@@ -136,7 +131,7 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 			g = tls_go_owner_of(skey, key.tgid);
 		if (!t && !g) {
 			global_count(G_tls_unlinked);
-			conn->tls_own = DW_TLS_UNLINKED;
+			conn->tls.own = DW_TLS_UNLINKED;
 			return false;
 		}
 		key.ssl = t ? t->ssl : g->ssl;
@@ -149,14 +144,14 @@ static __always_inline bool tls_link(const struct sock *sk, struct dw_conn *conn
 	 */
 	if (conn->call_start_ns)
 		call_end(conn, OUTCOME_DROPPED, bpf_ktime_get_ns());
-	conn->tls_ssl = key.ssl;
-	conn->tls_tgid = key.tgid;
-	conn->tls_sk = skey;
-	conn->tls_own = DW_TLS_OWNED;
+	conn->tls.ssl = key.ssl;
+	conn->tls.tgid = key.tgid;
+	conn->tls.sk = skey;
+	conn->tls.own = DW_TLS_OWNED;
 	if (o)
 		return true;
 	if (bpf_map_update_elem(&tls_links, &key, conn, BPF_ANY)) {
-		conn->tls_own = DW_TLS_UNLINKED;
+		conn->tls.own = DW_TLS_UNLINKED;
 		global_count(G_tls_links_full);
 		global_count(G_tls_unlinked);
 		return false;
@@ -195,11 +190,11 @@ static __always_inline bool tls_owned(const struct sock *sk, struct dw_conn *con
 {
 	__u64 skey = (__u64)(unsigned long)sk;
 
-	if (!dw_tls_on || !conn->tls)
+	if (!dw_tls_on || !conn->tls.hello)
 		return false;
-	if (conn->tls_own == DW_TLS_OWNED || !send)
-		return conn->tls_own == DW_TLS_OWNED;
-	if (conn->tls_own == DW_TLS_UNLINKED && !tls_owner_of(&skey) && !tls_go_sending(skey))
+	if (conn->tls.own == DW_TLS_OWNED || !send)
+		return conn->tls.own == DW_TLS_OWNED;
+	if (conn->tls.own == DW_TLS_UNLINKED && !tls_owner_of(&skey) && !tls_go_sending(skey))
 		return false;
 	if (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND)
 		return false;
@@ -224,7 +219,7 @@ static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_co
 	/* not on the syscalls backend: tls_sys_rx_note() at the enter there */
 	if (dw_backend == DW_BACKEND_SYSCALLS)
 		return;
-	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED || ret <= 0 || (flags & MSG_PEEK) ||
+	if (!dw_tls_on || !conn->tls.hello || conn->tls.own == DW_TLS_OWNED || ret <= 0 || (flags & MSG_PEEK) ||
 	    (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND))
 		return;
 	t = bpf_map_lookup_elem(&ssl_threads, &id);
@@ -234,7 +229,7 @@ static __always_inline void tls_rx_candidate(const struct sock *sk, struct dw_co
 		return;
 	c = bpf_map_lookup_elem(&ssl_cands, &id);
 	if (c) {
-		c->tls_sk = (__u64)(unsigned long)sk;
+		c->tls.sk = (__u64)(unsigned long)sk;
 		c->last_ns = bpf_ktime_get_ns();
 	}
 }
@@ -246,7 +241,7 @@ static __always_inline void tls_sys_rx_note(const struct sock *sk, const struct 
 	struct dw_tls_rx r = { .sk = (__u64)(unsigned long)sk };
 	struct dw_ssl_thread *t;
 
-	if (!dw_tls_on || !conn->tls || conn->tls_own == DW_TLS_OWNED ||
+	if (!dw_tls_on || !conn->tls.hello || conn->tls.own == DW_TLS_OWNED ||
 	    (conn->role != DW_ROLE_OUTBOUND && conn->role != DW_ROLE_INBOUND))
 		return;
 	t = bpf_map_lookup_elem(&ssl_threads, &id);
@@ -261,7 +256,7 @@ static __always_inline void tls_owner_forget(const struct sock *sk, struct dw_co
 {
 	__u64 skey = (__u64)(unsigned long)sk;
 
-	if (dw_tls_on && conn->tls && conn->tls_own != DW_TLS_OWNED) {
+	if (dw_tls_on && conn->tls.hello && conn->tls.own != DW_TLS_OWNED) {
 		bpf_map_delete_elem(&tls_owner, &skey);
 		bpf_map_delete_elem(&tls_go_owner, &skey);
 	}
@@ -278,17 +273,17 @@ static __always_inline void tls_owner_forget(const struct sock *sk, struct dw_co
  */
 static __always_inline void tls_note_send(struct dw_conn *conn, __u64 now, __u32 len)
 {
-	if (conn->tls && conn->multiplexed && conn->call_start_ns && len > DW_TLS_SMALL && !conn->tls_next_ns)
-		conn->tls_next_ns = now;
+	if (conn->tls.hello && conn->multiplexed && conn->call_start_ns && len > DW_TLS_SMALL && !conn->tls.next_ns)
+		conn->tls.next_ns = now;
 }
 
 static __always_inline void tls_next_burst(struct dw_conn *conn)
 {
-	__u64 start = conn->tls_next_ns;
+	__u64 start = conn->tls.next_ns;
 
 	if (!start)
 		return;
-	conn->tls_next_ns = 0;
+	conn->tls.next_ns = 0;
 	if (!*(volatile __u32 *)&conn->closed)
 		call_begin(conn, start, 0, 0);
 }

@@ -23,7 +23,7 @@ static __always_inline void tls_write_begins(struct dw_conn *l, __u64 now)
 		return;
 	}
 	/* none after the peer's FIN (tls_on_state()) */
-	if (l->call_start_ns || *(volatile __u32 *)&l->closed || (l->tls_next_ns && l->tls_next_ns < now))
+	if (l->call_start_ns || *(volatile __u32 *)&l->closed || (l->tls.next_ns && l->tls.next_ns < now))
 		return;
 	st = call_begin(l, now, 0, caller_of());
 	if (!st)
@@ -63,12 +63,12 @@ static __always_inline void tls_plain(struct dw_conn *l, __u8 way, __u64 addr, _
 	 * that answers it then drops (tls_unlink()), as on cleartext.
 	 */
 	if (!l->call_start_ns && (way == H2_TX) == (l->role == DW_ROLE_OUTBOUND))
-		l->bye = dw_goodbye_size(len) && dw_goodbye_read(&b) == (int)len ? DW_BYE_YES : DW_BYE_NO;
+		l->answer.bye = dw_goodbye_size(len) && dw_goodbye_read(&b) == (int)len ? DW_BYE_YES : DW_BYE_NO;
 	if (way == H2_TX) {
 		tls_write_begins(l, now);
 		return;
 	}
-	if (l->role == DW_ROLE_OUTBOUND && l->call_start_ns && l->http1 != DW_HTTP1_NEVER)
+	if (l->role == DW_ROLE_OUTBOUND && l->call_start_ns && l->answer.http1 != DW_HTTP1_NEVER)
 		answer_read_user(l, &b);
 	tls_read_done(l, now);
 }
@@ -84,7 +84,7 @@ static __always_inline void tls_bytes(void *ctx, struct dw_conn *l, struct dw_tl
 	__u32 zero = 0;
 	struct dw_tls_job *j;
 
-	if (dw_h2_enabled && l->h2 != DW_H2_NEVER && l->h2 != DW_H2_LOST &&
+	if (dw_h2_enabled && l->h2.state != DW_H2_NEVER && l->h2.state != DW_H2_LOST &&
 	    (j = bpf_map_lookup_elem(&tls_jobs, &zero))) {
 		j->key = *key;
 		j->addr = addr;

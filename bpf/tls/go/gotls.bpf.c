@@ -115,11 +115,11 @@ static __always_inline bool go_plain(void *ctx, struct dw_go_gstate *s, __u8 way
 	if (!l)
 		return false;
 	if (way == H2_TX) {
-		seq = l->tls_tx;
-		l->tls_tx += n;
+		seq = l->tls.tx;
+		l->tls.tx += n;
 	} else {
-		seq = l->tls_rx;
-		l->tls_rx += n;
+		seq = l->tls.rx;
+		l->tls.rx += n;
 	}
 	tls_bytes(ctx, l, &key, way, s->buf, (__u32)n, seq, at);
 	return true;
