@@ -5,7 +5,9 @@ bpf/). Prints the longest chain from any file and the folders' file counts; fail
 circle, a chain deeper than --max-depth edges, a file over --max-lines lines, an include that
 resolves to no file under bpf/ (vmlinux.h, generated, is the one allowed), or a header with BPF
 code (.bpf.h) that includes another: only a program (.bpf.c) includes those, each it uses, in
-order; a .bpf.h includes pure headers (.h) only.
+order; a .bpf.h includes pure headers (.h) only. And on a circle of calls between files: each
+function's body's calls, by name, to the file that defines the callee (a regex over the C, comments
+dropped: what it cannot parse it does not see).
 
   python3 scripts/bpf-includes.py [--max-depth 6] [--max-lines 500] [-v]
 """
@@ -42,6 +44,38 @@ def resolve(path, inc):
     if os.path.exists(os.path.join(ROOT, inc)):
         return os.path.normpath(inc)
     return None
+
+
+def call_circles():
+    """Circles in the graph of calls between files (see the docstring)."""
+    defs, bodies = {}, {}
+    for p in files():
+        s = re.sub(r"/\*.*?\*/", "", open(os.path.join(ROOT, p)).read(), flags=re.S)
+        for m in re.finditer(r"^(?:static|__weak|__noinline|int)[^\n;{]*?\b([a-z_][a-z0-9_]*)\s*\([^;{]*\)\s*\{", s, re.M):
+            depth, i = 1, m.end()
+            while depth and i < len(s):
+                depth += {"{": 1, "}": -1}.get(s[i], 0)
+                i += 1
+            defs[m.group(1)] = p
+            bodies.setdefault(p, []).append(s[m.end():i])
+    edges = {}
+    for p, bs in bodies.items():
+        for b in bs:
+            for c in re.findall(r"\b([a-z_][a-z0-9_]*)\s*\(", b):
+                if defs.get(c, p) != p:
+                    edges.setdefault(p, set()).add(defs[c])
+
+    def reach(a):
+        seen, todo = set(), [a]
+        while todo:
+            for y in edges.get(todo.pop(), ()):
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return seen
+
+    return sorted({"calls go both ways between %s and %s" % tuple(sorted((a, b)))
+                   for a in edges for b in edges[a] if a in reach(b)})
 
 
 def main():
@@ -98,6 +132,7 @@ def main():
     if a.v:
         for p in sorted(graph):
             print("  %d %s" % (len(chain[p]) - 1, " -> ".join(chain[p])))
+    errors += call_circles()
     for p, c in chain.items():
         if len(c) - 1 > a.max_depth:
             errors.append("%s: include chain of %d edges (at most %d): %s" % (p, len(c) - 1, a.max_depth, " -> ".join(c)))

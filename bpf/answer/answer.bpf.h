@@ -144,6 +144,23 @@ static __always_inline void answer_came_at(const struct sock *sk, struct dw_conn
 }
 
 /*
+ * syscalls backend: whether a system call's bytes carry the outstanding call's answer, whose
+ * status is read at the exit (layers_sys_answer()): outbound receives, inbound sends.
+ */
+static __always_inline bool answer_sys_wanted(const struct dw_conn *conn, __u32 op)
+{
+	if (!conn->call_start_ns || !outcome_wanted(conn))
+		return false;
+	return op == DW_SYS_RECV ? conn->role == DW_ROLE_OUTBOUND : conn->role == DW_ROLE_INBOUND;
+}
+
+/* An answer came and its outcome is owed to the reader's copy (sock backend): nothing else ends the call. */
+static __always_inline bool answer_owed(const struct dw_conn *conn)
+{
+	return conn->answer.ns;
+}
+
+/*
  * The owed call ends: counted at its answer's time, with the status read
  * (none: unknown); 1 if one was owed. A global function, verified once on its own: inlined
  * into each hook it would be a whole call end more for the verifier to

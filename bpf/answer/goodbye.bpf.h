@@ -71,6 +71,12 @@ __weak __noinline int dw_goodbye_read(struct h2_bytes *b)
 	return dw_goodbye_len(p, goodbye_bytes(b, p));
 }
 
+/* A call starts: bye, its bytes are a protocol's goodbye (a close that ends it drops it). */
+static __always_inline void goodbye_mark(struct dw_conn *conn, bool bye)
+{
+	conn->answer.bye = bye;
+}
+
 /* Whether the connection's next call may be a goodbye: outbound, cleartext, no HTTP/2, none outstanding. */
 static __always_inline bool goodbye_wanted(const struct dw_conn *conn)
 {
@@ -133,6 +139,21 @@ static __always_inline bool goodbye_read_wanted(const struct dw_conn *conn, int 
 	if (ret == DW_GOODBYE_HEAD)
 		return first == conn->req_seq && left == 1;
 	return dw_goodbye_size(ret) && first == conn->req_seq && !left;
+}
+
+/*
+ * syscalls backend, a system call's entry: the goodbye its bytes may be looked at for, 0 if none:
+ * a send that would start a call (1: read at the entry); a receive that would start an inbound
+ * request (1) or read the body after a MySQL header (2), read at the exit (layers_sys_read()).
+ */
+static __always_inline __u8 goodbye_sys_wanted(const struct dw_conn *conn, __u32 op)
+{
+	if (op == DW_SYS_SEND)
+		return goodbye_wanted(conn);
+	if (conn->role == DW_ROLE_INBOUND && !conn->tls.hello &&
+	    (conn->h2.state == DW_H2_UNKNOWN || conn->h2.state == DW_H2_NEVER))
+		return !conn->call_start_ns ? 1 : conn->answer.bye == DW_BYE_HEAD ? 2 : 0;
+	return 0;
 }
 
 /* The read lengths goodbye_read_wanted() may want: a goodbye's, a MySQL header's, its body's. */

@@ -14,21 +14,12 @@
  * len); count_end() (call.bpf.h) takes it with the call's end. Here:
  * that entry and the counting. The reading of the line is bpf/answer/http1.h's.
  *
- * Needs, included before it: core/slots.bpf.h.
+ * Needs, included before it: core/count.bpf.h.
  */
 #ifndef DEPWATCH_OUTCOME_BPF_H
 #define DEPWATCH_OUTCOME_BPF_H
 
 #include "answer/http1.h"
-
-/*
- * OUTCOME_CLOSED: failed because the connection ended under the call (the peer's FIN or reset, a
- * timeout), its reason counted (calls_failed_closed); only call_end() takes it, and dw_call_end()
- * turns it into OUTCOME_FAILED (or OUTCOME_DROPPED for a goodbye) before anything counts the end.
- * HTTP/2 streams (h2_sweep()) stay OUTCOME_FAILED: a reason there would be a branch in a sweep
- * the verifier walks at every close, for a figure the stream layer does not need.
- */
-enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED, OUTCOME_CLOSED };
 
 /*
  * The answer's first bytes p[0..n) (n at most DW_HTTP1_PEEK) for the

@@ -58,8 +58,13 @@
  * started call is ended exactly once even when a send and a receive race on
  * two CPUs: the in-flight count (started - completed - failed) stays exact.
  *
- * Needs, included before it: core/closing.bpf.h, core/readend.bpf.h, and the layers it calls:
- * h2/streams.bpf.h, answer/goodbye.bpf.h, tls/tlslink.bpf.h.
+ * The layers above TCP (HTTP/2's streams, TLS sessions, answers' outcomes
+ * and goodbyes) are reached only through the seam, layers/bytes.bpf.h: at
+ * each moment of an event where a layer has its say, one layers_*() call;
+ * where one returns true, a layer took the event (an h2c connection's
+ * streams, a TLS session's plaintext) and the transport leaves it.
+ *
+ * Needs, included before it: core/closing.bpf.h, layers/bytes.bpf.h.
  */
 #ifndef DEPWATCH_CALLMODEL_BPF_H
 #define DEPWATCH_CALLMODEL_BPF_H
@@ -76,9 +81,9 @@ static __always_inline void request_begin(const struct sock *sk, struct dw_conn 
 
 	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT)
 		return;
-	/* not a goodbye (goodbye.bpf.h) until its first read says so */
-	conn->answer.bye = 0;
-	/* its first byte: the first unread (goodbye_on_read() looks for a read from there) */
+	/* not a protocol's goodbye until its first read says so (layers_read()) */
+	layers_call_begins(conn, false);
+	/* its first byte: the first unread (the read that takes it is looked at from there) */
 	if (call_begin(conn, now, TCP_FIELD(sk, via, copied_seq), 0) && state == TCP_CLOSE_WAIT)
 		conn->goodbye = 1;
 }
@@ -100,19 +105,19 @@ static __always_inline void inbound_answer(const struct sock *sk, struct dw_conn
 /*
  * An outbound call starts at began_ns, its first byte at req_seq, with
  * rcv_seq received so far. bye: its bytes are a protocol's goodbye
- * (goodbye.h), which a close drops instead of failing (dw_call_end()).
+ * (layers_call_bytes()), which a close drops instead of failing (dw_call_end()).
  */
 static __always_inline void outbound_start(const struct sock *sk, struct dw_conn *conn, __u64 began_ns,
 					   __u32 req_seq, __u32 rcv_seq, __u32 len, bool bye)
 {
 	struct dw_dest_stats *st;
 
-	/* a control frame of a multiplexed TLS connection (DW_TLS_SMALL): nothing answers it */
-	if (conn->tls.hello && conn->multiplexed && len <= DW_TLS_SMALL)
+	/* a send nothing answers (a multiplexed TLS connection's control frame) starts no call */
+	if (layers_unanswered(conn, len))
 		return;
 	conn->rcv_seq = rcv_seq;
 	/* before the claim, as req_seq: whoever ends the call sees what it was */
-	conn->answer.bye = bye;
+	layers_call_begins(conn, bye);
 	note_sender(conn, 1);
 	st = call_begin(conn, began_ns, req_seq, caller_of());
 	if (!st)
@@ -141,30 +146,26 @@ static __always_inline void outbound_start(const struct sock *sk, struct dw_conn
 /*
  * A send begins on sk (tcp_sendmsg_locked): the socket is locked and none
  * of its bytes are queued yet, so no answer can be processed before this.
- * Its bytes (msg) go to the stream layer first, where the connection is or
- * may be HTTP/2.
+ * Its bytes (msg) go to the layers first (layers_send_begin()).
  */
 static __always_inline void dw_on_send_begin(const struct sock *sk, const struct msghdr *msg)
 {
 	struct dw_conn *conn = conn_of(sk);
 	bool bye;
 
-	if (!conn || h2_on_send_msg(sk, conn, msg) || tls_owned(sk, conn, true))
+	if (!conn || layers_send_begin(sk, conn, msg))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
-		answer_inbound_msg(conn, msg);
+		layers_answer_sent(conn, msg);
 		inbound_answer(sk, conn, 0);
 		return;
 	}
 	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
-	/* a request behind an answer nobody read: that call ends, its outcome unknown */
-	dw_answer_settle_unread(conn);
+	layers_request_sent(conn);
 	if (conn->call_start_ns) {
-		if (conn->tls.hello) {
-			tls_note_send(conn, bpf_ktime_get_ns(), msg ? msg->msg_iter.count : 0);
+		if (layers_send_behind(conn, 0, msg ? msg->msg_iter.count : 0))
 			return;
-		}
 		/* a request behind an outstanding call: pipelined, unless that one's answer came unseen */
 		if (!answer_unseen(sk, conn, DW_SK_BTF))
 			return;
@@ -172,8 +173,8 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
 	}
 	if (!can_be_answered(sk, DW_SK_BTF))
 		return;
-	/* where the call starts, and only there: its first bytes, if it is as long as a goodbye */
-	bye = goodbye_msg(conn, msg);
+	/* where the call starts, and only there: what its first bytes are */
+	bye = layers_call_bytes(conn, msg);
 	/* rcv_seq: what had come before the call (answer_unseen(), and answer_came() on syscalls) */
 	outbound_start(sk, conn, bpf_ktime_get_ns(), tcp_of(sk)->write_seq, tcp_of(sk)->rcv_nxt,
 		       msg ? msg->msg_iter.count : DW_TLS_SMALL + 1, bye);
@@ -184,12 +185,12 @@ static __always_inline void dw_on_send_begin(const struct sock *sk, const struct
  * began, 0 where its socket could not be answered then (the socket's state
  * at the exit may already show the answer's FIN), rcv_seq, what the
  * socket had received then (the answer may have come since), and bye_len,
- * the length of the goodbye its first bytes start (goodbye.bpf.h, read at
- * the entry; 0: none): a send of exactly that length is one. The sock
- * backend's sock_send_length, where the kernel lacks tcp_sendmsg_locked,
- * gives 0: the call starts now, if the socket can still be answered (an
- * answer processed inside the send itself then comes first: see the
- * kernel table in doc/callmodel.md).
+ * the length of the goodbye its first bytes start (read at the entry:
+ * layers_sys_enter(); 0: none): a send of exactly that length is one. The
+ * sock backend's sock_send_length, where the kernel lacks
+ * tcp_sendmsg_locked, gives 0: the call starts now, if the socket can
+ * still be answered (an answer processed inside the send itself then
+ * comes first: see the kernel table in doc/callmodel.md).
  */
 static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 began_ns, __u32 rcv_seq,
 				       __u32 bye_len, enum dw_sk via)
@@ -199,7 +200,7 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 	if (ret <= 0)
 		return;
 	conn = conn_of(sk);
-	if (!conn || h2_took(conn) || tls_owned(sk, conn, true))
+	if (!conn || layers_send(sk, conn))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_answer(sk, conn, began_ns);
@@ -208,10 +209,8 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 	if (conn->role != DW_ROLE_OUTBOUND)
 		return;
 	if (conn->call_start_ns) {
-		if (conn->tls.hello) {
-			tls_note_send(conn, began_ns ? began_ns : bpf_ktime_get_ns(), ret);
+		if (layers_send_behind(conn, began_ns, ret))
 			return;
-		}
 		if (!answer_unseen(sk, conn, via))
 			return;
 		answer_unseen_end(sk, conn, via);
@@ -226,29 +225,13 @@ static __always_inline void dw_on_send(const struct sock *sk, int ret, __u64 beg
 		       bye_len && bye_len == (__u32)ret);
 }
 
-/* The bytes that reached the socket since the last time (data_ready): DW_TLS_SMALL's measure. */
-static __always_inline __u32 rx_new(const struct sock *sk, struct dw_conn *conn)
-{
-	__u32 rcv_nxt, n;
-
-	if (!conn->tls.hello)
-		return 0;
-	rcv_nxt = tcp_of(sk)->rcv_nxt;
-	n = conn->tls.rx_mark ? rcv_nxt - conn->tls.rx_mark : DW_TLS_SMALL + 1;
-	conn->tls.rx_mark = rcv_nxt;
-	return n;
-}
-
 /* Bytes reached the socket: an outbound call's response, or an inbound request. */
 static __always_inline void dw_on_data(const struct sock *sk)
 {
 	struct dw_conn *conn = conn_of(sk);
 	__u32 rx_len;
 
-	if (!conn || h2_took(conn))
-		return;
-	h2_rx_pending(conn);
-	if (tls_owned(sk, conn, false))
+	if (!conn || layers_data(sk, conn))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		/* a bare FIN wakes the reader too: no request without request bytes */
@@ -257,12 +240,10 @@ static __always_inline void dw_on_data(const struct sock *sk)
 		return;
 	}
 	/* measured at every arrival, outstanding call or not: the bytes of this one alone */
-	rx_len = rx_new(sk, conn);
-	if (conn->call_start_ns && !conn->answer.ns && call_answered(sk, conn, DW_SK_BTF, rx_len)) {
-		/* completes now, or at the read of its status line (answer.bpf.h) */
-		answer_came_at(sk, conn, rx_time(sk, conn->call_start_ns));
-		tls_next_burst(conn);
-	}
+	rx_len = layers_data_len(sk, conn);
+	if (conn->call_start_ns && !layers_answer_owed(conn) && call_answered(sk, conn, DW_SK_BTF, rx_len))
+		/* completes now, or when its answer is read (layers_answered()) */
+		layers_answered(sk, conn, rx_time(sk, conn->call_start_ns));
 }
 
 /* Errors that say the dependency or the path failed, not the caller's own use of the socket. */
@@ -313,27 +294,24 @@ static __always_inline int recv_matters(int ret, int flags)
 	return ret == 0 || is_peer_error(-ret);
 }
 
+/*
+ * A receive returned ret. A layer may want it even where the transport
+ * does not (layers_recv_wants(): a TLS connection's bytes read outside an
+ * SSL call); it sees it first (layers_recv()).
+ */
 static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags, enum dw_sk via)
 {
-#ifdef DW_TLS_NO_OWNER
-	const bool cand = false;
-#else
-	/* a TLS connection live: the bytes may make its TLS candidate (tls_rx_candidate()) */
-	bool cand = dw_tls_on && ret > 0 && *(volatile __u32 *)&dw_tls_live;
-#endif
+	bool cand = layers_recv_wants(ret);
 	struct dw_conn *conn;
 
 	if (!cand && !recv_matters(ret, flags))
 		return;
 	conn = conn_of(sk);
-	if (!conn || h2_took(conn))
+	if (!conn || layers_recv(sk, conn, ret, flags, cand))
 		return;
-	if (cand) {
-		tls_rx_candidate(sk, conn, ret, flags);
-		if (!recv_matters(ret, flags))
-			return;
-	}
-	if (tls_owned(sk, conn, false))
+	if (cand && !recv_matters(ret, flags))
+		return;
+	if (layers_owned(sk, conn))
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
 		inbound_recv(sk, conn, ret, via);
@@ -345,7 +323,7 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 		/* with sk_data_ready traced, data that did not end the call there does not here */
 		if (!*(volatile __u32 *)&dw_data_ready_on && call_answered(sk, conn, via, ret)) {
 			call_complete(conn, bpf_ktime_get_ns());
-			tls_next_burst(conn);
+			layers_completed(conn);
 		}
 		return;
 	}
@@ -354,6 +332,28 @@ static __always_inline void dw_on_recv(const struct sock *sk, int ret, int flags
 		call_fail_closed(conn);
 	else if (ret < 0 && is_peer_error(-ret))
 		call_fail_closed(conn);
+}
+
+/*
+ * A read ended (sock backend, sock_recv_length, in the reading task): its
+ * bytes, where the read's buffers are found (core/readend.bpf.h), to the
+ * layers (layers_read()), then the receive's event.
+ */
+static __always_inline void dw_on_read(const struct sock *sk, int ret, int flags)
+{
+	layers_read(sk, ret, flags);
+	dw_on_recv(sk, ret, flags, DW_SK_BTF);
+}
+
+/*
+ * A copy of received bytes to user space (sock backend,
+ * skb_copy_datagram_iovec, where the read's end cannot be read): only the
+ * layers read there (layers_copy()); the transport has had the bytes'
+ * arrival and has the receive.
+ */
+static __always_inline void dw_on_copy(const struct sk_buff *skb, int len)
+{
+	layers_copy(skb, len);
 }
 
 #endif /* DEPWATCH_CALLMODEL_BPF_H */

@@ -186,26 +186,6 @@ static __always_inline void pend_give_back(struct dw_conn *conn)
 	bpf_map_push_elem(&pending_free, &idx, 0);
 }
 
-/*
- * At TCP_CLOSE, which every TCP socket passes before it is freed: the
- * pending entry goes back; socket storage stays with the socket, the
- * syscalls backend's entry goes.
- */
-static __always_inline void conn_forget(const struct sock *sk)
-{
-	__u64 key = (__u64)(unsigned long)sk;
-	struct dw_conn *conn = conn_of(sk);
-
-	if (conn)
-		pend_give_back(conn);
-	if (conn && conn->tls.live) {
-		conn->tls.live = 0;
-		__sync_fetch_and_add(&dw_tls_live, -1);
-	}
-	if (dw_backend == DW_BACKEND_SYSCALLS)
-		bpf_map_delete_elem(&conns_sk, &key);
-}
-
 static __always_inline struct dw_dest_stats *stats_of(struct dw_conn *conn)
 {
 	__u32 slot = conn->slot;

@@ -63,6 +63,10 @@ struct {
 	__type(value, struct dw_conn);
 } conns_sk SEC(".maps") __weak;
 
+/* struct dw_sys_call.op */
+#define DW_SYS_SEND 1
+#define DW_SYS_RECV 2
+
 /* syscalls backend: the socket a thread's send or receive system call is on, from entry to exit. */
 struct dw_sys_call {
 	__u64 sk;	/* struct sock address */
@@ -77,7 +81,7 @@ struct dw_sys_call {
 	__u32 seq;	/* TCP sequence number of its first byte: write_seq or copied_seq at entry */
 	__u8 bytes;	/* 1: buf says where its bytes are */
 	__u8 bye_len;	/* a send starting a call: the length of the goodbye its first bytes start (goodbye.h), 0: none;
-			 * a receive: 1, it may begin an inbound request, 2, read a MySQL body (dw_sys_goodbye) */
+			 * a receive: 1, it may begin an inbound request, 2, read a MySQL body (layers_sys_read()) */
 	__u8 pad2[6];
 };
 
@@ -303,10 +307,12 @@ struct {
 } dep_abandoned SEC(".maps") __weak;
 
 /*
- * Two of the layers' globals that the transport model itself still reads
- * (it resets a connection's layer fields at its adoption, slots.bpf.h, and
- * lets go of TLS's count at TCP_CLOSE, conn.bpf.h): here until the seam
- * between the transport and the layers takes those over.
+ * Two of the layers' globals that the transport itself reads: a new
+ * connection's adoption (slots.bpf.h) resets each layer's state, and
+ * leaves dw_tls_live if the socket still counted in it; the h2 state it
+ * resets to depends on dw_h2_enabled. Adoption is in every program that
+ * makes connections, the seam (layers/) in those that carry calls only,
+ * so these two stay with the transport's.
  *
  * Connections whose first bytes were a TLS hello (dw_conn.tls.live), until
  * their TCP_CLOSE: while 0, a plain TCP read leaves dw_recv before its

@@ -11,27 +11,33 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
+/* the transport: its maps, a connection, its socket, slots, calls, closes, where bytes are */
 #include "core/maps.bpf.h"
-#include "h2/maps.bpf.h"
 #include "core/conn.bpf.h"
-#include "tls/maps.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
-#include "answer/outcome.bpf.h"
+#include "core/count.bpf.h"
 #include "core/call.bpf.h"
 #include "core/cascade.bpf.h"
 #include "core/closing.bpf.h"
 #include "core/bytes.bpf.h"
 #include "core/readend.bpf.h"
+/* the layers: answers and goodbyes, HTTP/2 streams, TLS sessions */
+#include "answer/outcome.bpf.h"
+#include "layers/callend.bpf.h"
+#include "answer/answer.bpf.h"
+#include "answer/goodbye.bpf.h"
+#include "h2/maps.bpf.h"
 #include "h2/h2conn.bpf.h"
 #include "h2/h2detect.bpf.h"
 #include "h2/h2stream.bpf.h"
 #include "h2/hblock.bpf.h"
 #include "h2/h2walk.bpf.h"
 #include "h2/streams.bpf.h"
-#include "answer/answer.bpf.h"
-#include "answer/goodbye.bpf.h"
+#include "tls/maps.bpf.h"
 #include "tls/tlslink.bpf.h"
+/* the seam, then the events */
+#include "layers/bytes.bpf.h"
 #include "core/callmodel.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -67,14 +73,8 @@ int BPF_PROG(dw_send, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
 {
-	if (is_tcp(sk)) {
-		/* the stream layer first, as at the copy: an h2c connection's read is its */
-		h2_on_read(sk, ret, flags);
-		answer_on_read(sk, ret, flags);
-		/* an inbound request's first read, as long as a goodbye: its bytes (goodbye.bpf.h) */
-		goodbye_on_read(sk, ret, flags);
-		dw_on_recv(sk, ret, flags, DW_SK_BTF);
-	}
+	if (is_tcp(sk))
+		dw_on_read(sk, ret, flags);
 	return 0;
 }
 
@@ -87,18 +87,17 @@ int BPF_PROG(dw_data_ready, const struct sock *sk)
 }
 
 /*
- * A copy of received bytes to user space: the stream layer reads h2c
- * connections' frames here (streams.bpf.h), in order, as the reader takes
- * them, and an answered call's status line (answer.bpf.h). Every copy of
- * every socket passes here; it leaves at once unless an h2c connection, a
- * first read still to be looked at, or an owed answer exists. Not loaded
- * on x86-64, where dw_recv reads both at the read's end (issue 36).
+ * A copy of received bytes to user space: the layers read h2c
+ * connections' frames here, in order, as the reader takes them, and an
+ * answered call's status line (dw_on_copy(), layers/bytes.bpf.h). Every
+ * copy of every socket passes here; it leaves at once unless an h2c
+ * connection, a first read still to be looked at, or an owed answer
+ * exists. Not loaded on x86-64, where dw_recv reads both at the read's end
+ * (issue 36).
  */
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(dw_h2_copy, const struct sk_buff *skb, int len)
 {
-	/* first: an owed answer's connection is HTTP/1, none of the stream layer's (answer.bpf.h) */
-	if (!answer_on_copy(skb, len))
-		h2_on_copy(skb, len);
+	dw_on_copy(skb, len);
 	return 0;
 }

@@ -48,7 +48,8 @@ static __always_inline void dw_on_accepted(const struct sock *sk)
 		st->conns_opened++;
 }
 
-static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int newstate)
+/* A state change: connects, accepts, and what a close does to the outstanding call. */
+static __always_inline void state_change(const struct sock *sk, int oldstate, int newstate)
 {
 	struct dw_conn *conn;
 
@@ -75,13 +76,10 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	/* before looking for a call: see outbound_start() */
 	if (newstate == TCP_CLOSE || (newstate == TCP_CLOSE_WAIT && conn->role == DW_ROLE_OUTBOUND))
 		__sync_lock_test_and_set(&conn->closed, 1);
-	tls_on_state(sk, conn, oldstate, newstate);
-	if (newstate == TCP_CLOSE) {
-		dw_answer_settle_unread(conn);	/* nobody reads an owed answer's status any more */
+	if (newstate == TCP_CLOSE)
 		conn_closed(conn);
-		h2_forget(conn);
-	}
-	h2_on_state(sk, conn, newstate);
+	/* each layer's own end first: a TLS session's, an owed answer, HTTP/2's open streams */
+	layers_state(sk, conn, oldstate, newstate);
 	if (!conn->call_start_ns)
 		return;
 	if (conn->role == DW_ROLE_INBOUND) {
@@ -103,6 +101,37 @@ static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int
 	/* shutdown(SHUT_WR): the answer may still come; else the connection died under it (a timeout, an abort) */
 	if (newstate != TCP_FIN_WAIT1)
 		call_fail_closed(conn);
+}
+
+/*
+ * At TCP_CLOSE, which every TCP socket passes before it is freed: the
+ * pending entry goes back, the layers let go of what they count
+ * (layers_forget()); socket storage stays with the socket, the syscalls
+ * backend's entry goes.
+ */
+static __always_inline void conn_forget(const struct sock *sk)
+{
+	__u64 key = (__u64)(unsigned long)sk;
+	struct dw_conn *conn = conn_of(sk);
+
+	if (conn)
+		pend_give_back(conn);
+	if (conn)
+		layers_forget(conn);
+	if (dw_backend == DW_BACKEND_SYSCALLS)
+		bpf_map_delete_elem(&conns_sk, &key);
+}
+
+/*
+ * The TCP state moved (inet_sock_set_state): the call model's state change,
+ * then, at TCP_CLOSE, which every TCP socket passes before it is freed, the
+ * connection's state let go.
+ */
+static __always_inline void dw_on_state(const struct sock *sk, int oldstate, int newstate)
+{
+	state_change(sk, oldstate, newstate);
+	if (newstate == TCP_CLOSE)
+		conn_forget(sk);
 }
 
 static __always_inline void dw_on_retransmit(const struct sock *sk)

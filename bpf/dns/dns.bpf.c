@@ -17,8 +17,7 @@
 #include "core/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
-#include "answer/outcome.bpf.h"
-#include "core/call.bpf.h"
+#include "core/count.bpf.h"
 #include "dns/maps.bpf.h"
 #include "dns/dnscall.bpf.h"
 

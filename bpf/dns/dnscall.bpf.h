@@ -21,7 +21,7 @@
  * past its UDP header. The connection layer (struct dw_conn) is borrowed on
  * the stack only for the row numbers the counting functions index by.
  *
- * Needs, included before it: dns/maps.bpf.h, core/call.bpf.h.
+ * Needs, included before it: dns/maps.bpf.h, core/count.bpf.h.
  */
 #ifndef DEPWATCH_DNSCALL_BPF_H
 #define DEPWATCH_DNSCALL_BPF_H

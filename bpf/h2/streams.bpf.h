@@ -40,7 +40,8 @@
  * the transport model, as multiplexed.
  *
  * Here: the stream layer's entry points for an event's bytes, which the
- * hooks call (callmodel.bpf.h, syscalls.bpf.c, sock.bpf.c). Beneath, one
+ * call model reaches through the seam (layers/bytes.bpf.h, layers/sys.bpf.h).
+ * Beneath, one
  * concept a header in h2/: maps.bpf.h (its maps), h2conn.bpf.h (the
  * connection's state), h2detect.bpf.h (recognising it, TLS hellos),
  * h2stream.bpf.h (streams as calls, and what a TCP state change does to
@@ -134,6 +135,20 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 	if (conn->role == DW_ROLE_INBOUND && way == H2_TX && !conn->process_noted)
 		row_process(conn, bpf_get_current_pid_tgid() >> 32);
 	return true;
+}
+
+/*
+ * syscalls backend, a system call's entry: whether the stream layer wants its bytes at the exit:
+ * an h2c connection's, a direction's first, or, on a connection that began in plaintext, a send
+ * that may be a TLS hello (DW_TLS_LOOKS).
+ */
+static __always_inline bool h2_sys_wanted(const struct dw_conn *conn, __u32 op)
+{
+	__u8 seen = op == DW_SYS_SEND ? DW_H2_SEEN_TX : DW_H2_SEEN_RX;
+
+	return h2_took(conn) ||
+	       ((conn->h2.state == DW_H2_UNKNOWN || conn->h2.state == DW_H2_TLS) && !(conn->h2.seen & seen)) ||
+	       (op == DW_SYS_SEND && conn->h2.state == DW_H2_NEVER && conn->tls.looks);
 }
 
 /* A send begins (sock backend, tcp_sendmsg_locked): its bytes are the msghdr's. */

@@ -262,7 +262,16 @@ static __always_inline void tls_owner_forget(const struct sock *sk, struct dw_co
 	}
 }
 
-/* The record-level model of TLS connections (no session tied), from callmodel.bpf.h. */
+/* At TCP_CLOSE (layers_forget()): the connection no longer counts in dw_tls_live. */
+static __always_inline void tls_forget(struct dw_conn *conn)
+{
+	if (conn->tls.live) {
+		conn->tls.live = 0;
+		__sync_fetch_and_add(&dw_tls_live, -1);
+	}
+}
+
+/* The record-level model of TLS connections (no session tied), from the call model through the seam (layers/bytes.bpf.h). */
 
 /*
  * A multiplexed TLS connection's bursts (DW_TLS_SMALL): a request sent while
@@ -275,6 +284,50 @@ static __always_inline void tls_note_send(struct dw_conn *conn, __u64 now, __u32
 {
 	if (conn->tls.hello && conn->multiplexed && conn->call_start_ns && len > DW_TLS_SMALL && !conn->tls.next_ns)
 		conn->tls.next_ns = now;
+}
+
+/*
+ * A send behind the outstanding call on a TLS connection (no session tied): no new call, but a
+ * multiplexed one's next burst may start at it (tls_note_send()). True if it was TLS's.
+ */
+static __always_inline bool tls_send_behind(struct dw_conn *conn, __u64 began_ns, __u32 len)
+{
+	if (!conn->tls.hello)
+		return false;
+	tls_note_send(conn, began_ns ? began_ns : bpf_ktime_get_ns(), len);
+	return true;
+}
+
+/* A multiplexed TLS connection's send of at most DW_TLS_SMALL bytes: a control frame, nothing answers it. */
+static __always_inline bool tls_unanswered(const struct dw_conn *conn, __u32 len)
+{
+	return conn->tls.hello && conn->multiplexed && len <= DW_TLS_SMALL;
+}
+
+/* The bytes that reached a TLS connection's socket since the last time (data_ready): DW_TLS_SMALL's measure. */
+static __always_inline __u32 tls_rx_len(const struct sock *sk, struct dw_conn *conn)
+{
+	__u32 rcv_nxt, n;
+
+	if (!conn->tls.hello)
+		return 0;
+	rcv_nxt = tcp_of(sk)->rcv_nxt;
+	n = conn->tls.rx_mark ? rcv_nxt - conn->tls.rx_mark : DW_TLS_SMALL + 1;
+	conn->tls.rx_mark = rcv_nxt;
+	return n;
+}
+
+/*
+ * Whether a receive of ret bytes may make a TLS candidate (tls_rx_candidate()), whatever else
+ * it says: a TLS connection is live. Never in the syscalls backend's programs (DW_TLS_NO_OWNER).
+ */
+static __always_inline bool tls_recv_wants(int ret)
+{
+#ifdef DW_TLS_NO_OWNER
+	return false;
+#else
+	return dw_tls_on && ret > 0 && *(volatile __u32 *)&dw_tls_live;
+#endif
 }
 
 static __always_inline void tls_next_burst(struct dw_conn *conn)
