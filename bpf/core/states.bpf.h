@@ -114,10 +114,10 @@ static __always_inline void conn_forget(const struct sock *sk)
 	__u64 key = (__u64)(unsigned long)sk;
 	struct dw_conn *conn = conn_of(sk);
 
-	if (conn)
+	if (conn) {
 		pend_give_back(conn);
-	if (conn)
 		layers_forget(conn);
+	}
 	if (dw_backend == DW_BACKEND_SYSCALLS)
 		bpf_map_delete_elem(&conns_sk, &key);
 }
