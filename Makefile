@@ -27,8 +27,10 @@ LOGIC_SRCS := $(wildcard user/logic/*/*.c)
 LOGIC_HDRS := $(wildcard user/logic/*/*.h)
 # The daemon and CLI: every other folder of user/ (discovery/ has tls/ and golang/ below it).
 APP_SRCS := $(filter-out user/logic/%,$(wildcard user/*/*.c user/*/*/*.c))
-# One .bpf.c per group of programs, linked into one object (one set of maps: bpf/maps.bpf.h).
-BPF_SRCS := $(wildcard bpf/*.bpf.c)
+# One .bpf.c per group of programs, in its concept's folder of bpf/ (doc/architecture.md), linked
+# into one object (one set of maps: each folder's maps.bpf.h, __weak).
+BPF_SRCS := $(wildcard bpf/*/*.bpf.c bpf/*/*/*.bpf.c)
+BPF_HDRS := $(wildcard bpf/*.h bpf/*/*.h bpf/*/*/*.h)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
@@ -84,7 +86,7 @@ $(OUT)/vmlinux.h: | $(DEPS_FIRST) $(OUT)
 	$(Q)$(call need,$(BPFTOOL),bpftool)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUT)/vmlinux.h | $(OUT)
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(OUT)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)mkdir -p $(@D)
@@ -189,7 +191,7 @@ $(GOBIN_DIR)/goplain: tests/go/goplain/main.go | $(OUT)
 .PHONY: gobins
 gobins: $(GO_BINS)
 
-# The Go TLS probe on the real kernel (root): tests/go/goattach.c attaches bpf/gotls.bpf.c's
+# The Go TLS probe on the real kernel (root): tests/go/goattach.c attaches bpf/tls/go/gotls.bpf.c's
 # dw_go_tls_write to build/go/gotls and checks the fds it reads against the program's own.
 $(OUT)/goattach: tests/go/goattach.c $(OUT)/obj/user/discovery/golang/goprobe.o $(OUT)/obj/user/discovery/golang/godwarf.o $(LOGIC_OBJS) | $(OUT)/depwatch.skel.h
 	$(call msg,CC,$@)
@@ -217,8 +219,8 @@ $(OUT)/fuzz_config: tests/fuzz/fuzz_config.c $(LOGIC_SRCS) $(LOGIC_HDRS) bpf/dep
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
 		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lnghttp2 -lm -o $@
 
-# The HTTP/1 status-line reader (bpf/http1.h), pure: the header alone.
-$(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/http1.h bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
+# The HTTP/1 status-line reader (bpf/answer/http1.h), pure: the header alone.
+$(OUT)/fuzz_http1: tests/fuzz/fuzz_http1.c bpf/answer/http1.h bpf/depwatch.h | $(DEPS_FIRST) $(OUT)
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
@@ -232,7 +234,7 @@ $(OUT)/fuzz_goelf: tests/fuzz/fuzz_goelf.c $(LOGIC_SRCS) $(LOGIC_HDRS) | $(DEPS_
 		-fsanitize=fuzzer,address,undefined $< $(LOGIC_SRCS) -lcapstone -lnghttp2 -lm -o $@
 
 # The header-block reader of HTTP/2 answers (user/logic/outcome/h2answer.c: records put together, HPACK).
-$(OUT)/fuzz_hblock: tests/fuzz/fuzz_hblock.c $(LOGIC_SRCS) $(LOGIC_HDRS) bpf/hblock.h | $(DEPS_FIRST) $(OUT)
+$(OUT)/fuzz_hblock: tests/fuzz/fuzz_hblock.c $(LOGIC_SRCS) $(LOGIC_HDRS) bpf/h2/hblock.h | $(DEPS_FIRST) $(OUT)
 	$(call msg,FUZZ,$@)
 	$(Q)$(call need,$(CLANG),clang)
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser $(WARN) \
@@ -244,11 +246,14 @@ FUZZ_BINS := $(OUT)/fuzz_config $(OUT)/fuzz_http1 $(OUT)/fuzz_goelf $(OUT)/fuzz_
 fuzz: $(FUZZ_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# The edit-build-test loop (issue 36): user/'s include graph (no circle, no arrow back up:
-# scripts/includes.py), the unit suites under ASan/UBSan and the fuzzers' short runs, as make test
-# runs them, in under 3 minutes from a clean tree; no root, no BPF, no deps.
+# The edit-build-test loop (issue 36): the include graphs first (user/'s: no circle, no arrow back
+# up, scripts/includes.py; bpf/'s: no circle, no chain over 6, no file over 500,
+# scripts/bpf-includes.py; doc/architecture.md), then the unit suites under ASan/UBSan and the
+# fuzzers' short runs, as make test runs them, in under 3 minutes from a clean tree; no root, no
+# BPF, no deps.
 check: $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)python3 scripts/includes.py -q
+	$(Q)python3 scripts/bpf-includes.py
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 	$(Q)OUT=$(OUT) bash tests/fuzz/run.sh 15
 

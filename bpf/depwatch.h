@@ -14,7 +14,7 @@
 #include "bucket.h"
 
 /*
- * Every size of the BPF side, in one place: the maps (bpf/maps.bpf.h), the
+ * Every size of the BPF side, in one place: the maps (bpf/core/maps.bpf.h), the
  * loader that resizes some of them before load (user/loader.c) and the
  * daemon's defaults and checks read these. "Default" ones are the daemon's
  * option defaults, which the loader writes into the maps before load.
@@ -29,7 +29,7 @@
 #define DW_THREADS_MAX 65536		/* threads holding a [service]'s request (LRU) */
 #define DW_ABANDONS_MAX 16384		/* recent abandoned calls, for retries (LRU) */
 #define DW_PORTS 65536			/* one entry per TCP port (service_ports) */
-#define DW_H2_STREAMS 128		/* open streams tracked per HTTP/2 connection (bpf/h2.h) */
+#define DW_H2_STREAMS 128		/* open streams tracked per HTTP/2 connection (bpf/h2/h2.h) */
 #define DW_H2_PROBES 8			/* slots a stream may take, from its home slot on */
 #define DW_H2_CONNS_MAX 16384		/* HTTP/2 connections with stream state (syscalls backend's hash) */
 #define DW_H2_STEPS 16384		/* walker steps per event (bpf_loop): ~2 a frame, more is a desync */
@@ -79,7 +79,7 @@
  * PING (17 bytes), WINDOW_UPDATE or RST_STREAM (13), SETTINGS ACK (9) or
  * two of them is 30 to 64 bytes (TLS 1.3 adds 22, 1.2 with AES-GCM 29).
  * So a peer that answers only PINGs while the requests hang does not end
- * the burst, and a client's WINDOW_UPDATE starts none (doc/callmodel.md; bpf/tls.h).
+ * the burst, and a client's WINDOW_UPDATE starts none (doc/callmodel.md; bpf/tls/hello.h).
  */
 #define DW_TLS_SMALL 64
 
@@ -139,7 +139,7 @@ struct dw_dest_stats {
 	__u64 conns_aborted_breaker;	/* established connections aborted (bpf_sock_destroy) while the breaker was open: enforce = abort */
 	__u64 conns_aborted_timeout;	/* connections aborted under a call older than abort_after */
 	__u64 calls_aborted;		/* of those aborted: a call was outstanding on them */
-	/* HTTP/2 (bpf/streams.bpf.h): calls on cleartext HTTP/2 connections are their streams */
+	/* HTTP/2 (bpf/h2/streams.bpf.h): calls on cleartext HTTP/2 connections are their streams */
 	__u64 calls_streams;		/* of the started: calls on an HTTP/2 stream */
 	__u64 conns_h2;			/* connections recognised as cleartext HTTP/2 (h2c), once each */
 	__u64 h2_desync;		/* of those, connections whose frames the parser lost step in: today's model after */
@@ -147,7 +147,7 @@ struct dw_dest_stats {
 	__u64 calls_cancelled;		/* of the failed: the client reset its stream (RST_STREAM: a gRPC deadline, a cancel) */
 	__u64 conns_aborted_eject;	/* established connections aborted while this destination was ejected: enforce = abort */
 	/*
-	 * Call outcomes (issue 33, bpf/outcome.bpf.h): the HTTP/1 status line
+	 * Call outcomes (issue 33, bpf/answer/outcome.bpf.h): the HTTP/1 status line
 	 * at each answer's first bytes, on cleartext connections. An answer
 	 * whose status is in its dependency's failure_status (default 5xx) is
 	 * failed, not completed.
@@ -159,12 +159,12 @@ struct dw_dest_stats {
 	__u64 answers_unknown;		/* answers of an HTTP/1 connection whose status could not be read (a short or missed read) */
 	__u64 answers_bad;		/* of those, bytes that start like a status line and break its grammar */
 	__u64 calls_failed_status;	/* of the failed: their answer's status is a failure (failure_status) */
-	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35): a query is a call */
+	/* DNS over UDP (bpf/dns/dnscall.bpf.h, issue 35): a query is a call */
 	__u64 calls_dns;		/* of the started: DNS queries */
 	__u64 dns_nxdomain;		/* of the completed: NXDOMAIN answers (no failure) */
 	__u64 dns_timeouts;		/* of the failed: queries unanswered after dns_timeout, or at their socket's close */
 	__u64 dns_rcode_failed;		/* of the failed: SERVFAIL and REFUSED answers */
-	/* TLS plaintext (issue 32, bpf/ssl.bpf.c) */
+	/* TLS plaintext (issue 32, bpf/tls/ssl.bpf.c) */
 	__u64 conns_tls;		/* connections tied to a TLS session: their calls timed from its plaintext, once each */
 	__u64 calls_failed_closed;	/* of the failed: their connection ended under them (peer's FIN or reset, a timeout); no HTTP/2 stream */
 	/* all fields above are __u64 counters (user space sums them as an array) */
@@ -207,7 +207,7 @@ struct dw_dest_detail {
  * (slot, CPU) in the cpu_rows map, at index slot * dw_ncpus + cpu. The
  * protocol that keeps them exact (the claim, the folds into struct
  * dw_dest_detail, the seqcount readers use, the histogram runs) is in
- * bpf/rows.h, with the code that writes them.
+ * bpf/core/rows.h, with the code that writes them.
  */
 #define DW_ROW_BUSY 1U
 #define DW_ROW_FOLDING 2U
@@ -236,11 +236,11 @@ struct dw_dep_cfg {
 	__u32 enforce;		/* DW_ENFORCE_* bits; 0: nothing */
 	__u32 multiplexed;	/* 1: calls timed on multiplexed connections count in the slow-call rate (multiplexed = judge) */
 	__u64 abort_after_ns;	/* abort a connection whose call is older than this; 0: never */
-	__u64 fail_status[8];	/* failure_status: bit (status - 100) set, the answer fails its call (bpf/http1.h) */
+	__u64 fail_status[8];	/* failure_status: bit (status - 100) set, the answer fails its call (bpf/answer/http1.h) */
 	__u64 dns_timeout_ns;	/* a DNS query unanswered this long failed (reason timeout); 0: DW_DNS_TIMEOUT_DEFAULT_NS */
 };
 
-/* What the abort iterators write of each connection they chose: bpf/abortrec.h. */
+/* What the abort iterators write of each connection they chose: bpf/enforce/abortrec.h. */
 
 /*
  * The match trie (LPM): key data is the family as a big-endian __u32, then
@@ -300,7 +300,7 @@ struct dw_breaker_value {
 
 /*
  * A connection's own state (struct dw_conn, its role, whether its calls are
- * HTTP/2 streams) is the BPF side's alone: bpf/conn.bpf.h.
+ * HTTP/2 streams) is the BPF side's alone: bpf/core/conn.bpf.h.
  */
 
 /*
@@ -365,7 +365,7 @@ struct dw_pending_entry {
 	  "Connections whose caller found no row left: their calls count for the destination only.") \
 	X(h2_state_full, h2_state_full,						\
 	  "HTTP/2 connections that found no room for their stream state: timed as today's model, as multiplexed.") \
-	/* DNS over UDP (bpf/dnscall.bpf.h, issue 35) */			\
+	/* DNS over UDP (bpf/dns/dnscall.bpf.h, issue 35) */			\
 	X(dns_table_full, dns_table_full,					\
 	  "DNS queries not timed: the query table was full.") \
 	X(dns_unread, dns_unread,						\
@@ -374,7 +374,7 @@ struct dw_pending_entry {
 	  "DNS answers matching no outstanding query.") \
 	X(dns_retransmits, dns_retransmits,					\
 	  "DNS queries sent again (same id, question, socket): one call.") \
-	/* TLS (issue 32): the uprobes on the TLS library (bpf/ssl.bpf.c) and the exec watch (bpf/tlsexec.bpf.c) */ \
+	/* TLS (issue 32): the uprobes on the TLS library (bpf/tls/ssl.bpf.c) and the exec watch (bpf/tls/tlsexec.bpf.c) */ \
 	X(tls_writes, tls_writes,						\
 	  "SSL_write and SSL_write_ex calls seen by the TLS uprobes.") \
 	X(tls_exec_lost, tls_exec_lost,						\
@@ -387,20 +387,20 @@ struct dw_pending_entry {
 	  "TLS sessions that found the link table full (also counted in tls_unlinked).") \
 	X(tls_linked_late, tls_linked_late,					\
 	  "Of tls_linked, sessions tied by the thread's last SSL call (memory BIOs: grpc-core, asyncio).") \
-	/* Go's crypto/tls (bpf/gotls.bpf.c, doc/go.md) */				\
+	/* Go's crypto/tls (bpf/tls/go/gotls.bpf.c, doc/go.md) */				\
 	X(go_tls_writes, go_tls_writes,						\
 	  "Entries of Go's crypto/tls.(*Conn).Write in probed Go programs.")	\
 	X(go_tls_fd_unread, go_tls_fd_unread,					\
 	  "Go TLS writes and reads whose socket fd was not read.") \
 	X(go_tls_reads, go_tls_reads,						\
 	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.") \
-	/* HTTP/2 header blocks to the daemon's HPACK decoder (bpf/hblock.bpf.h, issue 33) */ \
+	/* HTTP/2 header blocks to the daemon's HPACK decoder (bpf/h2/hblock.bpf.h, issue 33) */ \
 	X(hblocks_lost, hblocks_lost,						\
 	  "Header-block records lost: the ring was full.")		\
-	/* the call model (bpf/callmodel.bpf.h) */				\
+	/* the call model (bpf/core/callmodel.bpf.h) */				\
 	X(answers_unseen, answers_unseen,					\
 	  "Calls whose answer no data-arrival event reported: completed at the next send or the close.") \
-	/* DNS over UDP: a query whose socket closed unanswered (bpf/dnscall.bpf.h, issue 48) */ \
+	/* DNS over UDP: a query whose socket closed unanswered (bpf/dns/dnscall.bpf.h, issue 48) */ \
 	X(dns_closed, dns_closed,						\
 	  "DNS queries failed at their socket's close, unanswered (also counted in dns_timeouts).")
 
@@ -477,7 +477,7 @@ enum dw_backend { DW_BACKEND_SOCK = 0, DW_BACKEND_SYSCALLS = 1 };
 
 /*
  * TLS discovery (issue 32): a process start, one record per exec into the
- * ring buffer tls_execs (bpf/tlsexec.bpf.c), so the daemon scans that
+ * ring buffer tls_execs (bpf/tls/tlsexec.bpf.c), so the daemon scans that
  * process's maps for TLS libraries (user/tls/). Never one per call.
  */
 struct dw_tls_exec {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "depwatch.h"
-#include "hblock.h"
+#include "h2/hblock.h"
 #include "logic/outcome/h2answer.h"
 
 static void on_answer(const struct dw_hb_answer *a, void *arg)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * libFuzzer target for the HTTP/1 status-line reader (bpf/http1.h): any
+ * libFuzzer target for the HTTP/1 status-line reader (bpf/answer/http1.h): any
  * bytes give a status 200-599 only where the first 12 are "HTTP/1.d DDD"
  * (checked here independently), SHORT only under 12 bytes, and never a
  * read past what it was given (ASan sees the copy's end).
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "http1.h"
+#include "answer/http1.h"
 
 static int isdig(uint8_t c)
 {

@@ -17,7 +17,7 @@
  *   - Read likewise (but for one parked in it at exit), go_tls_reads its entries, and the
  *     bytes its RETs returned no more than those written, over HTTP/1.1 exactly as many;
  *   - an entry seen again with the goroutine still inside (a signal during the probe's
- *     single-step re-runs it; bpf/gotls.h) is counted apart, and rare: at most 2%;
+ *     single-step re-runs it; bpf/tls/go/gotls.h) is counted apart, and rare: at most 2%;
  *   - go_tls_fd_unread stays 0; the program answered every request.
  * Prints one line of figures; exit 0 on success, 1 on a wrong answer, 77 when it cannot run.
  *   goattach GO_BINARY REQUESTS [gotls options...]
@@ -35,7 +35,7 @@
 #include "depwatch.skel.h"
 #include "discovery/golang/goprobe.h"
 #include "depwatch.h"
-#include "gotls.h"
+#include "tls/go/gotls.h"
 
 #define MAX_FDS 16
 

@@ -1,7 +1,7 @@
 """Go's crypto/tls read through uprobes (issue 34, doc/go.md, doc/callmodel.md's TLS section): the
 daemon's TLS discovery finds a Go program built here with Debian's golang-go (tests/go/gotls: a
 net/http server and client over TLS in one process, standard library only, stripped and -trimpath),
-attaches bpf/gotls.bpf.c at crypto/tls.(*Conn).Write and Read and at every RET of each, and their
+attaches bpf/tls/go/gotls.bpf.c at crypto/tls.(*Conn).Write and Read and at every RET of each, and their
 plaintext is timed by the same call model as OpenSSL's. Ground truth: the Go client's own count, p50
 and answers (a digest of every status and body, which the test knows in advance).
 

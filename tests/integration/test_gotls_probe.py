@@ -1,5 +1,5 @@
 """Go's TLS probe on the real kernel (issue 34's first part, doc/go.md): build/goattach
-attaches bpf/gotls.bpf.c's dw_go_tls_* programs at crypto/tls.(*Conn).Write and Read of a Go program
+attaches bpf/tls/go/gotls.bpf.c's dw_go_tls_* programs at crypto/tls.(*Conn).Write and Read of a Go program
 built here with Debian's golang-go (tests/go/gotls: a net/http client and server over
 TLS in one process, which prints its sockets' fds), and checks every fd the probe read
 through the struct offsets against the program's own; over HTTP/1.1 the writes are

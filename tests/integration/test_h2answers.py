@@ -4,7 +4,7 @@ daemon with nghttp2's HPACK inflater, against real servers on loopback, one daem
   failed calls are within 1% of the client's failed count, counted by code (grpc.unavailable), and
   the breaker (failure_rate = 50%) opens with outcome grpc_unavailable.
 - `grpcmiss`: the same server aborting with NOT_FOUND: counted by code, no call failed, closed.
-- `grpctls`: the UNAVAILABLE server over TLS (the plaintext walker, bpf/tlsh2.bpf.h): the same, where
+- `grpctls`: the UNAVAILABLE server over TLS (the plaintext walker, bpf/tls/tlsh2.bpf.h): the same, where
   the sock backend ties grpc-core's session (the syscalls backend does not: printed, not asserted).
 - `grpclate`: the server ends every call with DEADLINE_EXCEEDED itself: failed, with that code.
 - `web`: nginx `listen ... http2` (h2c), `location /fail { return 503; }`, under h2load on few

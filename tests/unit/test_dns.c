@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The DNS message reader (bpf/dns.h), built on the host from the header the
+ * The DNS message reader (bpf/dns/dnsmsg.h), built on the host from the header the
  * BPF object is built from: a query and its answer meet on the same id and
  * question hash; the RCODE is read; a message cut short, a question the
  * window cannot hold, other opcodes, compressed or bad labels are refused;
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dns.h"
+#include "dns/dnsmsg.h"
 
 /* dig +noedns www.example.com A: id 0x1a2b, RD */
 static const __u8 query_a[] = {

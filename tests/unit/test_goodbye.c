@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The goodbye recogniser (bpf/goodbye.h), built on the host from the
+ * The goodbye recogniser (bpf/answer/goodbye.h), built on the host from the
  * header the BPF object is built from: the goodbyes as Debian's clients
  * send them (MariaDB's COM_QUIT, libpq's Terminate, memcached's quit),
  * their prefixes, and requests that start alike and are none.
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "goodbye.h"
+#include "answer/goodbye.h"
 
 /* What the kernel does: at most DW_GOODBYE_PEEK bytes read, compared with the send's length. */
 static bool bye(const void *p, size_t len)

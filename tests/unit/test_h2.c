@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The HTTP/2 frame walker (bpf/h2.h), built on the host from the header the
+ * The HTTP/2 frame walker (bpf/h2/h2.h), built on the host from the header the
  * BPF object is built from: byte sequences as real clients and servers send
  * them, split at every offset, byte by byte and at random; a preface split
  * across sends; frames far larger than any one read; what desyncs it; and
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "h2.h"
+#include "h2/h2.h"
 
 #define MAX_FRAMES 64
 

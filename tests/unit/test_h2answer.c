@@ -3,7 +3,7 @@
  * HTTP/2 and gRPC answers (user/logic/outcome/h2answer.c): header blocks made by
  * nghttp2's HPACK deflater (the encoder nghttpd uses; nginx and grpc-core
  * index :status and grpc-status the same way), cut into records as the
- * kernel cuts them (bpf/hblock.bpf.h: the 16-byte peek with the first
+ * kernel cuts them (bpf/h2/hblock.bpf.h: the 16-byte peek with the first
  * piece, pieces of at most DW_HB_BODY), fed in order, with gaps.
  */
 #include "dwtest.h"
@@ -14,7 +14,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "depwatch.h"
-#include "hblock.h"
+#include "h2/hblock.h"
 #include "logic/outcome/h2answer.h"
 
 #define MAXANS 64

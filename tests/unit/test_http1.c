@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The HTTP/1 status-line reader (bpf/http1.h), built on the host from the
+ * The HTTP/1 status-line reader (bpf/answer/http1.h), built on the host from the
  * header the BPF object is built from: status lines as nginx, curl's peers
  * and python's http.server send them, every prefix of them, 1xx, and what
  * is not a status line (counted as such, never a status).
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "http1.h"
+#include "answer/http1.h"
 
 static int line(const char *s)
 {

@@ -37,7 +37,7 @@ static bool bits_equal(const uint8_t *a, const uint8_t *b, unsigned bits)
 
 /*
  * BPF_MAP_TYPE_LPM_TRIE's lookup over the entries, then dep_of()'s rule
- * scan (bpf/slots.bpf.h: dep_of). The dest is as dest_of() makes it: an
+ * scan (bpf/core/slots.bpf.h: dep_of). The dest is as dest_of() makes it: an
  * IPv4-mapped address already turned into IPv4.
  */
 static unsigned trie_dep_of(const struct dw_match_entry *e, unsigned n, int family,

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * failure_status (user/logic/outcome/outcome.h): the lists operators write, their
- * bits as the kernel tests them (bpf/http1.h's dw_status_fails on the same
+ * bits as the kernel tests them (bpf/answer/http1.h's dw_status_fails on the same
  * words), the text `depwatch check` prints back, and the config errors.
  */
 #include "dwtest.h"
 
 #include <errno.h>
 
-#include "http1.h"
+#include "answer/http1.h"
 #include "logic/outcome/outcome.h"
 #include "logic/outcome/h2answer.h"
 #include "logic/kernel/kplan.h"

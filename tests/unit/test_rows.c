@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The call model's pure parts, built on the host from the very headers the
- * BPF object is built from (bpf/rows.h, bpf/bucket.h, bpf/addr.h; the few
+ * BPF object is built from (bpf/core/rows.h, bpf/bucket.h, bpf/core/addr.h; the few
  * things they need of their surroundings come from bpf/dwcompat.h): the
  * start-time slice counters, the per-CPU rows' claim, folds and seqcount,
  * the histogram runs, bucket choice and the IPv4-mapped fold. Tracing
@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "addr.h"
-#include "rows.h"
+#include "core/addr.h"
+#include "core/rows.h"
 #include "logic/kernel/cpurows.h"
 
 #define RING(s) ((s) % DW_SLICES)

@@ -13,7 +13,7 @@
 
 #include "dwtest.h"
 
-#include "abortrec.h"
+#include "enforce/abortrec.h"
 #include "kernel/sockdiag.h"
 
 struct req {

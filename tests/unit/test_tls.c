@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The ClientHello reader (bpf/tls.h), built on the host from the header the
+ * The ClientHello reader (bpf/tls/hello.h), built on the host from the header the
  * BPF object is built from, on ClientHellos real clients sent (captured on
  * loopback from Debian 12's openssl s_client, s_server and h2load): what
  * each offers or chose by ALPN, and that a hello cut short, or bytes that
@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "tls.h"
+#include "tls/hello.h"
 
 /* openssl_h2: 306 bytes */
 static const __u8 hello_openssl_h2[] = {

@@ -14,7 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "daemon/abort.h"
-#include "abortrec.h"
+#include "enforce/abortrec.h"
 #include "output/alert.h"
 #include "collect/collect.h"
 #include "daemon/deps.h"

@@ -16,7 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "depwatch.skel.h"
-#include "dns.h"
+#include "dns/dnsmsg.h"
 #include "host/cgroups.h"
 #include "kernel/hooks.h"
 #include "kernel/loader.h"

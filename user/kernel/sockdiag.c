@@ -9,7 +9,7 @@
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
-#include "abortrec.h"
+#include "enforce/abortrec.h"
 #include "kernel/sockdiag.h"
 
 struct request {

@@ -8,7 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "gotls.h"
+#include "tls/go/gotls.h"
 #include "discovery/golang/goprobe.h"
 
 /* The layouts put in go_layouts so far (the daemon's one thread): slot i holds lay[i]. */

@@ -8,8 +8,8 @@
 
 #include "logic/outcome/h2answer.h"
 #include "depwatch.h"
-#include "hblock.h"
-#include "h2.h"
+#include "h2/hblock.h"
+#include "h2/h2.h"
 
 const char *const dw_grpc_names[DW_GRPC_N] = {
 #define DW_GRPC_NAME(code, name) [code] = #name,
