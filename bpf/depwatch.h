@@ -15,7 +15,7 @@
 
 /*
  * Every size of the BPF side, in one place: the maps (bpf/core/maps.bpf.h), the
- * loader that resizes some of them before load (user/loader.c) and the
+ * loader that resizes some of them before load (user/kernel/loader.c) and the
  * daemon's defaults and checks read these. "Default" ones are the daemon's
  * option defaults, which the loader writes into the maps before load.
  */
@@ -478,7 +478,7 @@ enum dw_backend { DW_BACKEND_SOCK = 0, DW_BACKEND_SYSCALLS = 1 };
 /*
  * TLS discovery (issue 32): a process start, one record per exec into the
  * ring buffer tls_execs (bpf/tls/tlsexec.bpf.c), so the daemon scans that
- * process's maps for TLS libraries (user/tls/). Never one per call.
+ * process's maps for TLS libraries (user/discovery/tls/). Never one per call.
  */
 struct dw_tls_exec {
 	__u32 pid;		/* the thread group that exec'd */

@@ -116,7 +116,7 @@ static __always_inline int dw_http1_class(int status)
 
 /*
  * Whether status (100-599) is in a failure set: one bit per code, bit
- * (status - 100) of fail[] (the dependency's failure_status, user/logic/outcome.h).
+ * (status - 100) of fail[] (the dependency's failure_status, user/logic/outcome/outcome.h).
  */
 #define DW_STATUS_WORDS 8
 static __always_inline int dw_status_fails(const __u64 *fail, int status)

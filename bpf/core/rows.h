@@ -7,7 +7,7 @@
  * claim, the seqcount and the histogram runs). Pure: plain memory, atomic
  * builtins and compiler barriers, no BPF helper. The BPF side finds the
  * rows (call.bpf.h); a host build of this header is unit-tested against the
- * daemon's reader (user/logic/cpurows.c) in tests/unit/test_rows.c.
+ * daemon's reader (user/logic/kernel/cpurows.c) in tests/unit/test_rows.c.
  *
  * Slices: see DW_SLICE_SHIFT in depwatch.h; a call's end counts in one of
  * its start slice's counters (enum dw_end_field).

@@ -3,7 +3,7 @@
  * The "sock" backend's send and receive programs: socket tracepoints (Linux
  * 6.3+) feed the call model (callmodel.bpf.h); the "syscalls" backend
  * (syscalls.bpf.c) feeds the same model from system call tracepoints. The
- * loader loads one backend's send and receive programs (user/hooks.c);
+ * loader loads one backend's send and receive programs (user/kernel/hooks.c);
  * tcp.bpf.c's, both. Thin entry points only.
  */
 #include "vmlinux.h"

@@ -27,7 +27,7 @@
  * One entry program serves every system call that passes the descriptor,
  * the flags and the bytes at the same places, one exit program each
  * direction; the loader attaches them, see dw_syscall_specs in
- * user/hooks.c.
+ * user/kernel/hooks.c.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -21,7 +21,7 @@
  * Two programs, one of which the loader loads: dw_abort destroys with the
  * kfunc (Linux 6.5+); dw_abort_list, for older kernels, chooses the same
  * connections and only writes them out, for the daemon to destroy through
- * sock_diag (user/sockdiag.c). A program that calls a kfunc the kernel
+ * sock_diag (user/kernel/sockdiag.c). A program that calls a kfunc the kernel
  * lacks is refused whole, hence two.
  */
 #include "vmlinux.h"

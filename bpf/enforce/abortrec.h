@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The abort records' ABI (enforce = abort, abort_after, ejection): what
- * bpf/enforce/abort.bpf.c writes of each connection it chose and user/abort.c and
- * user/sockdiag.c read. Apart from depwatch.h because only they need it.
+ * bpf/enforce/abort.bpf.c writes of each connection it chose and user/daemon/abort.c and
+ * user/kernel/sockdiag.c read. Apart from depwatch.h because only they need it.
  */
 #ifndef DEPWATCH_ABORTREC_H
 #define DEPWATCH_ABORTREC_H

@@ -4,7 +4,7 @@
  * CONTINUATION payloads of an HTTP/2 connection, copied bounded by the
  * stream layer's walker (bpf/h2/hblock.bpf.h) into the hblocks ring buffer,
  * one record per piece, in the connection's order, for the daemon's HPACK
- * inflater (user/logic/h2answer.c). Shared by the BPF side and the daemon.
+ * inflater (user/logic/outcome/h2answer.c). Shared by the BPF side and the daemon.
  *
  * A record carries up to DW_HB_PEEK bytes the walker had collected already
  * (the frame's first payload bytes, its peek) and up to DW_HB_BODY bytes

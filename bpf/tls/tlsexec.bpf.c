@@ -2,7 +2,7 @@
 /*
  * The TLS discovery's one kernel part (issue 32): every exec writes its
  * process's id into a ring buffer, so the daemon scans the new program's
- * maps for TLS libraries within a second of its start (user/tls/). One
+ * maps for TLS libraries within a second of its start (user/discovery/tls/). One
  * record per exec, never per call; a full ring is counted (tls_exec_lost).
  * Apart from bpf/tls/ssl.bpf.c, the uprobes, which another engineer owns.
  */

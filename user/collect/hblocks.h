@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The daemon's end of the hblocks ring (issue 33, bpf/hblock.bpf.h): the
+ * The daemon's end of the hblocks ring (issue 33, bpf/h2/hblock.bpf.h): the
  * server's HTTP/2 header blocks read off the ring, decoded per connection
  * (user/logic/outcome/h2answer.c) and merged into their destination's figures
  * (user/logic/depset/lateout.c), after the kernel's counters were read and before

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Aborting connections in the kernel (enforce = abort, abort_after): when
- * to run the abort iterator (bpf/abort.bpf.c), running it, and telling what
+ * to run the abort iterator (bpf/enforce/abort.bpf.c), running it, and telling what
  * it did (syslog, --events). Without the bpf_sock_destroy kfunc the
  * iterator only chooses, and each connection it writes out is destroyed
  * here through sock_diag (sockdiag.h), in the same namespace. The iterator decides per connection from the

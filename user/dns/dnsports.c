@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * dns_ports (issue 35): which UDP ports the DNS programs read (bpf/dnscall.bpf.h)
- * and enforcement treats as a resolver's (bpf/enforce.bpf.c), one array map for
+ * dns_ports (issue 35): which UDP ports the DNS programs read (bpf/dns/dnscall.bpf.h)
+ * and enforcement treats as a resolver's (bpf/enforce/enforce.bpf.c), one array map for
  * the host, indexed by port. Written at start before anything is attached and
  * again at each reload; a port a reload drops leaves its outstanding queries to
  * fail at their dns_timeout (their answers are no longer read).

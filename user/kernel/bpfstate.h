@@ -73,7 +73,7 @@ struct dw_bpf {
 	struct bpf_link *abort_link;
 	char abort_why[200];
 	int abort_path;		/* enum dw_abort_path: how it aborts */
-	/* TLS (issue 32): the uprobes of bpf/ssl.bpf.c load and attach (user/discovery/tls/); if not, why */
+	/* TLS (issue 32): the uprobes of bpf/tls/ssl.bpf.c load and attach (user/discovery/tls/); if not, why */
 	bool tls_on;
 	char tls_why[200];
 };

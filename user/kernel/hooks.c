@@ -8,7 +8,7 @@
 
 /*
  * On x86-64, by default: dw_recv reads an h2c connection's received bytes
- * at the read's end (bpf/streams.bpf.h, h2_on_read: the system call's
+ * at the read's end (bpf/h2/streams.bpf.h, h2_on_read: the system call's
  * buffers from its saved registers), and dw_h2_copy, a program on every
  * copy of every socket, is not loaded (issue 36). Built with
  * -DDW_H2_AT_COPY (make CPPFLAGS=-DDW_H2_AT_COPY), and elsewhere than

@@ -29,7 +29,7 @@ extern const size_t dw_nprog_specs;
 
 /*
  * The syscalls backend: classic tracepoints syscalls/sys_enter_<name> and
- * sys_exit_<name>. One entry program per argument layout (bpf/syscalls.bpf.c),
+ * sys_exit_<name>. One entry program per argument layout (bpf/core/syscalls.bpf.c),
  * dw_sys_exit for every exit. What a socket can be driven by without these
  * (io_uring, 32-bit processes) is in doc/callmodel.md's support matrix.
  */

@@ -73,7 +73,7 @@ static void pin_dir_clear(struct dw_bpf *b)
 }
 
 /*
- * The TLS plaintext's stream-layer walk (dw_ssl_walk, bpf/ssl.bpf.c) is
+ * The TLS plaintext's stream-layer walk (dw_ssl_walk, bpf/tls/ssl.bpf.c) is
  * tail-called from the uprobes through tls_walkers[0]; attached to nothing
  * (it has no row in user/discovery/tls/attach.c's table).
  */

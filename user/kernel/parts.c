@@ -32,7 +32,7 @@ static void h2_off(struct dw_bpf *b, const char *cause)
 }
 
 /*
- * The stream layer (bpf/streams.bpf.h) needs to see both directions: in the
+ * The stream layer (bpf/h2/streams.bpf.h) needs to see both directions: in the
  * sock backend the send program with the msghdr (tcp_sendmsg_locked) and
  * the receive program (dw_h2_copy). Without either, or when the kernel
  * refused dw_h2_copy (it needs bpf_dynptr_from_skb in tracing programs,

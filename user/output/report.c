@@ -471,7 +471,7 @@ static void json_inbound(struct dw_buf *out, const struct dw_collector *c,
 			      (unsigned long long)f.requests, (unsigned long long)f.failed,
 			      (unsigned long long)f.dropped, (unsigned long long)f.inflight,
 			      (unsigned long long)f.connections);
-		/* of the failed, requests whose connection closed unanswered (bpf/closing.bpf.h) */
+		/* of the failed, requests whose connection closed unanswered (bpf/core/closing.bpf.h) */
 		dw_buf_printf(out, ",\"failed_closed\":%llu", (unsigned long long)d->sum.calls_failed_closed);
 		json_streams(out, &d->sum);
 		json_tls(out, &d->sum);

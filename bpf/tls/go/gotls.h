@@ -14,7 +14,7 @@
 /* Goroutines inside a probed Write or Read at once, over all Go programs. */
 #define DW_GO_GOROUTINES 16384
 
-/* user/logic/golayout.h's struct dw_go_fdchain, as the kernel reads it. */
+/* user/logic/discovery/golayout.h's struct dw_go_fdchain, as the kernel reads it. */
 struct dw_go_layout {
 	__u32 valid;		/* 0: a slot user space has not filled; the probe reads nothing */
 	__s32 conn_iface;	/* crypto/tls.Conn.conn (net.Conn: data word at +8) */

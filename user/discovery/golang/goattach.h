@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Attaching Go's crypto/tls uprobes (bpf/gotls.bpf.c) to one Go ELF file, for the TLS
+ * Attaching Go's crypto/tls uprobes (bpf/tls/go/gotls.bpf.c) to one Go ELF file, for the TLS
  * discovery (user/discovery/tls/scan.c) when a file's kind is Go: the probe points (goprobe.h), the
  * file's struct layout put in a go_layouts slot (one per distinct layout, shared by the
  * files of one Go version), then uprobes at Write's and Read's entries and at every RET

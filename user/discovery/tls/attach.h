@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Attaching the TLS uprobes (bpf/ssl.bpf.c) to one ELF file, all of its
+ * Attaching the TLS uprobes (bpf/tls/ssl.bpf.c) to one ELF file, all of its
  * present symbols or none; the one table of {symbol, program, is_ret}.
  */
 #ifndef DW_TLS_ATTACH_H
@@ -16,7 +16,7 @@ struct bpf_object;
 /* The contract's table: the symbol each program attaches to, at its entry or its return. */
 struct dw_tls_probe {
 	enum dw_tls_fn fn;	/* its symbol (elfsyms.c's names) */
-	const char *prog;	/* the program in bpf/ssl.bpf.c */
+	const char *prog;	/* the program in bpf/tls/ssl.bpf.c */
 	bool is_ret;		/* a uretprobe */
 };
 extern const struct dw_tls_probe dw_tls_probes[];

@@ -2,8 +2,8 @@
 /*
  * The TLS discovery (issue 32), as the daemon drives it: at start one scan
  * of every process's maps for ELF objects exporting OpenSSL's API, each
- * distinct file (dev, inode) given the uprobes of bpf/ssl.bpf.c once; then,
- * for each exec the kernel reports (bpf/tlsexec.bpf.c's ring buffer), that
+ * distinct file (dev, inode) given the uprobes of bpf/tls/ssl.bpf.c once; then,
+ * for each exec the kernel reports (bpf/tls/tlsexec.bpf.c's ring buffer), that
  * process's maps again, a few times over its first seconds (the loader maps
  * libssl after the exec). What stays opaque, and why, is kept for status.
  * The pure half is logic/discovery/tlsfind.c. doc/tls.md.

@@ -36,7 +36,7 @@ struct dw_go_probes {
 	uint32_t pcln_magic;
 	struct dw_go_func write, read;
 	/* crypto/tls.(*Conn).handshakeContext's entry (file offset), 0 if absent: its thread is marked
-	 * so that the handshake's first send ties the conn to its socket (bpf/gotls.bpf.c) */
+	 * so that the handshake's first send ties the conn to its socket (bpf/tls/go/gotls.bpf.c) */
 	uint64_t shake_off;
 	struct dw_go_fdchain fd;
 	enum dw_go_fd_source fd_source;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * HTTP/2 and gRPC answers (issue 33): the server's header blocks of each
- * HTTP/2 connection, as the kernel copies them (bpf/hblock.h records, in
+ * HTTP/2 connection, as the kernel copies them (bpf/h2/hblock.h records, in
  * order per connection), put back together (frames, CONTINUATION) and
  * decoded with nghttp2's HPACK inflater, one per connection; out come each
  * stream's :status and grpc-status. A gap in a connection's records (the

@@ -3,7 +3,7 @@
  * Call outcomes on the user side (issue 33): which answers fail a call.
  * failure_status, per dependency, is a set of HTTP statuses written as
  * operators write them: classes (5xx) and single codes (429), or none.
- * The kernel reads each answer's status line (bpf/http1.h, outcome.bpf.h)
+ * The kernel reads each answer's status line (bpf/answer/http1.h, outcome.bpf.h)
  * and tests its bit in this set (struct dw_dep_cfg.fail_status).
  * Pure: text in, bits out, and back.
  */
