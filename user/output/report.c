@@ -223,7 +223,8 @@ static void json_kernel(struct dw_buf *out, const struct dw_collector *c, const 
 	dw_buf_printf(out, ",\"" #field "\":%llu", (unsigned long long)c->globals.field);
 	DW_GLOBAL_COUNTERS(JSON_GLOBAL)
 #undef JSON_GLOBAL
-	dw_buf_printf(out, ",\"conns_max\":%u,\"poll_ms\":", info->max_conns);
+	dw_buf_printf(out, ",\"conns_max\":%u,\"polls\":%llu,\"refreshes\":%llu,\"poll_ms\":", info->max_conns,
+		      (unsigned long long)c->polls, (unsigned long long)c->refreshes);
 	dw_json_num(out, c->last_poll_ns / 1e6, 3);
 	dw_buf_printf(out, ",\"rows_unstable\":%llu}", (unsigned long long)c->rows_unstable);
 }
