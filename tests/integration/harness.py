@@ -456,6 +456,19 @@ def _stop_shared(key):
         _drop_shared(key)
 
 
+def _start_shared(test, key, d):
+    """d, the shared daemon of key from now on, started; stopped and checked at the module's end.
+    The test fails if it does not start."""
+    d.shared = True
+    _shared_daemons[key] = d
+    unittest.addModuleCleanup(_stop_shared, key)
+    try:
+        d.start()
+    except DaemonError as e:
+        _drop_shared(key)
+        test.fail(str(e))
+
+
 def _tables_filling(d):
     """Whether a shared daemon's tables are half full or any of them overflowed (the host's other
     traffic counts too: on a machine shared with other suites, thousands of destinations)."""
@@ -536,14 +549,7 @@ def reloaded_daemon(test, conf_text, extra_args=(), add_cleanup=None):
         conf = write_config(conf_text)
         d = Daemon(extra_args=["-c", conf, "--events", conf + ".events"] + list(extra_args))
         d.conf, d.events, d.files = conf, conf + ".events", [conf, conf + ".events"]
-        d.shared = True
-        _shared_daemons[key] = d
-        unittest.addModuleCleanup(_stop_shared, key)
-        try:
-            d.start()
-        except DaemonError as e:
-            _drop_shared(key)
-            test.fail(str(e))
+        _start_shared(test, key, d)
     else:
         open(d.events, "w").close()
     if isinstance(test, DaemonTestCase):
@@ -591,14 +597,7 @@ class DaemonTestCase(unittest.TestCase):
                 d = Daemon(extra_args=["-c", conf, "--events", conf + ".events"])
                 d.events = conf + ".events"
                 d.files = [conf, d.events]
-            d.shared = True
-            _shared_daemons[key] = d
-            unittest.addModuleCleanup(_stop_shared, key)
-            try:
-                d.start()
-            except DaemonError as e:
-                _drop_shared(key)
-                self.fail(str(e))
+            _start_shared(self, key, d)
         self._daemons.append(d)
         return d
 
