@@ -268,8 +268,15 @@ class GoTLSKilledTest(unittest.TestCase):
             self.assertTrue(uprobes_on(binary), "bpftool perf list shows no uprobe on %s while attached" % binary)
             d.proc.kill()
             d.proc.wait()
+            # the kernel lets a dead process's uprobe links go after its exit, in deferred work (the
+            # perf events' release), so bpftool may list them a moment after wait() returns: seen
+            # once per focused run beside other tests (2026-12-06). What matters is that none stay.
+            t0 = time.monotonic()
             left = uprobes_on(binary)
-            self.assertEqual(left, [], "uprobes left after kill -9")
+            while left and time.monotonic() - t0 < 3.0:
+                time.sleep(0.05)
+                left = uprobes_on(binary)
+            self.assertEqual(left, [], "uprobes left 3 s after kill -9")
             g.go()
             r = g.result()
             self.assertEqual((r["requests"], r["failed"], r["answers"]), (20, 0, expected_digest(20)), r)
