@@ -195,6 +195,17 @@ int main(int argc, char **argv)
 				v.bytes_written += v.write_len;
 				short_one++;
 			}
+			/*
+			 * HTTP/2 only: a goroutine's last Write may fail at exit, returning 0 (a frame to
+			 * a connection the other end has closed: a PING's ack, a GOAWAY; 17 bytes asked,
+			 * none written, once in a sock pass on 2026-12-06): that write's bytes, and no other.
+			 */
+			if (!h1 && v.write_len && v.returns == v.writes &&
+			    v.bytes_asked - v.bytes_written == v.write_len) {
+				fprintf(stderr, "goattach: goroutine g=0x%llx: its last Write (%llu bytes) wrote nothing (the connection closing)\n",
+					(unsigned long long)k.g, (unsigned long long)v.write_len);
+				v.bytes_written += v.write_len;
+			}
 			/* ... or parked in a Read (nothing read yet) */
 			if (v.in_read && v.read_returns + 1 == v.reads) {
 				v.read_returns++;
