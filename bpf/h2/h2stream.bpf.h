@@ -237,8 +237,6 @@ static __always_inline void h2_frame(struct h2_walk *w)
 
 /* ---- A connection's streams, all at once ---- */
 
-/* ---- A connection's streams, all at once ---- */
-
 struct h2_sweep {
 	struct dw_conn *conn;
 	struct dw_h2_conn *h2;
@@ -247,31 +245,64 @@ struct h2_sweep {
 	__u32 outcome;
 };
 
-static long sweep_one(__u32 i, void *ctx)
+/* Stream i of a sweep: ended as outcome if its id is above above (0: all; early answers go). */
+static __always_inline void sweep_step(struct h2_sweep *c, __u32 i, __u32 above, enum call_outcome outcome)
 {
-	struct h2_sweep *c = ctx;
 	struct dw_h2_stream *s = &c->h2->s[i & (DW_H2_STREAMS - 1)];
 
-	if (!s->id || s->id <= c->above)
-		return 0;
+	if (!s->id || s->id <= above)
+		return;
 	if (s->early_ns) {
-		if (!c->above) {
+		if (!above) {
 			s->early_ns = 0;
 			*(volatile __u32 *)&s->id = 0;
 		}
-		return 0;
+		return;
 	}
-	stream_close(c->conn, s, c->outcome, c->now);
+	stream_close(c->conn, s, outcome, c->now);
+}
+
+static long sweep_one(__u32 i, void *ctx)
+{
+	struct h2_sweep *c = ctx;
+
+	sweep_step(c, i, c->above, c->outcome);
 	return 0;
 }
 
 /* Ends every open stream above id above (0: all) as outcome. */
-static __always_inline void h2_sweep(struct dw_conn *conn, struct dw_h2_conn *h2, __u32 above,
-				     enum call_outcome outcome, __u64 now)
+static __always_inline void h2_sweep_at(struct dw_conn *conn, struct dw_h2_conn *h2, __u32 above,
+					enum call_outcome outcome, __u64 now)
 {
 	struct h2_sweep c = { .conn = conn, .h2 = h2, .now = now, .above = above, .outcome = outcome };
 
 	bpf_loop(DW_H2_STREAMS, sweep_one, &c, 0);
+}
+
+/* A connection's end: every stream failed, the constants in the callback (below). */
+static long sweep_failed_one(__u32 i, void *ctx)
+{
+	sweep_step(ctx, i, 0, OUTCOME_FAILED);
+	return 0;
+}
+
+/*
+ * Every open stream ends failed, at a connection's or a session's end (h2_on_state,
+ * tls/tlsclose.bpf.h). A global function: verified once per program rather than at every path
+ * that reaches its callers (issues 45, 46). What it ends and how are constants in its callback,
+ * not values read from the loop's context: a value the callback loads from the context and
+ * needs precise (the outcome) trips this kernel's precision tracking when the context is a
+ * global function's stack ("verifier bug: backtracking call unexpected regs", 6.18); for the
+ * same reason the walk's own sweep (h2walk.bpf.h) stays inline.
+ */
+__weak __noinline int h2_sweep_failed(struct dw_conn *conn, struct dw_h2_conn *h2, __u64 now)
+{
+	struct h2_sweep c = { .conn = conn, .h2 = h2, .now = now };
+
+	if (!conn || !h2)
+		return 0;
+	bpf_loop(DW_H2_STREAMS, sweep_failed_one, &c, 0);
+	return 0;
 }
 
 /*
@@ -289,7 +320,7 @@ static __always_inline void h2_on_state(const struct sock *sk, struct dw_conn *c
 		return;
 	h2 = h2_of(sk);
 	if (h2)
-		h2_sweep(conn, h2, 0, OUTCOME_FAILED, bpf_ktime_get_ns());
+		h2_sweep_failed(conn, h2, bpf_ktime_get_ns());
 	if (newstate == TCP_CLOSE)
 		h2_free(sk, conn, DW_H2_NEVER);
 }

@@ -66,11 +66,9 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 					bool from_skb)
 {
 	__u8 side = (way == H2_TX) == (conn->role == DW_ROLE_OUTBOUND) ? DW_H2_CLIENT : DW_H2_SERVER;
-	struct h2_walk w = { .conn = conn, .skb = skb, .now = now, .in_task = way == H2_TX };
 	struct dw_h2_dir *client;
-	struct dw_h2_cursor *c;
+	struct dw_h2_conn *h2;
 	bool lost;
-	__s64 skip;
 
 	if (conn->h2.state == DW_H2_LOST || !b->len)
 		return false;
@@ -85,50 +83,25 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 		return false;
 	if (conn->h2.state == DW_H2_TLS)
 		return false;
-	w.h2 = h2_of(sk);
-	if (!w.h2) {
+	h2 = h2_of(sk);
+	if (!h2) {
 		h2_free(sk, conn, DW_H2_NEVER);
 		return false;
 	}
-	w.dir = way == H2_TX ? &w.h2->tx : &w.h2->rx;
-	c = w.cur = way == H2_TX ? &w.h2->tx_cur : &w.h2->rx_cur;
-	skip = dw_h2_skip(w.dir, b->seq, b->len);
-	c->goaway = DW_H2_NO_GOAWAY;
-	c->owed = H2_OWE_NONE;
-	c->bad = skip < 0;
-	c->left = 0;
-	if (!c->bad) {
-		c->skip = skip;
-		c->left = b->len;
-		c->kind = b->kind;
-		c->nseg = b->nseg;
-		c->iov = b->addr;
-		c->at = from_skb ? b->off : b->addr + b->off;
-		c->seg = b->len;
-		if (!from_skb && b->kind != H2_SRC_USER && walk_next_iovec(c) == 0) {
-			/* the first iovec, then the offset into it */
-			c->at += b->off;
-			c->seg = c->seg > b->off ? c->seg - b->off : 0;
-		}
-		if (from_skb)
-			bpf_loop(DW_H2_STEPS, walk_skb, &w, 0);
-		else
-			bpf_loop(DW_H2_STEPS, walk_user, &w, 0);
+	if (from_skb) {
+		struct h2_walk w = { .conn = conn, .h2 = h2, .skb = skb, .now = now, .in_task = way == H2_TX,
+				     .dir = way == H2_TX ? &h2->tx : &h2->rx,
+				     .cur = way == H2_TX ? &h2->tx_cur : &h2->rx_cur };
+
+		lost = walk_bytes(&w, b, true);
+	} else {
+		lost = h2_walk_user(conn, h2, b, now, way);
 	}
-	/*
-	 * One sweep, at one place (the verifier walks its callback once a call
-	 * site): a desync drops every open stream (a count still owed, the walk
-	 * having run out of steps, is swept with them), a GOAWAY fails those
-	 * above its last stream id.
-	 */
-	lost = c->bad || c->left || c->owed;
-	if (lost || c->goaway != DW_H2_NO_GOAWAY)
-		h2_sweep(conn, w.h2, lost ? 0 : c->goaway, lost ? OUTCOME_DROPPED : OUTCOME_FAILED, now);
 	if (lost) {
 		h2_lost(sk, conn);
 		return false;
 	}
-	client = conn->role == DW_ROLE_OUTBOUND ? &w.h2->tx : &w.h2->rx;
+	client = conn->role == DW_ROLE_OUTBOUND ? &h2->tx : &h2->rx;
 	if (conn->h2.state == DW_H2_MAYBE && !client->pre)
 		h2_on(conn, now);
 	/* an inbound row's process, who answers on the port: noted at its first answer, as today */
@@ -222,7 +195,7 @@ static __always_inline void h2_on_copy(const struct sk_buff *skb, int len)
  * desync (never an invented call). A peek is not walked: the bytes come
  * again.
  */
-static __noinline void h2_read_walk(const struct sock *sk, int ret);
+static __always_inline void h2_read_walk(const struct sock *sk, int ret);
 
 static __always_inline void h2_on_read(const struct sock *sk, int ret, int flags)
 {
@@ -238,7 +211,7 @@ static __always_inline void h2_on_read(const struct sock *sk, int ret, int flags
  * transport model after it in one state, whatever path the walk took
  * (inlined, the two together passed its 1 000 000 steps).
  */
-static __noinline void h2_read_walk(const struct sock *sk, int ret)
+static __always_inline void h2_read_walk(const struct sock *sk, int ret)
 {
 	struct h2_bytes b = {};
 	struct dw_conn *conn;

@@ -30,7 +30,7 @@ static __always_inline void tls_h2_end(struct dw_conn *l, struct dw_tls_key *key
 		return;
 	h2 = bpf_map_lookup_elem(&tls_h2, key);
 	if (h2)
-		h2_sweep(l, h2, 0, OUTCOME_FAILED, bpf_ktime_get_ns());
+		h2_sweep_failed(l, h2, bpf_ktime_get_ns());
 	tls_h2_free(l, key, DW_H2_NEVER);
 }
 

@@ -66,11 +66,10 @@ static __always_inline bool tls_h2_bytes(struct dw_conn *l, struct dw_tls_key *k
 					 __u64 addr, __u32 len, __u32 seq, __u64 now)
 {
 	__u8 side = (way == H2_TX) == (l->role == DW_ROLE_OUTBOUND) ? DW_H2_CLIENT : DW_H2_SERVER;
-	struct h2_walk w = { .conn = l, .now = now, .in_task = way == H2_TX };
+	struct h2_bytes b = { .addr = addr, .len = len, .seq = seq, .kind = H2_SRC_USER };
+	struct h2_walk w = {};
 	struct dw_h2_dir *client;
-	struct dw_h2_cursor *c;
 	bool lost;
-	__s64 skip;
 
 	if (!dw_h2_enabled || l->h2.state == DW_H2_NEVER || l->h2.state == DW_H2_LOST || !len)
 		return false;
@@ -80,27 +79,7 @@ static __always_inline bool tls_h2_bytes(struct dw_conn *l, struct dw_tls_key *k
 		w.h2 = bpf_map_lookup_elem(&tls_h2, key);
 	if (!w.h2)
 		return false;
-	w.dir = way == H2_TX ? &w.h2->tx : &w.h2->rx;
-	c = w.cur = way == H2_TX ? &w.h2->tx_cur : &w.h2->rx_cur;
-	skip = dw_h2_skip(w.dir, seq, len);
-	c->goaway = DW_H2_NO_GOAWAY;
-	c->owed = H2_OWE_NONE;
-	c->bad = skip < 0;
-	c->left = 0;
-	if (!c->bad) {
-		c->skip = skip;
-		c->left = len;
-		c->kind = H2_SRC_USER;
-		c->nseg = 0;
-		c->iov = addr;
-		c->at = addr;
-		c->seg = len;
-		bpf_loop(DW_H2_STEPS, walk_user, &w, 0);
-	}
-	/* as in h2_on_bytes(): one sweep, at one place */
-	lost = c->bad || c->left || c->owed;
-	if (lost || c->goaway != DW_H2_NO_GOAWAY)
-		h2_sweep(l, w.h2, lost ? 0 : c->goaway, lost ? OUTCOME_DROPPED : OUTCOME_FAILED, now);
+	lost = h2_walk_user(l, w.h2, &b, now, way);
 	if (lost) {
 		struct dw_dest_stats *st = stats_of(l);
 
