@@ -19,7 +19,7 @@
  * OUTCOME_CLOSED: failed because the connection ended under the call (the peer's FIN or reset, a
  * timeout), its reason counted (calls_failed_closed); only call_end() takes it, and dw_call_end()
  * turns it into OUTCOME_FAILED (or OUTCOME_DROPPED for a goodbye) before anything counts the end.
- * HTTP/2 streams (h2_sweep()) stay OUTCOME_FAILED: a reason there would be a branch in a sweep
+ * HTTP/2 streams (h2/h2stream.bpf.h's sweeps) stay OUTCOME_FAILED: a reason there would be a branch in a sweep
  * the verifier walks at every close, for a figure the stream layer does not need.
  */
 enum call_outcome { OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_DROPPED, OUTCOME_CLOSED };
@@ -181,6 +181,20 @@ static __always_inline void count_end(struct dw_conn *conn, __u64 start, enum ca
 	st->calls_burst += burst;
 	st->calls_slow += field == DW_END_SLOW;
 	st->call_ns_sum += dur;
+}
+
+/*
+ * count_end() as a global function, for the HTTP/2 walk and sweeps, which end calls inside a
+ * bpf_loop callback: there the verifier walks a step again and again until the loop's states
+ * converge, and an inlined count_end() with each (issues 45, 46); called, it is walked once per
+ * program.
+ */
+__weak __noinline int dw_count_end(struct dw_conn *conn, __u64 start, __u32 outcome, __u64 now, __u32 burst)
+{
+	if (!conn)
+		return 0;
+	count_end(conn, start, outcome, now, burst);
+	return 0;
 }
 
 /*

@@ -46,7 +46,7 @@ static __always_inline void stream_close(struct dw_conn *conn, struct dw_h2_stre
 	if (!start)
 		return;
 	pend_release(pend);
-	count_end(conn, start, outcome, now, false);
+	dw_count_end(conn, start, outcome, now, false);
 }
 
 /*

@@ -95,79 +95,118 @@ bad:
 	return 1;
 }
 
-/*
- * bpf_loop's callbacks: user memory (a buffer, or iovecs: struct h2_walk.kind), an skb.
- * Unused is no error: TLS's plaintext walk (tls/tlsh2.bpf.h) has no skb.
- */
-static __attribute__((unused)) long walk_user(__u32 i, void *ctx)
-{
-	return walk_step(ctx, false);
-}
-
-static __attribute__((unused)) long walk_skb(__u32 i, void *ctx)
+/* bpf_loop's callback for an skb (user memory's: walk_user_step, below). */
+static long walk_skb(__u32 i, void *ctx)
 {
 	return walk_step(ctx, true);
 }
 
 /*
- * An event's walk, whole: the cursor set from the bytes b, the frames walked from where the
- * direction stands (its sequence number: bytes walked already are skipped, a gap is a desync),
- * and the one sweep after it (a desync drops every open stream, a count still owed or a walk out
- * of steps with them; a GOAWAY fails those above its last stream id). Returns 1 if the
- * connection lost step (its caller hands it back to the transport model), else 0.
+ * An event's walk, in three parts: the cursor set from the bytes b (false: nothing to walk,
+ * a gap), the frames walked from where the direction stands (its sequence number: bytes
+ * walked already are skipped, a gap is a desync), and the one sweep after it (a desync drops
+ * every open stream, a count still owed or a walk out of steps with them; a GOAWAY fails those
+ * above its last stream id): walk_end() returns 1 if the connection lost step (its caller
+ * hands it back to the transport model), else 0.
  */
-static __always_inline int walk_bytes(struct h2_walk *w, const struct h2_bytes *b, bool from_skb)
+static __always_inline bool walk_begin(struct dw_h2_cursor *c, struct dw_h2_dir *dir, const struct h2_bytes *b,
+				       bool from_skb)
 {
-	struct dw_h2_cursor *c = w->cur;
-	bool lost;
-	__s64 skip;
+	__s64 skip = dw_h2_skip(dir, b->seq, b->len);
 
-	skip = dw_h2_skip(w->dir, b->seq, b->len);
 	c->goaway = DW_H2_NO_GOAWAY;
 	c->owed = H2_OWE_NONE;
 	c->bad = skip < 0;
 	c->left = 0;
-	if (!c->bad) {
-		c->skip = skip;
-		c->left = b->len;
-		c->kind = b->kind;
-		c->nseg = b->nseg;
-		c->iov = b->addr;
-		c->at = from_skb ? b->off : b->addr + b->off;
-		c->seg = b->len;
-		if (!from_skb && b->kind != H2_SRC_USER && walk_next_iovec(c) == 0) {
-			/* the first iovec, then the offset into it */
-			c->at += b->off;
-			c->seg = c->seg > b->off ? c->seg - b->off : 0;
-		}
-		if (from_skb)
-			bpf_loop(DW_H2_STEPS, walk_skb, w, 0);
-		else
-			bpf_loop(DW_H2_STEPS, walk_user, w, 0);
+	if (c->bad)
+		return false;
+	c->skip = skip;
+	c->left = b->len;
+	c->kind = b->kind;
+	c->nseg = b->nseg;
+	c->iov = b->addr;
+	c->at = from_skb ? b->off : b->addr + b->off;
+	c->seg = b->len;
+	if (!from_skb && b->kind != H2_SRC_USER && walk_next_iovec(c) == 0) {
+		/* the first iovec, then the offset into it */
+		c->at += b->off;
+		c->seg = c->seg > b->off ? c->seg - b->off : 0;
 	}
-	lost = c->bad || c->left || c->owed;
+	return true;
+}
+
+static __always_inline int walk_end(struct dw_conn *conn, struct dw_h2_conn *h2, struct dw_h2_cursor *c,
+				    __u64 now)
+{
+	bool lost = c->bad || c->left || c->owed;
+
 	if (lost || c->goaway != DW_H2_NO_GOAWAY)
-		h2_sweep_at(w->conn, w->h2, lost ? 0 : c->goaway, lost ? OUTCOME_DROPPED : OUTCOME_FAILED, w->now);
+		h2_sweep_at(conn, h2, lost ? 0 : c->goaway, lost ? OUTCOME_DROPPED : OUTCOME_FAILED, now);
 	return lost;
+}
+
+/* The walk of an skb (the sock backend's copies, h2_on_copy), inline: its dynptr cannot be passed. */
+static __always_inline int walk_skb_bytes(struct h2_walk *w, const struct h2_bytes *b)
+{
+	if (walk_begin(w->cur, w->dir, b, true))
+		bpf_loop(DW_H2_STEPS, walk_skb, w, 0);
+	return walk_end(w->conn, w->h2, w->cur, w->now);
+}
+
+/*
+ * One step of a walk of user memory, as a global function. bpf_loop's callback is walked by
+ * the verifier again and again until the loop's states converge (6.18); a step inlined there
+ * (frames, streams, counts) was most of the verifier's work at every start. Called from it,
+ * the step is walked once per program, and the callback itself is a few instructions
+ * (issues 45, 46).
+ */
+__weak __noinline int h2_step_user(struct dw_conn *conn, struct dw_h2_conn *h2, __u64 now, __u32 way)
+{
+	struct h2_walk w = { .conn = conn, .h2 = h2, .now = now, .in_task = way == H2_TX };
+
+	if (!conn || !h2)
+		return 1;
+	w.dir = way == H2_TX ? &h2->tx : &h2->rx;
+	w.cur = way == H2_TX ? &h2->tx_cur : &h2->rx_cur;
+	return walk_step(&w, false);
+}
+
+/* bpf_loop's context for a walk of user memory: what h2_step_user() needs, no more (stack). */
+struct h2_user_walk {
+	struct dw_conn *conn;
+	struct dw_h2_conn *h2;
+	__u64 now;
+	__u32 way;
+};
+
+static long walk_user_step(__u32 i, void *ctx)
+{
+	struct h2_user_walk *u = ctx;
+
+	return h2_step_user(u->conn, u->h2, u->now, u->way) ? 1 : 0;
 }
 
 /*
  * The walk of bytes in user memory (every walk but the sock backend's copies from an skb: the
  * sends, the reads, either backend, and TLS's plaintext), way H2_TX or H2_RX, at now. A global
  * function: the verifier checks it once per program, on its own, rather than once for every
- * path of the caller that reaches it (inlined, the walk and its callback were most of the
- * verifier's work at every start: issues 45, 46). Its pointers are plain memory to it, checked.
+ * path of the caller that reaches it. Its pointers are plain memory to it, checked.
  */
 __weak __noinline int h2_walk_user(struct dw_conn *conn, struct dw_h2_conn *h2, const struct h2_bytes *b,
 				   __u64 now, __u32 way)
 {
-	struct h2_walk w = { .conn = conn, .h2 = h2, .now = now, .in_task = way == H2_TX };
+	struct dw_h2_cursor *c;
 
 	if (!conn || !h2 || !b)
 		return 1;
-	w.dir = way == H2_TX ? &h2->tx : &h2->rx;
-	w.cur = way == H2_TX ? &h2->tx_cur : &h2->rx_cur;
-	return walk_bytes(&w, b, false);
+	c = way == H2_TX ? &h2->tx_cur : &h2->rx_cur;
+	if (walk_begin(c, way == H2_TX ? &h2->tx : &h2->rx, b, false)) {
+		/* in a block of its own: its stack is the sweep's after it (512 bytes for the chain) */
+		struct h2_user_walk u = { .conn = conn, .h2 = h2, .now = now, .way = way };
+
+		bpf_loop(DW_H2_STEPS, walk_user_step, &u, 0);
+	}
+	return walk_end(conn, h2, c, now);
 }
 
 #endif /* DEPWATCH_H2WALK_BPF_H */

@@ -93,7 +93,7 @@ static __always_inline bool h2_on_bytes(const struct sock *sk, struct dw_conn *c
 				     .dir = way == H2_TX ? &h2->tx : &h2->rx,
 				     .cur = way == H2_TX ? &h2->tx_cur : &h2->rx_cur };
 
-		lost = walk_bytes(&w, b, true);
+		lost = walk_skb_bytes(&w, b);
 	} else {
 		lost = h2_walk_user(conn, h2, b, now, way);
 	}

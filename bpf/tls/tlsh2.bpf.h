@@ -67,19 +67,20 @@ static __always_inline bool tls_h2_bytes(struct dw_conn *l, struct dw_tls_key *k
 {
 	__u8 side = (way == H2_TX) == (l->role == DW_ROLE_OUTBOUND) ? DW_H2_CLIENT : DW_H2_SERVER;
 	struct h2_bytes b = { .addr = addr, .len = len, .seq = seq, .kind = H2_SRC_USER };
-	struct h2_walk w = {};
 	struct dw_h2_dir *client;
+	struct dw_h2_conn *h2;
 	bool lost;
 
 	if (!dw_h2_enabled || l->h2.state == DW_H2_NEVER || l->h2.state == DW_H2_LOST || !len)
 		return false;
 	if (!(l->h2.seen & (way == H2_TX ? DW_H2_SEEN_TX : DW_H2_SEEN_RX)))
-		w.h2 = tls_h2_first(l, key, way, addr, len, seq, side);
+		h2 = tls_h2_first(l, key, way, addr, len, seq, side);
 	else
-		w.h2 = bpf_map_lookup_elem(&tls_h2, key);
-	if (!w.h2)
+		h2 = bpf_map_lookup_elem(&tls_h2, key);
+	if (!h2)
 		return false;
-	lost = h2_walk_user(l, w.h2, &b, now, way);
+	/* the walk and its sweep: h2walk.bpf.h, as for h2c */
+	lost = h2_walk_user(l, h2, &b, now, way);
 	if (lost) {
 		struct dw_dest_stats *st = stats_of(l);
 
@@ -89,7 +90,7 @@ static __always_inline bool tls_h2_bytes(struct dw_conn *l, struct dw_tls_key *k
 			st->h2_desync++;
 		return false;
 	}
-	client = l->role == DW_ROLE_OUTBOUND ? &w.h2->tx : &w.h2->rx;
+	client = l->role == DW_ROLE_OUTBOUND ? &h2->tx : &h2->rx;
 	if (l->h2.state == DW_H2_MAYBE && !client->pre)
 		h2_on(l, now);
 	if (l->role == DW_ROLE_INBOUND && way == H2_TX)
