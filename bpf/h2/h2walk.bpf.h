@@ -135,13 +135,24 @@ static __always_inline bool walk_begin(struct dw_h2_cursor *c, struct dw_h2_dir 
 	return true;
 }
 
+/*
+ * The sweep after a walk, a subprogram of its own: its context is then on its own stack, not on
+ * the walk's, whose chain of frames (program, walk, callback, step) must stay within 512 bytes
+ * as 6.1 counts them (each frame rounded up to 32).
+ */
+static __noinline void walk_sweep(struct dw_conn *conn, struct dw_h2_conn *h2, __u32 above, __u32 outcome,
+				  __u64 now)
+{
+	h2_sweep_at(conn, h2, above, outcome, now);
+}
+
 static __always_inline int walk_end(struct dw_conn *conn, struct dw_h2_conn *h2, struct dw_h2_cursor *c,
 				    __u64 now)
 {
 	bool lost = c->bad || c->left || c->owed;
 
 	if (lost || c->goaway != DW_H2_NO_GOAWAY)
-		h2_sweep_at(conn, h2, lost ? 0 : c->goaway, lost ? OUTCOME_DROPPED : OUTCOME_FAILED, now);
+		walk_sweep(conn, h2, lost ? 0 : c->goaway, lost ? OUTCOME_DROPPED : OUTCOME_FAILED, now);
 	return lost;
 }
 
@@ -188,24 +199,18 @@ static long walk_user_step(__u32 i, void *ctx)
 
 /*
  * The walk of bytes in user memory (every walk but the sock backend's copies from an skb: the
- * sends, the reads, either backend, and TLS's plaintext), way H2_TX or H2_RX, at now. A global
- * function: the verifier checks it once per program, on its own, rather than once for every
- * path of the caller that reaches it. Its pointers are plain memory to it, checked.
+ * sends, the reads, either backend, and TLS's plaintext), way H2_TX or H2_RX, at now. Inline:
+ * its steps are the global function, and a frame of its own here would take the chain of frames
+ * (program, callback, step) past 512 bytes as 6.1 counts them, each rounded up to 32.
  */
-__weak __noinline int h2_walk_user(struct dw_conn *conn, struct dw_h2_conn *h2, const struct h2_bytes *b,
-				   __u64 now, __u32 way)
+static __always_inline int h2_walk_user(struct dw_conn *conn, struct dw_h2_conn *h2, const struct h2_bytes *b,
+					__u64 now, __u32 way)
 {
-	struct dw_h2_cursor *c;
+	struct dw_h2_cursor *c = way == H2_TX ? &h2->tx_cur : &h2->rx_cur;
+	struct h2_user_walk u = { .conn = conn, .h2 = h2, .now = now, .way = way };
 
-	if (!conn || !h2 || !b)
-		return 1;
-	c = way == H2_TX ? &h2->tx_cur : &h2->rx_cur;
-	if (walk_begin(c, way == H2_TX ? &h2->tx : &h2->rx, b, false)) {
-		/* in a block of its own: its stack is the sweep's after it (512 bytes for the chain) */
-		struct h2_user_walk u = { .conn = conn, .h2 = h2, .now = now, .way = way };
-
+	if (walk_begin(c, way == H2_TX ? &h2->tx : &h2->rx, b, false))
 		bpf_loop(DW_H2_STEPS, walk_user_step, &u, 0);
-	}
 	return walk_end(conn, h2, c, now);
 }
 
