@@ -523,13 +523,33 @@ def _reload(d, conf_text, timeout=10.0):
     return False
 
 
+def _polled_since(d, timeout=10.0):
+    """Waits until d's figures are two intervals newer than now (status's uptime_s is the time of
+    its last poll): a poll came after whatever d did before this call. False if it did not answer
+    or poll in that time."""
+    try:
+        st = d.status()
+        until = st["uptime_s"] + 2 * st["interval_ms"] / 1000.0
+        deadline = time.monotonic() + timeout
+        while d.status()["uptime_s"] < until:
+            if time.monotonic() >= deadline or not d.running():
+                return False
+            time.sleep(0.05)
+        return True
+    except (DaemonError, KeyError, ValueError):
+        return False
+
+
 def reloaded_daemon(test, conf_text, extra_args=(), add_cleanup=None):
     """start_configured's daemon for this test (conf_text, --events to d.events, extra_args):
     with RELOAD_SHARED one daemon per module and extra_args, handed from test to test by a
     reload (issue 45: a start is seconds of the verifier; a reload, milliseconds). Each test
     gets the daemon first reloaded with no dependency (the last test's go, breakers and all:
-    a name a test uses again starts afresh) and then with conf_text; its view shows stderr
-    from then on, and the events file is emptied. Its tests read only their own dependencies
+    a name a test uses again starts afresh), then, a poll later, with conf_text; its view
+    shows stderr from then on, and the events file is emptied. (The poll between: what the
+    first reload ended is said at the next poll, a destination's ejection there; after the
+    second reload, under the new dependency of the same name, it was a line of the last test's
+    in this one's events and stderr.) Its tests read only their own dependencies
     and their own servers' rows, never signal, stop or restart the daemon, and need no setting
     a reload cannot change (enforce_cgroup: a fresh daemon then)."""
     if not getattr(test, "RELOAD_SHARED", False):
@@ -537,7 +557,7 @@ def reloaded_daemon(test, conf_text, extra_args=(), add_cleanup=None):
     key = (type(test).__module__, "reload", tuple(extra_args))
     d = _shared_daemons.get(key)
     if d is not None and (not d.running() or _tables_filling(d) or not _reload(d, "[defaults]\n")
-                          or not _reload(d, conf_text)):
+                          or not _polled_since(d) or not _reload(d, conf_text)):
         if d.running():
             _stop_shared(key)
         else:

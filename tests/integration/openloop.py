@@ -11,12 +11,17 @@ import sys
 import threading
 import time
 
+from loopback import bind_fresh_port
+
 
 def loopback_listener(host="127.0.0.1", backlog=1024):
-    """A listening TCP socket on a free port of host, and that port."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
+    """A listening TCP socket on a free port of host that this run never handed out before (a
+    daemon shared by reloads keeps the rows of the tests before), and that port."""
+    def make_socket():
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        return s
+    sock = bind_fresh_port(make_socket, host)
     sock.listen(backlog)
     return sock, sock.getsockname()[1]
 

@@ -15,7 +15,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import Daemon, DEPWATCH, dependency, free_port, write_config
+from harness import DEPWATCH, dependency, free_port, reloaded_daemon, write_config
 from openloop import OpenLoopClient, SlowServer, accept_loop, loopback_listener, open_loop
 
 POOL = 40
@@ -157,16 +157,16 @@ def service(status, name):
 
 
 class CascadeTest(unittest.TestCase):
-    def start_daemon(self, conf_text, extra=()):
-        conf = write_config(conf_text)
-        self.addCleanup(lambda: os.unlink(conf))
-        events = conf + ".events"
-        self.addCleanup(lambda: os.path.exists(events) and os.unlink(events))
-        d = Daemon(extra_args=["-c", conf, "--events", events] + list(extra))
-        self.addCleanup(d.cleanup)
-        d.start()
-        d.events = events
-        return d
+    # each test reads only its own dependencies', services' and ports' rows and its events and
+    # neither stops nor signals the daemon: one daemon for the class, a reload per test
+    # (harness.reloaded_daemon), with the metrics page test_retry_ratio reads
+    RELOAD_SHARED = True
+    METRICS_PORT = None
+
+    def start_daemon(self, conf_text):
+        if CascadeTest.METRICS_PORT is None:
+            CascadeTest.METRICS_PORT = free_port()
+        return reloaded_daemon(self, conf_text, ["--metrics", "127.0.0.1:%d" % CascadeTest.METRICS_PORT])
 
     def server(self, delay):
         s = SlowServer(delay)
@@ -253,9 +253,8 @@ class CascadeTest(unittest.TestCase):
 
     def test_retry_ratio(self):
         dep = self.server(1.0)
-        metrics_port = free_port()
-        d = self.start_daemon("[dependency flaky]\nmatch = 127.0.0.1:%d\n" % dep.port,
-                              extra=["--metrics", "127.0.0.1:%d" % metrics_port])
+        d = self.start_daemon("[dependency flaky]\nmatch = 127.0.0.1:%d\n" % dep.port)
+        metrics_port = CascadeTest.METRICS_PORT
         client = RetryingClient(dep.port, rate=8, attempts=3, timeout=0.3)
         self.addCleanup(client.stop)
         time.sleep(12)

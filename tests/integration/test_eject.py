@@ -17,7 +17,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import DEPWATCH, dependency, find_dest, fmt_dest, free_port, own_netns, start_configured
+from harness import DEPWATCH, dependency, find_dest, fmt_dest, free_port, own_netns, reloaded_daemon
 from openloop import SlowServer, open_loop
 
 SLOW_CALL = 0.5
@@ -78,7 +78,9 @@ def events_of(d, kind):
         return [e for e in (json.loads(l) for l in f if l.strip()) if e.get("event") == kind]
 
 
-class EjectTest(unittest.TestCase):
+class EjectCase(unittest.TestCase):
+    """What both classes' tests use; a daemon of the test's own unless its class is RELOAD_SHARED."""
+
     def setUp(self):
         self.cleanups = []
 
@@ -98,7 +100,7 @@ class EjectTest(unittest.TestCase):
                 "slow_call = 500ms\neject = %s\nenforce = abort\n" % eject + extra)
 
     def daemon(self, servers, extra="", args=()):
-        d = start_configured(self.cleanups.append, self.conf(servers, extra), extra_args=args)
+        d = reloaded_daemon(self, self.conf(servers, extra), args, self.cleanups.append)
         d.conf = d.events[:-len(".events")]
         return d
 
@@ -124,6 +126,19 @@ class EjectTest(unittest.TestCase):
     def wait_ejected(self, d, server, ejected, timeout):
         return d.wait_for(lambda st: (self.dest(d, server, st) or {}).get("ejected") == ejected,
                           timeout=timeout, what="%s ejected=%s" % (server.port, ejected))
+
+
+class EjectTest(EjectCase):
+    # each test reads only its own replicas' rows, its dependency's row and events and its own lines,
+    # and neither reloads, stops nor signals the daemon: one daemon for the class, a reload per test
+    # (harness.reloaded_daemon), with the metrics page test_manual_eject_and_return reads
+    RELOAD_SHARED = True
+    METRICS_PORT = None
+
+    def daemon(self, servers, extra=""):
+        if EjectTest.METRICS_PORT is None:
+            EjectTest.METRICS_PORT = free_port()
+        return super().daemon(servers, extra, args=["--metrics", "127.0.0.1:%d" % EjectTest.METRICS_PORT])
 
     def test_slow_replica_ejected_aborted_refused_and_back(self):
         servers = self.replicas()
@@ -274,8 +289,8 @@ class EjectTest(unittest.TestCase):
 
     def test_manual_eject_and_return(self):
         servers = self.replicas()
-        mport = free_port()
-        d = self.daemon(servers, args=["--metrics", "127.0.0.1:%d" % mport])
+        d = self.daemon(servers)
+        mport = EjectTest.METRICS_PORT
         c = self.client(servers, rate=20)
         time.sleep(1.5)
         target = fmt_dest("127.0.0.1", servers[2].port)
@@ -324,6 +339,10 @@ class EjectTest(unittest.TestCase):
         r = breaker("eject", "pay", "nothost")
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("is not ADDR:PORT", r.stderr)
+
+
+class EjectReloadTest(EjectCase):
+    """A daemon of its own: the test reloads it (a rejected config too) and kills it."""
 
     def test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing(self):
         servers = self.replicas()

@@ -12,13 +12,13 @@ import subprocess
 import time
 import unittest
 
-from harness import DEPWATCH, dependency, start_configured
+from harness import DEPWATCH, bind_fresh_port, dependency, reloaded_daemon
 from openloop import SlowServer
 
 
 def listener():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
+    """A listener on a port new to the run: a reload-shared daemon keeps the rows of the tests before."""
+    s = bind_fresh_port(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), "127.0.0.1")
     s.listen(128)
     return s
 
@@ -36,7 +36,9 @@ def try_connect(port, family=socket.AF_INET, host="127.0.0.1"):
         s.close()
 
 
-class EnforceTest(unittest.TestCase):
+class EnforceCase(unittest.TestCase):
+    """What both classes' tests use; a daemon of the test's own unless its class is RELOAD_SHARED."""
+
     def setUp(self):
         self.cleanups = []
 
@@ -45,7 +47,7 @@ class EnforceTest(unittest.TestCase):
             fn()
 
     def daemon(self, conf_text):
-        d = start_configured(self.cleanups.append, conf_text)
+        d = reloaded_daemon(self, conf_text, add_cleanup=self.cleanups.append)
         self.assertIn("cgroup/connect4 cgroup/connect6", d.stderr_text().split("not attached")[0],
                       "enforcement not attached: " + d.stderr_text())
         return d
@@ -71,6 +73,13 @@ class EnforceTest(unittest.TestCase):
             self.assertLess(time.monotonic() - t0, 3.0, "still refused 3 s " + when)
             time.sleep(0.01)
         return time.monotonic() - t0
+
+
+class EnforceTest(EnforceCase):
+    # each test reads only its own dependency's row and events and neither stops nor signals the
+    # daemon: one daemon for the class, a reload per test (harness.reloaded_daemon; enforcement's
+    # cgroup programs are attached whatever the config)
+    RELOAD_SHARED = True
 
     def test_forced_open_rejects_fast_and_auto_lifts(self):
         enforced, other = listener(), listener()
@@ -133,6 +142,17 @@ class EnforceTest(unittest.TestCase):
         self.assertEqual(results.count(0), 3, results)
         self.assertEqual(results.count(errno.ECONNREFUSED), 3, results)
 
+    def test_unknown_dependency_is_an_error(self):
+        d = self.daemon("[defaults]\n")
+        r = subprocess.run([DEPWATCH, "breaker", "open", "nosuch", "--run-dir", d.run_dir],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no dependency named 'nosuch'", r.stderr)
+
+
+class FailOpenTest(EnforceCase):
+    """A daemon of each test's own: it is killed, stopped (SIGSTOP) or stopped cleanly."""
+
     def test_kill_9_fails_open_within_3_seconds(self):
         d, port = self.forced_open()
         d.proc.send_signal(signal.SIGKILL)
@@ -152,13 +172,6 @@ class EnforceTest(unittest.TestCase):
         self.assertEqual(d.stop(), 0)
         self.assertEqual(try_connect(port)[0], 0)
         self.assertFalse(os.path.exists(d.pin_dir))
-
-    def test_unknown_dependency_is_an_error(self):
-        d = self.daemon("[defaults]\n")
-        r = subprocess.run([DEPWATCH, "breaker", "open", "nosuch", "--run-dir", d.run_dir],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("no dependency named 'nosuch'", r.stderr)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import os
 import time
 import unittest
 
-from harness import EMULATED, dependency, start_configured
+from harness import EMULATED, dependency, reloaded_daemon
 from workpool import PoolProcess, StandInProcess
 
 SLOW_CALL = 0.5
@@ -29,6 +29,10 @@ NULL_SECONDS = float(os.environ.get("DW_POOL_NULL_SECONDS", "30"))
 
 
 class PoolTest(unittest.TestCase):
+    # each test reads only its own dependencies' rows and events and neither stops nor signals the
+    # daemon: one daemon for both, a reload per test (harness.reloaded_daemon)
+    RELOAD_SHARED = True
+
     def setUp(self):
         self.cleanups = []
 
@@ -37,7 +41,7 @@ class PoolTest(unittest.TestCase):
             fn()
 
     def start_daemon(self, conf_text):
-        return start_configured(self.cleanups.append, conf_text)
+        return reloaded_daemon(self, conf_text, add_cleanup=self.cleanups.append)
 
     def server(self, delay, share=0.0, slow=0.0, seed=13):
         s = StandInProcess(delay, share, slow, seed)

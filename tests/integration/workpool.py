@@ -16,6 +16,9 @@ import sys
 import threading
 import time
 
+from loopback import free_port
+from openloop import loopback_listener
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -73,11 +76,7 @@ class StandIn:
         self.changed = threading.Condition()
         self.resets = 0
         self.stopped = False
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(256)
-        self.port = self.sock.getsockname()[1]
+        self.sock, self.port = loopback_listener(backlog=256)   # a port new to the run
         self.conns = []
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -189,7 +188,8 @@ def pool(cleanups, port, n, pause=0.02):
 # The stand-in dependency in a process of its own, at nice NICE (-10 for the
 # tests): the callers' threads (and the machine's other load) must not add
 # latency the test did not choose, or a pool-wide pause of the test process
-# would be a real stall. argv: delay, tail share, tail delay, seed, nice.
+# would be a real stall. argv: delay, tail share, tail delay, seed, nice, port
+# (free_port's: one new to the run, as StandIn's).
 # Prints its port. On stdin, a line "hang" makes every request received from
 # then on wait forever; "delay S" makes those received from then on take S
 # seconds; EOF ends it.
@@ -200,7 +200,7 @@ os.nice(int(sys.argv[5]))
 rng, lock, hang, forever = random.Random(seed), threading.Lock(), threading.Event(), threading.Event()
 ls = socket.socket()
 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 0))
+ls.bind(("127.0.0.1", int(sys.argv[6])))
 ls.listen(1024)
 
 def serve(conn):
@@ -265,7 +265,8 @@ class StandInProcess(Child):
 
     def __init__(self, delay, share=0.0, slow=0.0, seed=13, nice=-10):
         self.proc = subprocess.Popen([sys.executable, "-c", STANDIN, str(delay), str(share), str(slow),
-                                      str(seed), str(nice)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                      str(seed), str(nice), str(free_port())],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.port = int(self.proc.stdout.readline())
 
     def hang(self):
