@@ -293,7 +293,7 @@ static long sweep_failed_one(__u32 i, void *ctx)
  * not values read from the loop's context: a value the callback loads from the context and
  * needs precise (the outcome) trips this kernel's precision tracking when the context is a
  * global function's stack ("verifier bug: backtracking call unexpected regs", 6.18); for the
- * same reason the walk's own sweep (h2walk.bpf.h) stays inline.
+ * same reason the walk's own sweep (h2walk.bpf.h's walk_sweep) is a static subprogram.
  */
 __weak __noinline int h2_sweep_failed(struct dw_conn *conn, struct dw_h2_conn *h2, __u64 now)
 {

@@ -137,8 +137,8 @@ static __always_inline bool walk_begin(struct dw_h2_cursor *c, struct dw_h2_dir 
 
 /*
  * The sweep after a walk, a subprogram of its own: its context is then on its own stack, not on
- * the walk's, whose chain of frames (program, walk, callback, step) must stay within 512 bytes
- * as 6.1 counts them (each frame rounded up to 32).
+ * the program's, whose chain of frames (program, callback, step) must stay within 512 bytes as
+ * 6.1 counts them (each frame rounded up to 32).
  */
 static __noinline void walk_sweep(struct dw_conn *conn, struct dw_h2_conn *h2, __u32 above, __u32 outcome,
 				  __u64 now)
