@@ -39,6 +39,11 @@
 /* the seam, then the events */
 #include "layers/bytes.bpf.h"
 #include "core/callmodel.bpf.h"
+/* DNS: an answer's arrival, in the UDP branch of sk_data_ready (issue 46) */
+#include "dns/maps.bpf.h"
+#include "dns/dnscall.bpf.h"
+#include "dns/dnsuser.bpf.h"
+#include "dns/dnssock.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -78,11 +83,14 @@ int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
+/* Data reached a socket; a UDP one's may be a DNS answer (dns/dnssock.bpf.h), after TCP's test. */
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(dw_data_ready, const struct sock *sk)
 {
 	if (is_tcp(sk))
 		dw_on_data(sk);
+	else
+		dns_sock_data(sk);
 	return 0;
 }
 
