@@ -46,17 +46,13 @@ int BPF_PROG(dw_dns_send, struct sock *sk, int ret, int flags)
  * while some query is outstanding on the host, look for a record: every
  * other release costs two reads. Loaded only with dw_dns_close_on. The
  * context is the struct sock itself: its address names the socket as the
- * sends and receives name it (dnsuser.bpf.h's dns_sock_id).
+ * sends and receives name it (dnsuser.bpf.h's dns_sock_id), read as a number.
  */
 SEC("cgroup/sock_release")
 int dw_dns_release(struct bpf_sock *ctx)
 {
-	if (ctx->protocol == IPPROTO_UDP && *(volatile __u32 *)&dw_dns_live) {
-		__u64 sock = 0;
-
-		bpf_probe_read_kernel(&sock, sizeof(sock), &ctx);
-		dns_closed(sock);
-	}
+	if (ctx->protocol == IPPROTO_UDP && *(volatile __u32 *)&dw_dns_live)
+		dns_closed((__u64)(unsigned long)ctx);
 	return 1;
 }
 
