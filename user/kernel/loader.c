@@ -323,10 +323,12 @@ static void attach_dns(struct dw_bpf *b, const char *want)
 	static const char loss[] = "DNS queries over UDP are not calls";
 	struct dw_prog_status *ps = &b->progs[b->nprogs++];
 	bool sock = b->backend == DW_BACKEND_SOCK;
+	/* the sock backend's queries: its own program, or dw_send's UDP branch (parts.c) */
+	bool own = sock && bpf_program__autoload(b->skel->progs.dw_dns_send);
 	char path[256], why[sizeof(ps->why)];
 	int fd = -1, err = 0;
 
-	ps->name = sock ? "dw_dns_send" : "dw_sys_*";
+	ps->name = own ? "dw_dns_send" : sock ? "dw_send" : "dw_sys_*";
 	ps->hook = HOOK_DNS;
 	if (dw_bpf_part_refused(b, DW_PART_DNS, ps->why, sizeof(ps->why)))
 		;
@@ -334,7 +336,7 @@ static void attach_dns(struct dw_bpf *b, const char *want)
 		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_DNS, NULL);
 	else if (!b->skel->rodata->dw_dns_on)
 		snprintf(ps->why, sizeof(ps->why), "no sk_data_ready for the answers (Linux 6.6+): %s", loss);
-	else if (sock && !(ps->link = bpf_program__attach(b->skel->progs.dw_dns_send)))
+	else if (own && !(ps->link = bpf_program__attach(b->skel->progs.dw_dns_send)))
 		snprintf(ps->why, sizeof(ps->why), "attach to sock_send_length failed: %s: %s", strerror(errno), loss);
 	ps->attached = !ps->why[0];
 	if (want && *want)

@@ -110,14 +110,16 @@ static void dns_close_off(struct dw_bpf *b)
 /*
  * --without dns: none of it loads; the close path with the rest of DNS
  * only. Where DNS reads (issue 46): the sock backend a query at
- * sock_send_length (dw_dns_send) and an answer in sk_data_ready, so without
+ * sock_send_length (dw_dns_send, or dw_send's UDP branch where dw_send is
+ * the TCP send program) and an answer in sk_data_ready, so without
  * sk_data_ready (before Linux 6.6, or withheld) it has no answers and is
  * off; the syscalls backend in its system calls' own programs.
  */
 static void decide_dns(struct dw_bpf *b)
 {
 	b->skel->rodata->dw_dns_on = true;
-	if (b->backend != DW_BACKEND_SOCK)
+	/* where the TCP send program is dw_send (no tcp_sendmsg_locked), it reads the queries too */
+	if (b->backend != DW_BACKEND_SOCK || bpf_program__autoload(b->skel->progs.dw_send))
 		bpf_program__set_autoload(b->skel->progs.dw_dns_send, false);
 	if (dw_bpf_withheld(b, HOOK_DNS) ||
 	    (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(b->skel->progs.dw_data_ready)))
