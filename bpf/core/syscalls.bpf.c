@@ -136,26 +136,28 @@ static __always_inline const struct sock *sys_sock_of_fd(__u64 fd_arg, __u16 *ty
 
 /*
  * A system call's entry on descriptor fd: a datagram socket's goes to DNS
- * (dns/dnssys.bpf.h: dkind, where its message is, name and namelen its
- * address), never to the call model, which tracks TCP only; anything else
- * to the call model.
+ * (dns/dnssys.bpf.h: d, where its message and address are), never to the
+ * call model, which tracks TCP only; anything else to the call model.
  */
 static __always_inline int sys_enter_dns(__u64 fd, __u32 op, __u64 flags, int kind, __u64 arg, __u64 nseg,
-					 __u32 dkind, __u64 name, __u64 namelen)
+					 const struct dns_sys_call *d)
 {
 	__u16 type;
 	const struct sock *sk = sys_sock_of_fd(fd, &type);
 
 	if (type == SOCK_DGRAM)
-		return dns_sys_enter(sk, op == DW_SYS_SEND, dkind, arg, nseg, name, namelen);
+		return dns_sys_enter(sk, d);
 	return dw_on_sys_enter(sk, op, flags, kind, arg, nseg);
 }
 
 static __always_inline int sys_enter(__u64 fd, __u32 op, __u64 flags, int kind, __u64 arg, __u64 nseg)
 {
-	__u32 dkind = kind == SYS_BUF ? DNS_BUF : kind == SYS_IOV ? DNS_IOV : kind == SYS_MSG ? DNS_MSG : 0;
+	struct dns_sys_call d = {
+		.kind = kind == SYS_BUF ? DNS_BUF : kind == SYS_IOV ? DNS_IOV : kind == SYS_MSG ? DNS_MSG : 0,
+		.arg = arg, .len = nseg, .send = op == DW_SYS_SEND,
+	};
 
-	return sys_enter_dns(fd, op, flags, kind, arg, nseg, dkind, 0, 0);
+	return sys_enter_dns(fd, op, flags, kind, arg, nseg, &d);
 }
 
 /* sendfile64: bytes the stream layer does not read */
@@ -169,7 +171,9 @@ int dw_sys_enter_send(struct dw_sys_enter_args *ctx)
 SEC("tracepoint")
 int dw_sys_enter_sendmmsg(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter_dns(ctx->args[0], DW_SYS_SEND, 0, SYS_NOBUF, 0, 0, DNS_MMSG, ctx->args[1], ctx->args[2]);
+	struct dns_sys_call d = { .kind = DNS_MMSG, .arg = ctx->args[1], .len = ctx->args[2], .send = 1 };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_SEND, 0, SYS_NOBUF, 0, 0, &d);
 }
 
 /* write(fd, buf, count): the count in nseg's place (a goodbye's length) */
@@ -183,8 +187,10 @@ int dw_sys_enter_send_buf(struct dw_sys_enter_args *ctx)
 SEC("tracepoint")
 int dw_sys_enter_sendto(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter_dns(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], ctx->args[2], DNS_BUF,
-			     ctx->args[4], ctx->args[5]);
+	struct dns_sys_call d = { .kind = DNS_BUF, .arg = ctx->args[1], .len = ctx->args[2], .name = ctx->args[4],
+				  .namelen = ctx->args[5], .send = 1 };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], ctx->args[2], &d);
 }
 
 /* writev(fd, iov, iovcnt), pwritev2(fd, iov, iovcnt, ...) */
@@ -219,16 +225,19 @@ int dw_sys_enter_readv(struct dw_sys_enter_args *ctx)
 SEC("tracepoint")
 int dw_sys_enter_recvfrom(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter_dns(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_BUF, ctx->args[1], 0, DNS_BUF,
-			     ctx->args[4], ctx->args[5]);
+	struct dns_sys_call d = { .kind = DNS_BUF, .arg = ctx->args[1], .name = ctx->args[4],
+				  .namelen = ctx->args[5] };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_BUF, ctx->args[1], 0, &d);
 }
 
 /* recvmmsg(fd, msgs, vlen, flags, timeout): bytes the stream layer does not read; DNS's answers */
 SEC("tracepoint")
 int dw_sys_enter_recv_flags3(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter_dns(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_NOBUF, 0, 0, DNS_MMSG, ctx->args[1],
-			     ctx->args[2]);
+	struct dns_sys_call d = { .kind = DNS_MMSG, .arg = ctx->args[1], .len = ctx->args[2] };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_NOBUF, 0, 0, &d);
 }
 
 /* recvmsg(fd, msg, flags) */

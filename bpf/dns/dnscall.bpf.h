@@ -118,21 +118,22 @@ static __always_inline void dns_remember(const struct dw_dns_key *key)
 /* A query left at now: a call starts, unless it is a retransmit or the table is full. */
 static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_msg *m)
 {
-	struct dw_dest_key *peer = &k->peer;
+	/* on the stack: 6.1 takes a map key from there (or a map value), not from a global's argument */
+	struct dw_dest_key peer = k->peer;
 	struct dw_dns_query q = {};
 	struct dw_pending_entry *e;
 	struct dw_dest_stats *st;
 	struct dw_dns_key key;
 	__u64 now = k->now;
 
-	dns_key_of(k->sock, peer, m, &key);
+	dns_key_of(k->sock, &peer, m, &key);
 	if (bpf_map_lookup_elem(&dns_queries, &key)) {
 		global_count(G_dns_retransmits);
 		return;
 	}
 	/* the sender's network namespace and cgroup: these programs run in the sending task */
-	peer->netns = dns_netns();
-	q.slot = dest_claim(peer);
+	peer.netns = dns_netns();
+	q.slot = dest_claim(&peer);
 	q.caller = caller_claim(q.slot, bpf_get_current_cgroup_id());
 	q.timeout_ns = dns_timeout_of(q.slot);
 	q.start_ns = now;

@@ -149,9 +149,9 @@ static __always_inline void dns_skb(struct dns_work *k, __u64 skb_addr, __u32 qu
 }
 
 /*
- * A datagram arrived at the UDP socket at address sock, which asked
- * something still outstanding: the last datagrams of its receive queue
- * are looked at. The last is the one that woke it; the one before too,
+ * A datagram arrived at the UDP socket at address sock, connected to a
+ * DNS port or one that asked (dns_may_answer): the last datagrams of its
+ * receive queue are looked at. The last is the one that woke it; the one before too,
  * quietly, because 6.18 splices several producers' datagrams at once and
  * wakes the reader once each after (udp_prod_queue): the newer would hide
  * the older. Global, with its room per CPU (dns_arrivals): the sk_data_ready
@@ -164,7 +164,7 @@ __weak __noinline int dns_sock_arrival(__u64 sock)
 	__u64 skb;
 	__u32 qlen;
 
-	if (!k || !bpf_map_lookup_elem(&dns_socks, &sock))
+	if (!k || !dns_may_answer(sk))
 		return 0;
 	k->sock = sock;
 	qlen = BPF_CORE_READ(sk, sk_receive_queue.qlen);
@@ -178,10 +178,18 @@ __weak __noinline int dns_sock_arrival(__u64 sock)
 	return 0;
 }
 
-/* Data reached sk (sk_data_ready), not TCP: a UDP socket's, while a query is outstanding, to DNS. */
+/*
+ * Data reached sk (sk_data_ready), not TCP: a UDP socket's, to DNS. One
+ * connected to a port that is no DNS port leaves here (an array lookup).
+ */
 static __always_inline void dns_sock_data(const struct sock *sk)
 {
-	if (!dw_dns_on || !*(volatile __u32 *)&dw_dns_live || sk->sk_protocol != IPPROTO_UDP)
+	__u16 dport;
+
+	if (!dw_dns_on || sk->sk_protocol != IPPROTO_UDP)
+		return;
+	dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (dport && !dns_port_on(dport))
 		return;
 	dns_sock_arrival(dns_sock_id(sk));
 }

@@ -23,41 +23,34 @@ __u32 dw_dns_sys_live __weak;
 
 /*
  * A send or receive system call's entry on the datagram socket sk (0: none):
- * kind, arg and len say where its message is (enum dns_kind: 0, nowhere DNS
- * reads), name and namelen its address (sendto, recvfrom).
+ * d says which, where its message is (kind, arg, len; kind 0: nowhere DNS
+ * reads) and its address (sendto's, recvfrom's).
  */
-static __always_inline int dns_sys_enter(const struct sock *sk, bool send, __u32 kind, __u64 arg, __u64 len,
-					 __u64 name, __u64 namelen)
+static __always_inline int dns_sys_enter(const struct sock *sk, const struct dns_sys_call *d)
 {
-	struct dns_sys_call c = { .arg = arg, .len = len, .name = name, .namelen = namelen, .kind = kind,
-				  .send = send };
+	struct dw_dest_key peer;
 	struct dns_sys_rec *rec;
+	struct dns_part p;
 	bool fresh;
-	__u64 id;
 
-	if (!dw_dns_on || !sk || !kind || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_UDP)
+	if (!dw_dns_on || !sk || !d->kind || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_UDP)
 		return 0;
-	c.sk = (__u64)(unsigned long)sk;
-	if (send) {
-		struct dw_dest_key peer;
-		struct dns_part p;
-
+	if (d->send) {
 		/* to a DNS port (the first message's, for sendmmsg): its queries start now */
-		if (dns_part_of(&c, 0, &p) || !dns_peer(sk, &p, &peer) || !dns_port_on(peer.port))
+		if (dns_part_of(d, 0, &p) || !dns_peer(sk, &p, &peer) || !dns_port_on(peer.port))
 			return 0;
-		c.enter_ns = bpf_ktime_get_ns();
-	} else {
-		/* a socket that asked, while anything is outstanding */
-		id = c.sk;
-		if (!*(volatile __u32 *)&dw_dns_live || !bpf_map_lookup_elem(&dns_socks, &id))
-			return 0;
+	} else if (!dns_may_answer(sk)) {
+		return 0;
 	}
 	rec = dns_rec_of(bpf_get_current_pid_tgid(), &fresh);
 	if (!rec)
 		return 0;
 	if (fresh)
 		__sync_fetch_and_add(&dw_dns_sys_live, 1);
-	rec->c = c;
+	rec->c = *d;
+	rec->c.sk = (__u64)(unsigned long)sk;
+	if (d->send)
+		rec->c.enter_ns = bpf_ktime_get_ns();
 	return 0;
 }
 

@@ -123,6 +123,24 @@ static __always_inline bool dns_peer(const struct sock *sk, const struct dns_par
 }
 
 /*
+ * Whether a datagram to the UDP socket sk may be an answer DNS reads: a
+ * socket connected to a DNS port, or an unconnected one that asked (a
+ * record in dns_socks, kept after its queries end: a late answer is
+ * counted unmatched). A socket connected elsewhere (QUIC's) costs an array
+ * lookup; an unconnected one a hash lookup.
+ */
+static __always_inline bool dns_may_answer(const struct sock *sk)
+{
+	__u16 dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	__u64 sock;
+
+	if (dport)
+		return dns_port_on(dport);
+	sock = dns_sock_id(sk);
+	return bpf_map_lookup_elem(&dns_socks, &sock) != NULL;
+}
+
+/*
  * Message i of a send on the UDP socket sk, sent at now, into k for
  * dns_sent() if it went to a DNS port: its resolver and first bytes. 1: so.
  */
