@@ -28,6 +28,7 @@ import threading
 import time
 import unittest
 
+import harness
 from harness import DEPWATCH, DaemonTestCase, free_port
 from test_metrics import http_get, samples
 
@@ -122,6 +123,8 @@ def wait_line(d, text, timeout):
     return True
 
 
+# What the control socket does with its clients lies above the daemon's figures: one pass (issue 45).
+@harness.backend_independent
 class ControlClientsTest(DaemonTestCase):
     def open_silent(self, d, n, first=b""):
         socks = [connect(d) for _ in range(n)]
