@@ -14,6 +14,7 @@
 /* the transport: its maps, a connection, its socket, slots, calls, closes, where bytes are */
 #include "core/maps.bpf.h"
 #include "core/conn.bpf.h"
+#include "layers/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
 #include "core/count.bpf.h"

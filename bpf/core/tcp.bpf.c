@@ -12,6 +12,7 @@
 /* the transport: its maps, a connection, its socket, slots, calls, closes, connects */
 #include "core/maps.bpf.h"
 #include "core/conn.bpf.h"
+#include "layers/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
 #include "core/count.bpf.h"
