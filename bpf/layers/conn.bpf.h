@@ -71,4 +71,14 @@ static __always_inline void layers_conn_begins(struct dw_conn *conn)
 	conn->tls = (struct dw_conn_tls){};
 }
 
+/*
+ * A connection open before the start, adopted (core/classify.bpf.c) after
+ * layers_conn_begins(): its first bytes went by, so the stream layer never
+ * walks it as HTTP/2 (the other layers read no first bytes of it either).
+ */
+static __always_inline void layers_adopted_open(struct dw_conn *conn)
+{
+	conn->h2 = dw_conn_h2_fresh(false);
+}
+
 #endif /* DEPWATCH_LAYERS_CONN_BPF_H */
