@@ -67,7 +67,7 @@
  * goodbye, TLS) it asks the seam too (layers/conn.bpf.h): it never reads a
  * layer's room in struct dw_conn.
  *
- * Needs, included before it: core/closing.bpf.h, layers/bytes.bpf.h.
+ * Needs, included before it: core/call.bpf.h, core/cascade.bpf.h, layers/bytes.bpf.h.
  */
 #ifndef DEPWATCH_CALLMODEL_BPF_H
 #define DEPWATCH_CALLMODEL_BPF_H
