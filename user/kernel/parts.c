@@ -199,7 +199,7 @@ static void enforce_refused(struct dw_bpf *b, const struct dw_load_part *p)
 static const struct dw_load_part load_parts[DW_NPARTS] = {
 	/* the newest and most optional part, the first to go */
 	[DW_PART_TLS] = { "the TLS uprobes", "them", "dw_ssl_", HOOK_TLS,
-			  "the kernel refused the TLS uprobe programs", tls_refused },
+			  HOOK_TLS_REFUSED, tls_refused },
 	/* h2_why, the cause alone; the program's own reason adds its hook's loss */
 	[DW_PART_H2] = { "the HTTP/2 receive program", "it", "dw_h2_copy", HOOK_H2_COPY,
 			 "the kernel refused the receive program (bpf_dynptr_from_skb in tracing: Linux 6.14+)",
