@@ -115,9 +115,13 @@ echo "$kernels_intro: its items that need no CPU of their own, beside the integr
   echo "$(took $start)" > "$ilogs/kbeside.end"; } &
 kbeside_pid=$!
 tail -n +1 -f --pid=$kbeside_pid "$ilogs/kbeside" | sed -u "s/^/[beside] /" &
+# each pass its own slice of the loopback ports (tests/integration/loopback.py, DW_PORT_SLICE): a
+# port one pass released, with its daemon still judging or refusing it, is never the other's next
+n=0
 for backend in "${backends[@]}"; do
 	: > "$ilogs/$backend"
-	{ DW_SIDE_BY_SIDE=$side DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 \
+	slice=$n/${#backends[@]}; n=$((n + 1))
+	{ DW_PORT_SLICE=$slice DW_SIDE_BY_SIDE=$side DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 \
 		> "$ilogs/$backend" 2>&1
 	  echo $? > "$ilogs/$backend.rc"
 	  echo "== integration, backend $backend: ended after $(took $start)" >> "$ilogs/$backend.end"; } &

@@ -22,6 +22,7 @@ import unittest
 
 import harness
 from harness import Daemon, dependency, find_dest, write_config
+from loopback import in_slice
 from test_realtraffic import inbound_row
 
 GOBIN = os.path.join(os.environ.get("OUT", os.path.join(harness.REPO, "build")), "go")
@@ -35,6 +36,8 @@ def port():
     """The next port of this file's range that is free now (bound, released): the case's rows are its own."""
     while _next_port[0] < 43199:
         _next_port[0] += 1
+        if not in_slice(_next_port[0]):
+            continue
         s = socket.socket()
         try:
             s.bind(("127.0.0.1", _next_port[0]))
