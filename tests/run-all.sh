@@ -100,7 +100,6 @@ for backend in sock syscalls; do
 done
 echo "== integration, backends ${backends[*]} side by side (real kernel, real sockets)"
 start=$SECONDS
-side=$([ ${#backends[@]} -gt 1 ] && echo 1 || echo 0)
 # The kernel stage (tests/vm/kernels.sh) in two parts: the items that assert nothing a guest kept
 # off its CPU could change (its "beside" items: counts, capabilities, pins, valgrind) in one guest
 # during the passes, scheduled SCHED_IDLE so that the host's tests preempt it at once; the rest
@@ -115,34 +114,64 @@ echo "$kernels_intro: its items that need no CPU of their own, beside the integr
   echo "$(took $start)" > "$ilogs/kbeside.end"; } &
 kbeside_pid=$!
 tail -n +1 -f --pid=$kbeside_pid "$ilogs/kbeside" | sed -u "s/^/[beside] /" &
-# each pass its own slice of the loopback ports (tests/integration/loopback.py, DW_PORT_SLICE): a
-# port one pass released, with its daemon still judging or refusing it, is never the other's next
+# Each backend's pass as RUNNERS runners (issue 45: a runner mostly waits, 12-19% of the CPUs),
+# which share its modules through a queue (tests/integration/suitelock.py, ModuleQueue: a module
+# runs in the first runner to claim it). Each runner its own slice of the loopback ports
+# (tests/integration/loopback.py, DW_PORT_SLICE): a port one runner released, with its daemon
+# still judging or refusing it, is never another's next.
+runners=${RUNNERS:-2}
+nrun=$((${#backends[@]} * runners))
+side=$([ "$nrun" -gt 1 ] && echo 1 || echo 0)
 n=0
 for backend in "${backends[@]}"; do
-	: > "$ilogs/$backend"
-	slice=$n/${#backends[@]}; n=$((n + 1))
-	{ DW_PORT_SLICE=$slice DW_SIDE_BY_SIDE=$side DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 \
-		> "$ilogs/$backend" 2>&1
-	  echo $? > "$ilogs/$backend.rc"
-	  echo "== integration, backend $backend: ended after $(took $start)" >> "$ilogs/$backend.end"; } &
-	ipids+=($!)
-	tail -n +1 -f --pid=$! "$ilogs/$backend" | sed -u "s/^/[$backend] /" &
+	: > "$ilogs/$backend.queue"
+	for j in $(seq 1 "$runners"); do
+		r=$backend.$j
+		: > "$ilogs/$r"
+		{ DW_MODULE_QUEUE=$ilogs/$backend.queue DW_PORT_SLICE=$n/$nrun DW_SIDE_BY_SIDE=$side \
+			DW_BACKEND=$backend python3 tests/integration/run.py --durations 15 > "$ilogs/$r" 2>&1
+		  echo $? > "$ilogs/$r.rc"
+		  echo "$SECONDS" > "$ilogs/$r.end"; } &
+		ipids+=($!)
+		tail -n +1 -f --pid=$! "$ilogs/$r" | sed -u "s/^/[$backend $j] /" &
+		n=$((n + 1))
+	done
 done
 wait "${ipids[@]}"
 integration_took=$(took $start)
 for backend in "${backends[@]}"; do
-	cp "$ilogs/$backend" "$log"
-	rc=$(cat "$ilogs/$backend.rc")
-	line=$(closing "")
-	count_line "$rc" "$line"
-	ended=$(sed -n 's/.*: ended after //p' "$ilogs/$backend.end")
-	echo "== integration, backend $backend: ${line:-no result line (exit status $rc)}, $ended"
+	# the runners' counts added up; the pass ended with its last runner
+	p=0 f=0 sk=0 rcs=0 last=$start names=""
+	for j in $(seq 1 "$runners"); do
+		r=$backend.$j
+		cp "$ilogs/$r" "$log"
+		rc=$(cat "$ilogs/$r.rc")
+		line=$(closing "")
+		p=$((p + $(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p' | grep . || echo 0)))
+		f=$((f + $(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p' | grep . || echo 0)))
+		sk=$((sk + $(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p' | grep . || echo 0)))
+		if [ -z "$line" ]; then
+			f=$((f + 1))
+			names="$names
+      failed: runner $j of the $backend pass printed no result line (exit status $rc)"
+		elif [ "$rc" -ne 0 ] && ! echo "$line" | grep -q ' [1-9][0-9]* failed'; then
+			f=$((f + 1))
+			names="$names
+      failed: runner $j of the $backend pass exited $rc with no failure counted"
+		fi
+		end=$(cat "$ilogs/$r.end"); [ "$end" -gt "$last" ] && last=$end
+		# run.py's "failed: ID" lines, under the count
+		more=$(sed -n 's/^failed: /      failed: /p' "$log")
+		[ -z "$more" ] || names="$names
+$more"
+	done
+	line="$p passed, $f failed"
+	[ "$sk" -eq 0 ] || line="$line, $sk skipped"
+	count 0 "$p" "$f"
+	ended=$(took $((start + SECONDS - last)))
+	echo "== integration, backend $backend: $line, $ended ($runners runners)"
 	summary="$summary
-   integration, backend $backend: ${line:-no result line (exit status $rc)}, $ended"
-	# run.py's "failed: ID" lines, under the count
-	names=$(sed -n 's/^failed: /      failed: /p' "$log")
-	[ -z "$names" ] || summary="$summary
-$names"
+   integration, backend $backend: $line, $ended ($runners runners)$names"
 done
 summary="$summary
    integration, both backends: $integration_took"
