@@ -154,10 +154,10 @@ static __always_inline bool answer_sys_wanted(const struct dw_conn *conn, __u32 
 	return op == DW_SYS_RECV ? conn->role == DW_ROLE_OUTBOUND : conn->role == DW_ROLE_INBOUND;
 }
 
-/* An answer came and its outcome is owed to the reader's copy (sock backend): nothing else ends the call. */
-static __always_inline bool answer_owed(const struct dw_conn *conn)
+/* A status the outstanding call did not take (the syscalls backend's exit): not the next call's. */
+static __always_inline void answer_status_drop(struct dw_conn *conn)
 {
-	return conn->answer.ns;
+	conn->answer.status = 0;
 }
 
 /*

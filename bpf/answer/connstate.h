@@ -42,4 +42,22 @@ struct dw_conn_answer {
 	__u8 pad;
 };
 
+/* An answer came and its call's outcome is owed to the reader's copy: only the answers end it. */
+static inline bool dw_answer_owed(const struct dw_conn_answer *a)
+{
+	return *(volatile __u64 *)&a->ns;
+}
+
+/* The outstanding call's answer had its status read (outcome.bpf.h counts it at the call's end). */
+static inline bool dw_answer_has_status(const struct dw_conn_answer *a)
+{
+	return a->status;
+}
+
+/* The outstanding call is a protocol's goodbye: the close that ends it drops it. */
+static inline bool dw_answer_bye(const struct dw_conn_answer *a)
+{
+	return a->bye == DW_BYE_YES;
+}
+
 #endif /* DEPWATCH_ANSWER_CONNSTATE_H */

@@ -7,7 +7,8 @@
  * overlapping requests (multiplexed), and the sending thread's note that
  * tells a goodbye from an abandoned call.
  *
- * Needs, included before it: core/count.bpf.h.
+ * Needs, included before it: core/count.bpf.h (and the seam's questions,
+ * layers/conn.bpf.h).
  */
 #ifndef DEPWATCH_CALL_BPF_H
 #define DEPWATCH_CALL_BPF_H
@@ -48,7 +49,7 @@ static __always_inline void call_end(struct dw_conn *conn, enum call_outcome out
 	__u64 start;
 
 	/* answered, its outcome owed to the reader's copy: only answer_settle() ends it (answer.bpf.h) */
-	if (*(volatile __u64 *)&conn->answer.ns)
+	if (layers_answer_owed(conn))
 		return;
 	start = call_release(conn);
 	if (start)
@@ -164,7 +165,7 @@ static __always_inline int call_answered(const struct sock *sk, struct dw_conn *
 					 __u32 rx_len)
 {
 	if (conn->multiplexed)
-		return !conn->tls.hello || rx_len > DW_TLS_SMALL;
+		return !layers_control_frame(conn, rx_len);
 	if (answers_call(sk, conn, via))
 		return 1;
 	conn_overlap(conn);
@@ -184,8 +185,8 @@ static __always_inline int call_answered(const struct sock *sk, struct dw_conn *
  */
 static __always_inline bool answer_unseen(const struct sock *sk, const struct dw_conn *conn, enum dw_sk via)
 {
-	return dw_backend != DW_BACKEND_SYSCALLS && !conn->multiplexed && !conn->overlaps && !conn->tls.hello &&
-	       !conn->answer.ns && TCP_FIELD(sk, via, rcv_nxt) != conn->rcv_seq && answers_call(sk, conn, via);
+	return dw_backend != DW_BACKEND_SYSCALLS && !conn->multiplexed && !conn->overlaps && !layers_tls(conn) &&
+	       !layers_answer_owed(conn) && TCP_FIELD(sk, via, rcv_nxt) != conn->rcv_seq && answers_call(sk, conn, via);
 }
 
 /*

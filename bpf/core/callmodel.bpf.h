@@ -62,9 +62,12 @@
  * and goodbyes) are reached only through the seam, layers/bytes.bpf.h: at
  * each moment of an event where a layer has its say, one layers_*() call;
  * where one returns true, a layer took the event (an h2c connection's
- * streams, a TLS session's plaintext) and the transport leaves it.
+ * streams, a TLS session's plaintext) and the transport leaves it. What
+ * the transport needs to know of a layer's state (an answer owed, a
+ * goodbye, TLS) it asks the seam too (layers/conn.bpf.h): it never reads a
+ * layer's room in struct dw_conn.
  *
- * Needs, included before it: core/closing.bpf.h, layers/bytes.bpf.h.
+ * Needs, included before it: core/call.bpf.h, core/cascade.bpf.h, layers/bytes.bpf.h.
  */
 #ifndef DEPWATCH_CALLMODEL_BPF_H
 #define DEPWATCH_CALLMODEL_BPF_H

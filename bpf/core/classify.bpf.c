@@ -13,6 +13,7 @@
 #include <bpf/bpf_endian.h>
 #include "core/maps.bpf.h"
 #include "core/conn.bpf.h"
+#include "layers/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
 
@@ -50,8 +51,8 @@ int dw_classify(struct bpf_iter__tcp *ctx)
 	conn = conn_adopt((struct sock *)tp, role);
 	if (!conn)
 		return 0;
-	/* its first bytes went by before the start: never walked as HTTP/2 */
-	conn->h2.state = DW_H2_NEVER;
+	/* its first bytes went by before the start */
+	layers_adopted_open(conn);
 	conn->established = 1;
 	st = stats_of(conn);
 	if (st)

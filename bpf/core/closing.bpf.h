@@ -6,7 +6,8 @@
  * waited for, or a close the peer sent before it had the request) or
  * failed; dw_on_state() (states.bpf.h) decides which of these applies.
  *
- * Needs, included before it: core/call.bpf.h, core/cascade.bpf.h.
+ * Needs, included before it: core/call.bpf.h, core/cascade.bpf.h (a goodbye: the seam's
+ * layers_bye(), layers/conn.bpf.h).
  */
 #ifndef DEPWATCH_CLOSING_BPF_H
 #define DEPWATCH_CLOSING_BPF_H
@@ -35,7 +36,7 @@ static __always_inline void peer_closed(const struct sock *sk, struct dw_conn *c
 
 	if (!reset && had_request && answer_came(sk, conn))
 		call_complete(conn, now);
-	else if (conn->multiplexed || !had_request || conn->answer.bye == DW_BYE_YES)
+	else if (conn->multiplexed || !had_request || layers_bye(conn))
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail_closed(conn);
@@ -86,7 +87,7 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
 		return;
 	}
 	/* maybe a control frame (see call_answered()), or a protocol's goodbye (goodbye.h) */
-	if (conn->multiplexed || conn->answer.bye == DW_BYE_YES) {
+	if (conn->multiplexed || layers_bye(conn)) {
 		call_end(conn, OUTCOME_DROPPED, now);
 		return;
 	}
@@ -102,7 +103,7 @@ static __always_inline void outbound_caller_closed(const struct sock *sk, struct
  * close_notify then close()), and so does the server's own close within
  * DW_GOODBYE_NS of the request with its bytes unread (two goodbyes that
  * cross): if it is never answered it is dropped, not failed, as is a
- * request that is a protocol's goodbye (conn->answer.bye, goodbye.h: the server
+ * request that is a protocol's goodbye (layers_bye(), goodbye.h: the server
  * closes in answer to COM_QUIT or quit). A client that only shut down its
  * sending side still waits for the answer.
  */
@@ -121,7 +122,7 @@ static __always_inline void inbound_state(const struct sock *sk, struct dw_conn 
 	if (newstate == TCP_CLOSE_WAIT)
 		return;
 	/* a goodbye nobody waited for, or one the protocol answers by closing (goodbye.h) */
-	if (conn->goodbye || conn->answer.bye == DW_BYE_YES)
+	if (conn->goodbye || layers_bye(conn))
 		call_end(conn, OUTCOME_DROPPED, now);
 	else
 		call_fail_closed(conn);

@@ -28,7 +28,8 @@ enum dw_role {
  * transport's fields, then each layer above TCP's, one sub-struct each
  * (their types in each layer's connstate.h: the one place the transport
  * names the layers' state), each reset in one assignment when a
- * connection begins (slots.bpf.h).
+ * connection begins (slots.bpf.h). The transport reads none of them: what
+ * it needs to know of a layer it asks the seam (layers/conn.bpf.h).
  */
 struct dw_conn {
 	struct dw_dest_key dest;	/* its peer (the overflow key if no slot was left for it) */

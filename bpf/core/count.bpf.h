@@ -6,7 +6,7 @@
  * caller's row; any call, the connection's own (core/call.bpf.h) or an
  * HTTP/2 stream (h2/h2stream.bpf.h). And the reason a close's failure is
  * counted under (closed_end()). Calls nothing above it: a call's end goes
- * core/call.bpf.h -> the seam (dw_call_end(), layers/state.bpf.h) -> here.
+ * core/call.bpf.h -> the seam (dw_call_end(), layers/callend.bpf.h) -> here.
  *
  * Needs, included before it: core/slots.bpf.h.
  */
@@ -198,16 +198,14 @@ __weak __noinline int dw_count_end(struct dw_conn *conn, __u64 start, __u32 outc
 }
 
 /*
- * The connection ended under its call (OUTCOME_CLOSED): the close that answers a protocol's
- * goodbye drops it (goodbye.h); any other fails it, and the reason is counted here, where the
+ * The connection ended under its call (OUTCOME_CLOSED), which was no protocol's goodbye (the
+ * seam's dw_call_end() drops those): it fails, and the reason is counted here, where the
  * failure is sure (the call was this end's to count), so that failed_closed never exceeds failed.
  */
 static __always_inline enum call_outcome closed_end(struct dw_conn *conn)
 {
 	struct dw_dest_stats *st;
 
-	if (conn->answer.bye == DW_BYE_YES)
-		return OUTCOME_DROPPED;
 	st = stats_of(conn);
 	if (st)
 		st->calls_failed_closed++;

@@ -307,12 +307,12 @@ struct {
 } dep_abandoned SEC(".maps") __weak;
 
 /*
- * Two of the layers' globals that the transport itself reads: a new
- * connection's adoption (slots.bpf.h) resets each layer's state, and
- * leaves dw_tls_live if the socket still counted in it; the h2 state it
- * resets to depends on dw_h2_enabled. Adoption is in every program that
- * makes connections, the seam (layers/) in those that carry calls only,
- * so these two stay with the transport's.
+ * Two of the layers' globals that a new connection's adoption
+ * (slots.bpf.h, through the seam's layers_conn_begins(), layers/conn.bpf.h)
+ * reads: it leaves dw_tls_live if the socket still counted in it, and the
+ * h2 state it resets to depends on dw_h2_enabled. Adoption is in every
+ * program that makes connections, the layers' own headers in those that
+ * carry calls only, so these two stay with the transport's maps.
  *
  * Connections whose first bytes were a TLS hello (dw_conn.tls.live), until
  * their TCP_CLOSE: while 0, a plain TCP read leaves dw_recv before its

@@ -7,7 +7,7 @@
  * a pending-table entry; the per-call path then indexes arrays with the
  * numbers the connection keeps.
  *
- * Needs, included before it: core/sockread.bpf.h.
+ * Needs, included before it: core/sockread.bpf.h, layers/conn.bpf.h (a new connection's layers).
  */
 #ifndef DEPWATCH_SLOTS_BPF_H
 #define DEPWATCH_SLOTS_BPF_H
@@ -172,16 +172,8 @@ static __always_inline struct dw_conn *conn_adopt_as(const struct sock *sk, __u8
 	conn->multiplexed = 0;
 	conn->overlaps = 0;
 	conn->goodbye = 0;
-	/*
-	 * A new connection on this socket: each layer's state afresh, one
-	 * assignment each. A socket counted in dw_tls_live leaves the count
-	 * first (TCP_CLOSE does that too, conn_forget()).
-	 */
-	conn->answer = (struct dw_conn_answer){};
-	conn->h2 = dw_conn_h2_fresh(dw_h2_enabled);
-	if (conn->tls.live)
-		__sync_fetch_and_add(&dw_tls_live, -1);
-	conn->tls = (struct dw_conn_tls){};
+	/* a new connection on this socket: each layer's state afresh (the seam's) */
+	layers_conn_begins(conn);
 	conn->last_ns = bpf_ktime_get_ns();
 	if (!conn->pend)
 		conn->pend = pend_take();

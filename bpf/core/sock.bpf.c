@@ -11,15 +11,15 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-/* the transport: its maps, a connection, its socket, slots, calls, closes, where bytes are */
+/* the transport: its maps, a connection (and the seam's questions of it), its socket, slots, calls, where bytes are */
 #include "core/maps.bpf.h"
 #include "core/conn.bpf.h"
+#include "layers/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
 #include "core/count.bpf.h"
 #include "core/call.bpf.h"
 #include "core/cascade.bpf.h"
-#include "core/closing.bpf.h"
 #include "core/bytes.bpf.h"
 #include "core/readend.bpf.h"
 /* the layers: answers and goodbyes, HTTP/2 streams, TLS sessions */

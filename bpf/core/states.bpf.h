@@ -7,8 +7,9 @@
  * a call's bytes (a send, data's arrival, a receive) are
  * core/callmodel.bpf.h's, which also states the model's invariants.
  *
- * Needs, included before it: core/closing.bpf.h, core/connect.bpf.h, and the layers' ends it
- * calls: answer/answer.bpf.h, h2/h2stream.bpf.h, tls/tlsclose.bpf.h.
+ * Needs, included before it: core/closing.bpf.h, core/connect.bpf.h, and the seam's
+ * declarations of the layers' ends it calls: layers/state.bpf.h (defined in layers/state.bpf.c,
+ * linked in: no layer's header is needed).
  */
 #ifndef DEPWATCH_STATES_BPF_H
 #define DEPWATCH_STATES_BPF_H

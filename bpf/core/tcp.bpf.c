@@ -2,16 +2,20 @@
 /*
  * The TCP hooks both backends load: state changes (connects, accepts,
  * closes: the call model's dw_on_state(); at TCP_CLOSE the connection's
- * state is let go) and retransmits.
+ * state is let go) and retransmits. The transport's headers only: what a
+ * close ends of the layers (HTTP/2's streams, a TLS session, an owed
+ * answer) is behind the seam (layers/state.bpf.h), linked in from
+ * layers/state.bpf.c.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-/* the transport: its maps, a connection, its socket, slots, calls, closes, connects */
+/* the transport: its maps, a connection (and the seam's questions of it), its socket, slots, calls, closes, connects */
 #include "core/maps.bpf.h"
 #include "core/conn.bpf.h"
+#include "layers/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
 #include "core/count.bpf.h"
@@ -19,20 +23,14 @@
 #include "core/cascade.bpf.h"
 #include "core/closing.bpf.h"
 #include "core/connect.bpf.h"
-#include "core/bytes.bpf.h"
-#include "core/readend.bpf.h"
-/* the layers' ends at a state change: an owed answer, HTTP/2's open streams, a TLS session */
-#include "answer/outcome.bpf.h"
-#include "layers/callend.bpf.h"
-#include "answer/answer.bpf.h"
-#include "h2/maps.bpf.h"
-#include "h2/h2conn.bpf.h"
-#include "h2/h2stream.bpf.h"
-#include "tls/maps.bpf.h"
-#include "tls/tlslink.bpf.h"
-#include "tls/tlsclose.bpf.h"
-/* the seam, then the events */
+/*
+ * The seam, declarations only: a state change ends what the layers hold (HTTP/2's streams, a TLS
+ * session, an owed answer), in layers/state.bpf.c, and a call's end asks the answers
+ * (dw_call_end(), declared in core/call.bpf.h, defined at layers/callend.bpf.h); both reach this
+ * program through the linker, so its source sees nothing of the layers.
+ */
 #include "layers/state.bpf.h"
+/* the events */
 #include "core/states.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -15,6 +15,7 @@
 #include <bpf/bpf_endian.h>
 #include "core/maps.bpf.h"
 #include "core/conn.bpf.h"
+#include "layers/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
 #include "dns/maps.bpf.h"

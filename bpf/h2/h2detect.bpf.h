@@ -51,7 +51,7 @@ static __always_inline long tls_step(struct tls_walk *w, bool from_skb)
 	return 0;
 }
 
-/* Unused is no error: a program that walks only TLS's plaintext (tls/ssl.bpf.c) reads no hello. */
+/* Unused is no error: a program that walks only TLS's plaintext (tls/walk.bpf.c) reads no hello. */
 static __attribute__((unused)) long tls_step_user(__u32 i, void *ctx)
 {
 	return tls_step(ctx, false);

@@ -17,10 +17,14 @@ static __always_inline void walk_advance(struct dw_h2_cursor *c, __u32 n)
 	c->left -= n;
 }
 
-/* The next iovec of the event becomes the current piece. */
-static __always_inline long walk_next_iovec(struct dw_h2_cursor *c)
+/*
+ * The next iovec of the event becomes the current piece, from its byte off on: 0, but for
+ * the first, where the iterator may stand inside it (b->off).
+ */
+static __always_inline long walk_next_iovec(struct dw_h2_cursor *c, __u32 off)
 {
 	struct iovec v;
+	__u64 len;
 	long err;
 
 	if (c->kind == H2_SRC_USER || !c->nseg)
@@ -33,8 +37,13 @@ static __always_inline long walk_next_iovec(struct dw_h2_cursor *c)
 		goto bad;
 	c->iov += sizeof(v);
 	c->nseg--;
-	c->at = (__u64)(unsigned long)v.iov_base;
-	c->seg = v.iov_len < c->left ? v.iov_len : c->left;
+	/*
+	 * Its bytes from off on, at most the event's left: the offset comes off the iovec's
+	 * length, not off the event's, whose length counts from the offset already.
+	 */
+	len = v.iov_len > off ? v.iov_len - off : 0;
+	c->at = (__u64)(unsigned long)v.iov_base + off;
+	c->seg = len < c->left ? len : c->left;
 	return 0;
 bad:
 	c->bad = 1;
@@ -57,7 +66,7 @@ static __always_inline long walk_step(struct h2_walk *w, bool from_skb)
 		return 1;
 	if (!c->seg) {
 		if (!from_skb)
-			return walk_next_iovec(c);
+			return walk_next_iovec(c, 0);
 		goto bad;
 	}
 	if (c->skip) {
@@ -127,11 +136,16 @@ static __always_inline bool walk_begin(struct dw_h2_cursor *c, struct dw_h2_dir 
 	c->iov = b->addr;
 	c->at = from_skb ? b->off : b->addr + b->off;
 	c->seg = b->len;
-	if (!from_skb && b->kind != H2_SRC_USER && walk_next_iovec(c) == 0) {
-		/* the first iovec, then the offset into it */
-		c->at += b->off;
-		c->seg = c->seg > b->off ? c->seg - b->off : 0;
-	}
+	/*
+	 * An iovec array: its first iovec from the iterator's offset into it. On 6.18 that offset
+	 * is not 0 at every event: tcp_sendmsg_locked fires once a pass of the send's copy loop
+	 * (each skb, each page fragment it fills), its iterator advanced by the passes before;
+	 * those later events' bytes were all walked at the first, and are skipped. The offset
+	 * taken off the event's length instead of the iovec's lost the last b->off bytes of the
+	 * array, a desync (nginx's writev, behind h2load -m 10: the inbound h2_desync).
+	 */
+	if (!from_skb && b->kind != H2_SRC_USER && walk_next_iovec(c, b->off))
+		return false;
 	return true;
 }
 

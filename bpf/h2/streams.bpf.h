@@ -22,7 +22,10 @@
  * walked already are skipped, a gap is a desync). Where the bytes are:
  * - sock backend, sends: the msghdr at tcp_sendmsg_locked (user memory,
  *   before the copy; a send the kernel takes only part of is walked whole
- *   and its unsent bytes skipped when they come again);
+ *   and its unsent bytes skipped when they come again). The tracepoint
+ *   fires at each pass of the send's copy loop (each skb, each page
+ *   fragment it fills), its iterator advanced by the passes before: the
+ *   first walks the send, the later ones find their bytes walked already;
  * - sock backend, receives: on x86-64 the read's user buffers at
  *   sock_recv_length (h2_on_read, below); elsewhere the skb at
  *   skb_copy_datagram_iovec (a copy to user space: the bytes the reader

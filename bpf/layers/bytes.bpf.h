@@ -102,12 +102,6 @@ static __always_inline __u32 layers_data_len(const struct sock *sk, struct dw_co
 	return tls_rx_len(sk, conn);
 }
 
-/* The outstanding call was answered and its outcome is owed to the reader's copy: it is not answered again. */
-static __always_inline bool layers_answer_owed(const struct dw_conn *conn)
-{
-	return answer_owed(conn);
-}
-
 /*
  * The outstanding call's answer reached the socket at at (sock backend):
  * it completes now, or, where its status line is read, at the reader's

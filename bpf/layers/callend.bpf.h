@@ -27,10 +27,10 @@ __weak __noinline int dw_call_end(struct dw_conn *conn, __u64 start, int outcome
 		return 0;
 	/* a protocol's goodbye (goodbye.h) that a close ended: no call at all */
 	if (outcome == OUTCOME_CLOSED)
-		outcome = closed_end(conn);
-	else if (outcome == OUTCOME_FAILED && conn->answer.bye == DW_BYE_YES)
+		outcome = layers_bye(conn) ? OUTCOME_DROPPED : closed_end(conn);
+	else if (outcome == OUTCOME_FAILED && layers_bye(conn))
 		outcome = OUTCOME_DROPPED;
-	if (conn->answer.status)
+	if (dw_answer_has_status(&conn->answer))
 		outcome = outcome_end(conn, outcome);
 	count_end(conn, start, outcome, now, conn->multiplexed);
 	return 0;

@@ -5,43 +5,34 @@
  * sessions (tls/) and the answers (answer/) do when the connection's state
  * moves (core/states.bpf.h) and when it is let go at TCP_CLOSE. The events
  * of a call's bytes are layers/bytes.bpf.h's, a call's end
- * layers/callend.bpf.h's. The transport calls the layers only through these
- * entries; each calls them in the order written here, the one place it is
- * written. Apart from the bytes' half so that the TCP program
- * (core/tcp.bpf.c) includes no frame walker, hello reader or plaintext walk.
+ * layers/callend.bpf.h's.
  *
- * Needs, included before it: answer/answer.bpf.h, h2/h2stream.bpf.h,
- * tls/tlsclose.bpf.h.
+ * Declarations only: the entries are defined in layers/state.bpf.c, which
+ * includes the layers, and reach the TCP program (core/tcp.bpf.c) through
+ * the static linker (bpftool gen object). The state program needs the
+ * layers, honestly: a connection that closes must end its HTTP/2 streams
+ * (nothing answers them once the server closed), its TLS session's
+ * outstanding call and link, and an answer owed to a read nobody makes.
+ * But it needs them only at those ends, so its source sees this seam and
+ * nothing of HTTP/2 or TLS (no frame walker, stream table or session
+ * map): a program includes only what it uses. __hidden: after the link
+ * the verifier checks each entry as a static subprogram, in its caller's
+ * context (the trusted socket pointer socket storage needs), as it did
+ * when they were inlined; the call is one frame more on the stack.
+ *
+ * Needs, included before it: core/conn.bpf.h.
  */
 #ifndef DEPWATCH_LAYERS_STATE_BPF_H
 #define DEPWATCH_LAYERS_STATE_BPF_H
 
 /*
  * The connection's TCP state moved, before the transport looks at its
- * outstanding call (core/states.bpf.h): a TLS session's end (its link goes
- * at TCP_CLOSE, its calls admit no new one after the peer's FIN); at
- * TCP_CLOSE an answer owed to a read nobody makes any more, settled
- * unread, and a first read never looked at no longer pending; then
- * HTTP/2's open streams, which nothing answers once the server closed.
- * The order is today's: the three touch state of their own (a link's
- * copy, the owed call, the streams), so no one's result depends on
- * another's.
+ * outstanding call: each layer's own end (layers/state.bpf.c says in
+ * which order and why).
  */
-static __always_inline void layers_state(const struct sock *sk, struct dw_conn *conn, int oldstate,
-					 int newstate)
-{
-	tls_on_state(sk, conn, oldstate, newstate);
-	if (newstate == TCP_CLOSE) {
-		dw_answer_settle_unread(conn);	/* nobody reads an owed answer's status any more */
-		h2_forget(conn);
-	}
-	h2_on_state(sk, conn, newstate);
-}
+__hidden int layers_state(const struct sock *sk, struct dw_conn *conn, int oldstate, int newstate);
 
-/* At TCP_CLOSE, the connection let go (conn_forget()): TLS's count of live connections. */
-static __always_inline void layers_forget(struct dw_conn *conn)
-{
-	tls_forget(conn);
-}
+/* At TCP_CLOSE, the connection let go (conn_forget()): what the layers count of it. */
+__hidden int layers_forget(struct dw_conn *conn);
 
 #endif /* DEPWATCH_LAYERS_STATE_BPF_H */

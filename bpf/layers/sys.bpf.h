@@ -143,7 +143,7 @@ __noinline int layers_sys_done(const struct dw_sys_call *call)
 		return 0;
 	conn = conn_of((const struct sock *)(unsigned long)call->sk);
 	if (conn)
-		conn->answer.status = 0;
+		answer_status_drop(conn);
 	return 0;
 }
 

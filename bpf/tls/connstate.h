@@ -10,6 +10,7 @@
 #define DEPWATCH_TLS_CONNSTATE_H
 
 #include "dwcompat.h"
+#include "depwatch.h"
 
 /* dw_conn_tls.own: whose the connection's calls are */
 enum dw_tls_own {
@@ -34,5 +35,21 @@ struct dw_conn_tls {
 	__u8 looks;		/* sends left to look at for a TLS hello after plaintext (STARTTLS: h2detect.bpf.h) */
 	__u8 pad[4];
 };
+
+/* The connection carries TLS: its first bytes were a hello (bpf/tls/hello.h). */
+static inline bool dw_tls_hello(const struct dw_conn_tls *t)
+{
+	return t->hello;
+}
+
+/*
+ * On a multiplexed TLS connection, len bytes one way are a control frame
+ * (DW_TLS_SMALL, bpf/depwatch.h: a PING, a WINDOW_UPDATE), no request or
+ * answer.
+ */
+static inline bool dw_tls_control(const struct dw_conn_tls *t, __u32 len)
+{
+	return t->hello && len <= DW_TLS_SMALL;
+}
 
 #endif /* DEPWATCH_TLS_CONNSTATE_H */

@@ -15,8 +15,12 @@
 #define DW_TLS_LINKS_MAX 16384	/* TLS sessions tied to a connection at once */
 #define DW_SSL_THREADS_MAX 16384	/* threads with an SSL call (LRU: the last one is kept) */
 
-/* Set by user space before load, exactly when the TLS uprobes will be attached (tls/ssl.bpf.c). */
-extern const volatile __u32 dw_tls_on;
+/*
+ * Set by user space before load, exactly when the TLS uprobes will be attached (OpenSSL's,
+ * tls/ssl.bpf.c, and Go's, tls/go/gotls.bpf.c): the TLS contract. Every program that includes
+ * this has it (__weak: one after the link).
+ */
+const volatile __u32 dw_tls_on __weak = 0;
 
 /* dw_ssl_thread.op */
 #define DW_SSL_WRITE 1
@@ -130,10 +134,10 @@ struct {
 
 /*
  * HTTP/2 inside TLS: the walk of a tied session's plaintext is one program,
- * dw_ssl_walk (tls/ssl.bpf.c), which the write and read returns tail-call
- * with their bytes in tls_jobs.
+ * dw_tls_walk (tls/walk.bpf.c), which OpenSSL's and Go's write and read
+ * returns tail-call with their bytes in tls_jobs.
  */
-/* A tied session's plaintext for the walker (dw_ssl_walk): one per CPU, for one tail call. */
+/* A tied session's plaintext for the walker (dw_tls_walk): one per CPU, for one tail call. */
 struct dw_tls_job {
 	struct dw_tls_key key;
 	__u64 addr;
@@ -151,7 +155,7 @@ struct {
 	__type(value, struct dw_tls_job);
 } tls_jobs SEC(".maps") __weak;
 
-/* [0]: dw_ssl_walk, put there by user space after load (only when TLS is on: it is loaded then) */
+/* [0]: dw_tls_walk, put there by user space after load (only when TLS is on: it is loaded then) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);

@@ -28,12 +28,12 @@
 #include <bpf/bpf_endian.h>
 #include "core/maps.bpf.h"
 #include "core/conn.bpf.h"
+#include "layers/conn.bpf.h"
 #include "core/sockread.bpf.h"
 #include "core/slots.bpf.h"
 #include "core/count.bpf.h"
 #include "core/call.bpf.h"
 #include "core/cascade.bpf.h"
-#include "core/closing.bpf.h"
 #include "core/bytes.bpf.h"
 #include "core/readend.bpf.h"
 #include "answer/outcome.bpf.h"
@@ -42,20 +42,13 @@
 #include "answer/goodbye.bpf.h"
 #include "h2/maps.bpf.h"
 #include "h2/h2conn.bpf.h"
-#include "h2/h2detect.bpf.h"
 #include "h2/h2stream.bpf.h"
-#include "h2/hblock.bpf.h"
-#include "h2/h2walk.bpf.h"
 #include "tls/maps.bpf.h"
 #include "tls/tlslink.bpf.h"
 #include "tls/tlsclose.bpf.h"
-#include "tls/tlsh2.bpf.h"
 #include "tls/tlsplain.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* 1 exactly when the user side attaches these programs (the TLS contract). */
-const volatile __u32 dw_tls_on = 0;
 
 /*
  * The thread's candidate connection (tls_rx_candidate()), if it read it
@@ -177,29 +170,6 @@ static __always_inline __u32 ssl_done_len(const struct dw_ssl_thread *t, int ret
 	if (ret != 1 || !t->len_at || bpf_probe_read_user(&n, sizeof(n), (const void *)t->len_at))
 		return 0;
 	return n > 0x7fffffff ? 0x7fffffff : n;
-}
-
-/*
- * The stream layer's walk of a session's plaintext, in this one program:
- * the write and read returns tail-call it (tls_walkers), so the walker is
- * verified once, not in each of them. Attached to no symbol: user space
- * puts it in tls_walkers[0].
- */
-SEC("uprobe")
-int dw_ssl_walk(struct pt_regs *ctx)
-{
-	__u32 zero = 0;
-	struct dw_tls_job *j = bpf_map_lookup_elem(&tls_jobs, &zero);
-	struct dw_tls_key key;
-	struct dw_conn *l;
-
-	if (!j)
-		return 0;
-	key = j->key;
-	l = bpf_map_lookup_elem(&tls_links, &key);
-	if (l && !tls_h2_bytes(l, &key, j->way, j->addr, j->len, j->seq, j->now))
-		tls_plain(l, j->way, j->addr, j->len, j->now);
-	return 0;
 }
 
 /*

@@ -4,7 +4,7 @@
  * uprobes (bpf/tls/ssl.bpf.c) and Go's crypto/tls uprobes (bpf/tls/go/gotls.bpf.c)
  * both call once they know how many bytes were written or read. One
  * model for both: HTTP/2 goes to the stream layer's walker (tail call,
- * dw_ssl_walk), anything else is the request/response model here.
+ * dw_tls_walk, tls/walk.bpf.c), anything else is the request/response model here.
  *
  * Needs, included before it: tls/tlslink.bpf.h, answer/goodbye.bpf.h.
  */

@@ -56,7 +56,8 @@ def read_frame(sock):
 class H2Server:
     """A cleartext HTTP/2 server: answers each new stream as answer(stream_id) says, one of
     ('ok', delay_s), ('status', block, delay_s), ('rst', delay_s), ('hang',),
-    ('goaway', last_id): GOAWAY naming last_id, then close; ('garbage',): a frame no peer sends.
+    ('goaway', last_id): GOAWAY naming last_id, then close; ('garbage',): a frame no peer sends;
+    ('big', n): 200 and n bytes of DATA in one sendmsg() of two iovecs.
     Counts what it received (streams) and answered."""
 
     def __init__(self, answer):
@@ -129,6 +130,19 @@ class H2Server:
                 # shutdown, not close: the serving thread's recv() holds the socket open
                 c.shutdown(socket.SHUT_RDWR)
                 return
+            elif kind == "big":
+                # HEADERS and how[1] bytes of DATA in one sendmsg() of two iovecs, as a server's
+                # writev of a frame and a body: the kernel copies a send this large in several
+                # passes (page fragments, skbs), each an event of its own at tcp_sendmsg_locked
+                head = frame(HEADERS, END_HEADERS, stream, STATUS_200)
+                body, left = b"", how[1]
+                while left:
+                    n = min(left, 16000)
+                    left -= n
+                    body += frame(DATA, 0 if left else END_STREAM, stream, b"x" * n)
+                with wlock:
+                    sent = c.sendmsg([head, body])
+                    c.sendall((head + body)[sent:])
             elif kind == "garbage":
                 # a PING of 7 bytes: no HTTP/2 peer sends one (its length is fixed at 8)
                 self._send(c, frame(PING, 0, 0, b"\0" * 7), wlock)
@@ -164,6 +178,7 @@ class H2Client:
         self.outcomes = {}      # stream id -> 'ok', 'status:<block hex>', 'rst'
         self.goaway = None
         self.closed = False
+        self.data = 0           # DATA payload bytes read
         self.write(PREFACE + frame(SETTINGS, 0, 0))
 
     def write(self, data):
@@ -201,6 +216,8 @@ class H2Client:
                 self.write(frame(SETTINGS, ACK, 0))
             elif ftype == HEADERS and stream not in self.outcomes:
                 self.outcomes[stream] = "ok" if payload[:1] == STATUS_200 else "status:" + payload.hex()
+            elif ftype == DATA:
+                self.data += len(payload)
             elif ftype == RST_STREAM:
                 self.outcomes[stream] = "rst"
             elif ftype == GOAWAY:

@@ -4,6 +4,7 @@ client threads under names of their own, and ports never handed out twice in a r
 daemon keeps the rows of the tests before it)."""
 
 import ctypes
+import os
 import socket
 import struct
 import threading
@@ -32,6 +33,40 @@ def thread_comm():
 
 
 
+# make test runs the two backends' passes side by side (tests/run-all.sh), each pass with daemons that
+# watch, judge and may refuse or abort every process's connections by destination port. A port one
+# pass had and released, the other could bind next while the first's daemon still holds a rule or
+# the rows for it: DW_PORT_SLICE="i/n" gives pass i the loopback ports p with (p // PORT_BLOCK) % n
+# == i, blocks of 8 so that a few consecutive ports stay in one slice. Unset: every port.
+PORT_BLOCK = 8
+
+
+def _port_slice():
+    text = os.environ.get("DW_PORT_SLICE", "")
+    if not text:
+        return 0, 1
+    i, n = (int(x) for x in text.split("/"))
+    if not 0 <= i < n:
+        raise ValueError("DW_PORT_SLICE=%r: want i/n with 0 <= i < n" % text)
+    return i, n
+
+
+PORT_SLICE = _port_slice()
+
+
+def in_slice(port, count=1):
+    """Whether port (and the count - 1 after it) are this pass's to use."""
+    i, n = PORT_SLICE
+    return all((p // PORT_BLOCK) % n == i for p in range(port, port + count))
+
+
+def first_in_slice(port):
+    """The first port from `port` on that is this pass's."""
+    while not in_slice(port):
+        port += 1
+    return port
+
+
 # Every port free_port and LoopbackServer handed out in this run. A shared daemon (DaemonTestCase's
 # SHARED_DAEMON) keeps the rows of the tests before: a port must not come back, or a later test
 # would read an earlier one's counts as its own.
@@ -40,15 +75,16 @@ _handed_lock = threading.Lock()
 
 
 def bind_fresh_port(make_socket, host):
-    """make_socket() bound to (host, 0), on a port this run never handed out before; returns it."""
+    """make_socket() bound to (host, 0), on a port of this pass's slice this run never handed out
+    before; returns it."""
     held = []
     try:
-        for _ in range(100):
+        for _ in range(100 * PORT_SLICE[1]):
             s = make_socket()
             s.bind((host, 0))
             port = s.getsockname()[1]
             with _handed_lock:
-                if port not in _handed_ports:
+                if port not in _handed_ports and in_slice(port):
                     _handed_ports.add(port)
                     return s
             held.append(s)      # kept bound while we retry: the kernel cannot offer it again
@@ -56,6 +92,13 @@ def bind_fresh_port(make_socket, host):
     finally:
         for h in held:
             h.close()
+
+
+def reusable_socket():
+    """A TCP/IPv4 socket with SO_REUSEADDR (a listener that binds again over TIME_WAIT)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return s
 
 
 def free_port(host="127.0.0.1"):

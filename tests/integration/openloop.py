@@ -125,9 +125,12 @@ class OpenLoopClient:
         self.started = self.completed = self.failed = 0
         self.call_failed = 0  # of the failed: the connection was up, the call itself failed
         self.log = []  # (start, end, ok) of every finished call, monotonic seconds
+        self.errors = []  # (seconds from start(), "connect" or "call", the error) of every failed call
+        self.t0 = None
         self.thread = threading.Thread(target=self._arrivals, daemon=True)
 
     def start(self):
+        self.t0 = time.monotonic()
         self.thread.start()
         return self
 
@@ -156,13 +159,14 @@ class OpenLoopClient:
             with self.lock:
                 self.completed += 1
                 self.log.append((start, end, True))
-        except OSError:
+        except OSError as e:
             if conn is not None:
                 conn.close()
             with self.lock:
                 self.failed += 1
                 self.call_failed += conn is not None
                 self.log.append((start, time.monotonic(), False))
+                self.errors.append((round(start - self.t0, 3), "call" if conn else "connect", repr(e)))
 
     def stop(self):
         self.stopped.set()

@@ -177,7 +177,18 @@ def main():
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2, resultclass=CountingResult)
     result = runner._makeResult()
     result.startTestRun()
-    for module, tests in by_module(suite):
+    queue = suitelock.ModuleQueue()
+    claimed = 0
+    groups = by_module(suite)
+    if queue.path:
+        # the modules that hold the host alone first: while one runs, no runner of either backend
+        # runs anything, so they cost the same at any point of the run, and at the start no other
+        # runner is inside a long module that it would first have to wait for
+        groups.sort(key=lambda g: not getattr(sys.modules.get(g[0]), "RUNS_ALONE_ON_HOST", False))
+    for module, tests in groups:
+        if not queue.claim(module):
+            continue
+        claimed += 1
         held = not all(will_skip(t) for t in tests)
         if held:
             SIDE.enter_module(getattr(sys.modules.get(module), "RUNS_ALONE_ON_HOST", False))
@@ -196,7 +207,7 @@ def main():
     outcomes = list(result.outcome.values())
     passed = outcomes.count("pass")
     skipped = outcomes.count("skip")
-    if not outcomes and not problems:
+    if not outcomes and not problems and (claimed or not queue.path):
         problems.append("no test ran")
     failed = outcomes.count("fail") + result.fixture_failures + len(problems)
     for p in problems:

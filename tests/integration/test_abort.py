@@ -25,6 +25,7 @@ import time
 import unittest
 import urllib.request
 
+from loopback import bind_fresh_port
 from harness import (DEPWATCH, EMULATED, Daemon, dependency, free_port, kernel_has_sock_destroy_kfunc,
                      reloaded_daemon, start_configured, write_config)
 from realtraffic import nginx_server, start_nginx, tempdir
@@ -361,8 +362,7 @@ class AbortTest(AbortPath, unittest.TestCase):
             self.cleanups.append(s.close)
             self.assertEqual(request(s)[1], 0)
         # an inbound connection on a listener that is inside pay's match
-        lst = socket.socket()
-        lst.bind(("127.0.0.1", 0))
+        lst = bind_fresh_port(socket.socket, "127.0.0.1")
         lst.listen(4)
         self.cleanups.append(lst.close)
         r = subprocess.run([DEPWATCH, "breaker", "open", "pay", "--run-dir", d.run_dir],

@@ -211,7 +211,7 @@ class BreakerTest(unittest.TestCase):
         self.assertGreater(dep["slow"], 0, "the tail never showed: the test did not test anything")
         self.assertLess(worst, 0.5)
         self.assertEqual([e for e in self.events(d) if e["dependency"] == "tail" and e["event"] == "transition"], [])
-        self.assertEqual(client.failed, 0)
+        self.assertEqual(client.failed, 0, client.errors)
 
     def test_max_inflight_opens_on_concurrency(self):
         srv = self.server(30.0)  # answers nothing while the test runs

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
+import harness
 from harness import DEPWATCH, Daemon, DaemonError
 
 # (name, file content, the line the error must name, words the message must hold)
@@ -44,6 +45,8 @@ CASES = [
 ]
 
 
+# The config's parser and reload, the same whichever backend measures: one pass (issue 45).
+@harness.backend_independent
 class ConfigErrorsTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="dwtest-conf-")

@@ -220,7 +220,12 @@ class DnsTest(unittest.TestCase):
         self.assertGreater(k2["dns_table_full"], k["dns_table_full"])
         started = now["dns_queries"] - was["dns_queries"]
         # (the sweep may free the first ones while the flood is still being sent: started may pass 8192)
-        self.assertEqual(started + (k2["dns_table_full"] - k["dns_table_full"]), nflood, "each query timed or counted")
+        # dns_table_full is the daemon's, not the dependency's: a query of the host's other traffic
+        # that met the full table counts there too (18 in a run whose flood a loaded host slowed),
+        # so every query of the flood is timed or counted (>=), and none is invented (<=)
+        self.assertGreaterEqual(started + (k2["dns_table_full"] - k["dns_table_full"]), nflood,
+                                "each query timed or counted")
+        self.assertLessEqual(started, nflood, "no query invented")
         self.assertEqual(now["dns_timeouts"] - was["dns_timeouts"], started)
         self.assertEqual(now["inflight"], 0)
 

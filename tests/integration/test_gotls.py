@@ -22,12 +22,12 @@ import unittest
 
 import harness
 from harness import Daemon, dependency, find_dest, write_config
+from loopback import in_slice
 from test_realtraffic import inbound_row
 
 GOBIN = os.path.join(os.environ.get("OUT", os.path.join(harness.REPO, "build")), "go")
 # stripped (-s -w: the struct offsets from the table) and -trimpath, as distributions ship them
 GOTLS = os.path.join(GOBIN, "gotls-stripped-trimpath")
-HANG_PORT = 43101
 SLOW_CALL_MS = 500
 _next_port = [43110]
 
@@ -36,6 +36,8 @@ def port():
     """The next port of this file's range that is free now (bound, released): the case's rows are its own."""
     while _next_port[0] < 43199:
         _next_port[0] += 1
+        if not in_slice(_next_port[0]):
+            continue
         s = socket.socket()
         try:
             s.bind(("127.0.0.1", _next_port[0]))
@@ -110,8 +112,11 @@ def attached(st, path):
 class GoTLSCallsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # the hang's port, free when chosen: a fixed one (43101, inside the ephemeral range) was
+        # once some other socket's local port when the Go server bound it ("address already in use")
+        cls.hang_port = port()
         cls.conf = write_config("[defaults]\nslow_call = %dms\n"
-                                "[dependency gohang]\nmatch = 127.0.0.1:%d\n" % (SLOW_CALL_MS, HANG_PORT))
+                                "[dependency gohang]\nmatch = 127.0.0.1:%d\n" % (SLOW_CALL_MS, cls.hang_port))
         cls.daemon = Daemon(extra_args=["-c", cls.conf])
         try:
             cls.daemon.start(timeout=120)
@@ -190,7 +195,7 @@ class GoTLSCallsTest(unittest.TestCase):
         and the breaker opens within slow_call + 700 ms of the hang."""
         # about 1.5 s of answers first (8 streams, 20 ms each): the breaker's judge has its sample
         g = GoProgram(GOTLS, ["-c", "8", "-n", "100000", "-delay", "20", "-hang", "600",
-                              "-addr", "127.0.0.1:%d" % HANG_PORT])
+                              "-addr", "127.0.0.1:%d" % self.hang_port])
         try:
             self.daemon.wait_for(lambda s: attached(s, GOTLS), timeout=10)
             g.go()

@@ -12,6 +12,7 @@ the test's server chose, the streams our peer opened.
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,7 @@ import time
 import unittest
 
 from harness import BACKEND, INTERVAL_MS, DaemonTestCase, dependency, find_dest, free_port, own_netns, runs_alone
-from h2wire import (STATUS_500, STATUS_503_HUFFMAN, STATUS_503_LITERAL, H2Client, H2Server)
+from h2wire import (STATUS_500, STATUS_503_HUFFMAN, STATUS_503_LITERAL, WINDOW_UPDATE, H2Client, H2Server, frame)
 from realtraffic import h2load, make_cert, require, start_nginx, start_nghttpd, tempdir, wait_closed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -411,6 +412,28 @@ class H2WireTest(H2Case):
                          (50, 0, 50, 1, 0, 0), r)
         i = inbound_row(st, srv.port)
         self.assertEqual((i["requests"], i["failed"]), (50, 0), i)
+
+    def test_answers_in_one_sendmsg(self):
+        """Each answer, HEADERS and 64 000 bytes of DATA, in one sendmsg() of two iovecs: the kernel
+        copies it in several passes (page fragments, skbs), and on 6.18 tcp_sendmsg_locked fires at
+        each, the later ones from inside the second iovec (the sock backend reads the msghdr there).
+        10 streams one after the other: exact on both ends, no desync (nginx's writev behind
+        h2load -m 10 lost step there: test_realtraffic's inbound h2_desync)."""
+        srv = self.h2server(lambda sid: ("big", 64000))
+        d = self.daemon()
+        c = H2Client(srv.port)
+        # the connection's window raised for all ten (RFC 9113 6.9); each stream's own holds 64 000
+        c.write(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 10 * 64000)))
+        for n in range(1, 11):
+            c.open(1)
+            c.read_until(lambda c: c.data >= 64000 * n)
+        c.close()
+        self.assertEqual((len(c.outcomes), c.data), (10, 640000))
+        st = self.settled(d, srv.port, calls=10)
+        r = find_dest(st, dest_text(srv.port))
+        self.assertEqual((r["calls"], r["failed"], r["streams"], r["h2_desync"], r["inflight"]), (10, 0, 10, 0, 0), r)
+        i = inbound_row(st, srv.port)
+        self.assertEqual((i["requests"], i["failed"], i["streams"], i["h2_desync"]), (10, 0, 10, 0), i)
 
     def test_desync_drops_and_falls_back(self):
         """Two streams held; then the server sends bytes that are no frames: the parser loses step,

@@ -30,6 +30,7 @@ import urllib.request
 
 from harness import DEPWATCH, REPO, Client, Daemon, DaemonTestCase, LoopbackServer, free_port, runs_alone
 import fleetpipe
+from loopback import bind_fresh_port
 import harness
 
 DELAY = 0.1     # the server's answer delay, seconds
@@ -352,9 +353,8 @@ class Test03MetricsStartErrors(DaemonTestCase):
         return proc.returncode, err.decode()
 
     def test_port_in_use(self):
-        taken = socket.socket()
+        taken = bind_fresh_port(socket.socket, "127.0.0.1")
         self.addCleanup(taken.close)
-        taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
         rc, err = self.run_once(["--metrics", "127.0.0.1:%d" % port])

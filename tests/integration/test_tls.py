@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from harness import EMULATED, REPO, Daemon, dependency, find_dest, runs_alone, write_config
+from loopback import first_in_slice, in_slice
 from test_h2 import GrpcClient, GrpcServer, have_grpc
 from realtraffic import OK_LOCATION, ab, h2load, make_cert, nginx_server, psql, require, start_nginx, start_postgres
 from test_realtraffic import BUCKET, RealTrafficCase, inbound_row
@@ -28,7 +29,7 @@ LIBSSL = "/lib/x86_64-linux-gnu/libssl.so.3"
 PORT0 = int(os.environ.get("DW_TLS_PORT0", "24100"))
 PORTS = range(PORT0, PORT0 + 799)
 # the hanging PostgreSQL's port, the one dependency of the class's config (PGHANG_SLOW_MS)
-PGHANG_PORT = PORT0 + 799
+PGHANG_PORT = first_in_slice(PORT0 + 800)
 PGHANG_SLOW_MS = 500
 
 
@@ -90,7 +91,7 @@ def own_port():
     """A free loopback port of PORTS that no case of this run had (bound, read back, released): each
     case's destination and inbound rows are its own."""
     for p in PORTS:
-        if p in _used:
+        if p in _used or not in_slice(p):
             continue
         _used.add(p)
         s = socket.socket()

@@ -25,6 +25,7 @@ import threading
 import time
 import unittest
 
+from loopback import bind_fresh_port, reusable_socket
 import harness
 from harness import Daemon, DaemonTestCase
 
@@ -83,9 +84,7 @@ class TlsSink:
     def __init__(self, cert, key):
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(cert, key)
-        self.lst = socket.socket()
-        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lst.bind(("127.0.0.1", 0))
+        self.lst = bind_fresh_port(reusable_socket, "127.0.0.1")
         self.lst.listen(64)
         self.port = self.lst.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()

@@ -12,6 +12,7 @@ import tempfile
 import time
 import unittest
 
+from loopback import bind_fresh_port
 import harness
 from harness import Client, DEPWATCH, Daemon, DaemonError, DaemonTestCase, LoopbackServer
 from dnsnet import query
@@ -54,8 +55,7 @@ class WithoutTest(DaemonTestCase):
         self.exact_calls(d)
 
     def test_without_the_cgroup_connect_hooks(self):
-        lst = socket.socket()
-        lst.bind(("127.0.0.1", 0))
+        lst = bind_fresh_port(socket.socket, "127.0.0.1")
         lst.listen(16)
         self.addCleanup(lst.close)
         port = lst.getsockname()[1]

@@ -34,13 +34,17 @@ SUBSET=(
 	# --durations, 6.1.0-57 under TCG), its class's daemon start included (~22 s there: two
 	# thirds of the stage). The tests that share a daemon (a module's SHARED_DAEMON, a class's
 	# daemon in setUpClass, harness.reloaded_daemon) are one item: in one guest, they start it once.
+	# "beside": the item asserts nothing a guest kept off its CPU could change (exact counts,
+	# capabilities, pins, which backend, valgrind's report; no latency, no deadline), so make test
+	# runs it during the integration stage (KERNELS_PART=beside, tests/run-all.sh), in a guest the
+	# host's own tests preempt; the others after it (KERNELS_PART=after).
 	"155 test_tls.TLSCase.test_ab_https_keepalive test_tls.TLSCase.test_asyncio_client test_tls.TLSCase.test_nginx_proxy_https test_tls.TLSCase.test_curl_loop test_tls.TLSCase.test_postgres_libpq test_tls.TLSCase.test_postgres_hang test_tls.TLSCase.test_bio_client_own_method"
 	"100 test_h2.GrpcTest.test_counts_and_latency test_h2.GrpcTest.test_hang_8_streams test_h2.GrpcTest.test_client_cancels"
 	"90 test_abort.AbortTest.test_abort_releases_hanging_pool test_abort.AbortTest.test_abort_after test_abort.AbortTest.test_forced_open_only_what_was_asked"
 	"90 test_dns."
 	"80 test_calls.Test14Lifecycle"
-	"75 test_valgrind."
-	"75 test_goodbye."
+	"75 beside test_valgrind."
+	"75 beside test_goodbye."
 	"70 test_calls.Test01ExactCallCounts test_calls.Test02P50Accuracy test_calls.Test03InflightAndOldestAge test_calls.Test06RefusedConnect test_calls.Test07FailedCalls test_calls.Test12CallBoundaries"
 	"65 test_eject_nginx."
 	"55 test_h2.H2WireTest.test_frames_split_byte_by_byte test_h2.H2WireTest.test_desync_drops_and_falls_back test_h2.H2WireTest.test_server_resets_and_5xx test_h2.H2WireTest.test_goaway_then_close test_h2.H2WireTest.test_streams_over_the_limit"
@@ -50,13 +54,13 @@ SUBSET=(
 	"46 test_breaker.BreakerTest.test_reload_keeps_old_config_on_error_and_applies_a_good_one"
 	"45 test_pool.PoolTest.test_small_pools_hang_open_in_time"
 	"41 test_cascade.CascadeTest.test_forecast"
-	"40 test_backend.Test02EverySyscall"
-	"40 test_backend.Test01WhichBackend"
+	"40 beside test_backend.Test02EverySyscall"
+	"40 beside test_backend.Test01WhichBackend"
 	"37 test_abort.NginxAbortTest."
 	"35 test_breaker.BreakerTest.test_slowdown_opens_fast_logs_and_recovers"
 	"35 test_control.ControlClientsTest.test_control_cut_answer_is_an_error"
-	"35 test_lifecycle.LifecycleTest.test_keeps_only_cap_bpf_and_cap_perfmon"
-	"32 test_install.InstallTest.test_unit_capabilities_are_enough"
+	"35 beside test_lifecycle.LifecycleTest.test_keeps_only_cap_bpf_and_cap_perfmon"
+	"32 beside test_install.InstallTest.test_unit_capabilities_are_enough"
 	"29 test_metrics.Test01MetricsBody"
 	"27 test_enforce.EnforceTest.test_forced_open_rejects_fast_and_auto_lifts test_enforce.EnforceTest.test_half_open_lets_exactly_the_probes_through"
 	"27 test_eject.EjectReloadTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
@@ -64,10 +68,10 @@ SUBSET=(
 	"25 test_breaker.BreakerTest.test_max_inflight_opens_on_concurrency"
 	"25 test_enforce.FailOpenTest.test_kill_9_fails_open_within_3_seconds"
 	"25 test_enforce.FailOpenTest.test_sigstop_fails_open_when_the_lease_runs_out"
-	"24 test_lifecycle.LifecycleTest.test_clean_stop_leaves_no_programs_and_no_pins"
+	"24 beside test_lifecycle.LifecycleTest.test_clean_stop_leaves_no_programs_and_no_pins"
 	# Go's TLS uprobes on 6.1 (doc/go.md): the offsets from the table, the RETs, and entries
 	# repeated under Go's preemption signals (GOMAXPROCS=8 on one vCPU)
-	"15 test_gotls_probe.GoTLSProbeTest.test_gomaxprocs test_gotls_probe.GoTLSProbeTest.test_stripped"
+	"15 beside test_gotls_probe.GoTLSProbeTest.test_gomaxprocs test_gotls_probe.GoTLSProbeTest.test_stripped"
 	"7 test_realtraffic.Test6HTTP2.test_nghttpd"
 	"7 test_realtraffic.Test1KeepAlive.test_wrk_keepalive"
 )
@@ -77,12 +81,22 @@ SUBSET=(
 suitelock_take "tests/vm/kernels.sh, KERNELS=$KERNELS"
 
 [ "$SHARDS" -ge 1 ] 2>/dev/null || SHARDS=1
-# Greedy: each item, costliest first, to the shard with the least so far.
+# KERNELS_PART: all (the default, make test-kernels), beside or after (make test: the items marked
+# beside during the integration stage, the others after it).
+PART=${KERNELS_PART:-all}
+case "$PART" in
+all | beside | after) ;;
+*) echo "kernels.sh: KERNELS_PART is all, beside or after, not \"$PART\"" >&2; exit 2 ;;
+esac
+# Greedy: each item of the part, costliest first, to the shard with the least so far.
 declare -a load shard_args
 for ((i = 0; i < SHARDS; i++)); do load[i]=0; shard_args[i]=""; done
 mapfile -t SORTED < <(printf '%s\n' "${SUBSET[@]}" | sort -rn -k1,1)
 for item in "${SORTED[@]}"; do
 	cost=${item%% *} t=${item#* } best=0
+	marked=after
+	if [ "${t%% *}" = beside ]; then marked=beside t=${t#beside }; fi
+	[ "$PART" = all ] || [ "$PART" = "$marked" ] || continue
 	for ((i = 1; i < SHARDS; i++)); do
 		[ "${load[i]}" -lt "${load[best]}" ] && best=$i
 	done
@@ -96,7 +110,7 @@ summary=""
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 for k in $KERNELS; do
-	echo "== kernels: $k in $SHARDS VMs of one vCPU (tests/vm/vm.py)"
+	echo "== kernels: $k in $SHARDS VMs of one vCPU (tests/vm/vm.py), items: $PART"
 	start=$(date +%s)
 	# fetched once, before the guests that share it start
 	python3 tests/vm/vm.py --kernel "$k" --fetch-only

@@ -69,6 +69,8 @@ extern const size_t dw_nsyscalls_only;
 #define HOOK_DNS_CLOSE "cgroup/sock_release"
 /* the TLS uprobes and the exec watch that finds them libraries (user/discovery/tls/, doc/tls.md) */
 #define HOOK_TLS "tls"
+/* the cause parts.c gives when the kernel refused them (tests/unit/test_hooks.c checks the whole text) */
+#define HOOK_TLS_REFUSED "the kernel refused the TLS uprobe programs"
 /* dw_prog_specs' HTTP/2 receive program (the sock backend's copy of a receive's bytes) */
 #define HOOK_H2_COPY "skb_copy_datagram_iovec"
 

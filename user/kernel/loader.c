@@ -73,13 +73,13 @@ static void pin_dir_clear(struct dw_bpf *b)
 }
 
 /*
- * The TLS plaintext's stream-layer walk (dw_ssl_walk, bpf/tls/ssl.bpf.c) is
- * tail-called from the uprobes through tls_walkers[0]; attached to nothing
+ * The TLS plaintext's walk (dw_tls_walk, bpf/tls/walk.bpf.c) is tail-called
+ * from OpenSSL's and Go's uprobes through tls_walkers[0]; attached to nothing
  * (it has no row in user/discovery/tls/attach.c's table).
  */
 static int tls_walker_in(struct dw_bpf *b)
 {
-	int fd = bpf_program__fd(b->skel->progs.dw_ssl_walk);
+	int fd = bpf_program__fd(b->skel->progs.dw_tls_walk);
 	__u32 zero = 0;
 
 	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.tls_walkers), &zero, &fd, BPF_ANY)) {

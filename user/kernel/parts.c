@@ -54,7 +54,7 @@ static void decide_h2(struct dw_bpf *b)
 	b->skel->rodata->dw_h2_enabled = !b->h2_why[0];
 }
 
-/* TLS off (tls_why says why): the dw_ssl_* and dw_go_* uprobes and the exec watch do not load. */
+/* TLS off (tls_why says why): the dw_ssl_* and dw_go_* uprobes, their walker and the exec watch do not load. */
 static void tls_off(struct dw_bpf *b)
 {
 	struct bpf_program *prog;
@@ -65,6 +65,7 @@ static void tls_off(struct dw_bpf *b)
 		if (!strncmp(bpf_program__name(prog), "dw_ssl_", 7) ||
 		    !strncmp(bpf_program__name(prog), "dw_go_", 6))
 			bpf_program__set_autoload(prog, false);
+	bpf_program__set_autoload(b->skel->progs.dw_tls_walk, false);
 	bpf_program__set_autoload(b->skel->progs.dw_tls_exec, false);
 }
 
@@ -214,7 +215,7 @@ static void enforce_refused(struct dw_bpf *b, const struct dw_load_part *p)
 static const struct dw_load_part load_parts[DW_NPARTS] = {
 	/* the newest and most optional part, the first to go */
 	[DW_PART_TLS] = { "the TLS uprobes", "them", "dw_ssl_", HOOK_TLS,
-			  "the kernel refused the TLS uprobe programs", tls_refused },
+			  HOOK_TLS_REFUSED, tls_refused },
 	/* h2_why, the cause alone; the program's own reason adds its hook's loss */
 	[DW_PART_H2] = { "the HTTP/2 receive program", "it", "dw_h2_copy", HOOK_H2_COPY,
 			 "the kernel refused the receive program (bpf_dynptr_from_skb in tracing: Linux 6.14+)",
