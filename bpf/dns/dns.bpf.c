@@ -78,6 +78,17 @@ static long dns_sweep_one(struct bpf_map *map, struct dw_dns_key *key, struct dw
 }
 
 
+/* An answer that waited for its query's send longer than any send takes: unmatched after all. */
+static long dns_early_sweep_one(struct bpf_map *map, struct dw_dns_key *key, struct dw_dns_early *val,
+				struct dns_sweep_ctx *ctx)
+{
+	if (ctx->now - val->at_ns <= DW_DNS_EARLY_NS)
+		return 0;
+	if (!bpf_map_delete_elem(map, key))
+		global_count(G_dns_unmatched);
+	return 0;
+}
+
 /* How many queries the last sweep failed (for the daemon's log only). */
 __u32 dw_dns_swept __weak;
 
@@ -87,6 +98,7 @@ int dw_dns_sweep(void *ctx)
 	struct dns_sweep_ctx sc = { .now = bpf_ktime_get_ns() };
 
 	bpf_for_each_map_elem(&dns_queries, dns_sweep_one, &sc, 0);
+	bpf_for_each_map_elem(&dns_early, dns_early_sweep_one, &sc, 0);
 	dw_dns_swept = sc.ended;
 	return 0;
 }

@@ -115,55 +115,6 @@ static __always_inline void dns_remember(const struct dw_dns_key *key)
 	ds->next++;
 }
 
-/* A query left at now: a call starts, unless it is a retransmit or the table is full. */
-static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_msg *m)
-{
-	/* on the stack: 6.1 takes a map key from there (or a map value), not from a global's argument */
-	struct dw_dest_key peer = k->peer;
-	struct dw_dns_query q = {};
-	struct dw_pending_entry *e;
-	struct dw_dest_stats *st;
-	struct dw_dns_key key;
-	__u64 now = k->now;
-
-	dns_key_of(k->sock, &peer, m, &key);
-	if (bpf_map_lookup_elem(&dns_queries, &key)) {
-		global_count(G_dns_retransmits);
-		return;
-	}
-	/* the sender's network namespace and cgroup: these programs run in the sending task */
-	peer.netns = dns_netns();
-	q.slot = dest_claim(&peer);
-	q.caller = caller_claim(q.slot, bpf_get_current_cgroup_id());
-	q.timeout_ns = dns_timeout_of(q.slot);
-	q.start_ns = now;
-	q.pend = pend_take();
-	if (bpf_map_update_elem(&dns_queries, &key, &q, BPF_NOEXIST)) {
-		/* a racing send of the same query won; or the table is full */
-		if (!bpf_map_lookup_elem(&dns_queries, &key))
-			global_count(G_dns_table_full);
-		if (q.pend)
-			pend_release(q.pend);
-		return;
-	}
-	__sync_fetch_and_add(&dw_dns_live, 1);
-	dns_remember(&key);
-	e = pend_entry(q.pend);
-	if (e) {
-		e->connect_start_ns = 0;
-		e->slot = q.slot;
-		e->caller = q.caller;
-		e->caller_netns = 0;
-		e->caller_port = 0;
-		e->flags = 0;
-		e->call_start_ns = now;
-	}
-	dns_conn(&k->conn, q.slot, q.caller);
-	st = count_start(&k->conn, now);
-	if (st)
-		st->calls_dns++;
-}
-
 /*
  * DNS_CLOSED: its socket closed unanswered before its dns_timeout (the
  * client gave up): failed, counted as a timeout, timed at the close.
@@ -194,6 +145,83 @@ static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end h
 		st->dns_timeouts++;
 }
 
+/* How an answer of rcode ends its query (answered in time). */
+static __always_inline enum dns_end dns_how(__u32 rcode)
+{
+	if (rcode == DW_DNS_SERVFAIL || rcode == DW_DNS_REFUSED)
+		return DNS_RCODE_FAILED;
+	if (rcode == DW_DNS_NXDOMAIN)
+		return DNS_NXDOMAIN;
+	return DNS_ANSWERED;
+}
+
+/* A query left at now: a call starts, unless it is a retransmit or the table is full. */
+static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_msg *m)
+{
+	/* on the stack: 6.1 takes a map key from there (or a map value), not from a global's argument */
+	struct dw_dest_key peer = k->peer;
+	struct dw_dns_query q = {};
+	struct dw_pending_entry *e;
+	struct dw_dest_stats *st;
+	struct dw_dns_early *early;
+	struct dw_dns_key key;
+	__u64 now = k->now;
+	__u32 rcode = 0;
+
+	dns_key_of(k->sock, &peer, m, &key);
+	if (bpf_map_lookup_elem(&dns_queries, &key)) {
+		global_count(G_dns_retransmits);
+		return;
+	}
+	early = bpf_map_lookup_elem(&dns_early, &key);
+	if (early) {
+		rcode = early->rcode;
+		if (bpf_map_delete_elem(&dns_early, &key))
+			early = 0;	/* another send of the same query took it */
+	}
+	/* the sender's network namespace and cgroup: these programs run in the sending task */
+	peer.netns = dns_netns();
+	q.slot = dest_claim(&peer);
+	q.caller = caller_claim(q.slot, bpf_get_current_cgroup_id());
+	q.timeout_ns = dns_timeout_of(q.slot);
+	q.start_ns = now;
+	if (early) {
+		/* its answer came inside this send: a call, ended as it starts */
+		dns_conn(&k->conn, q.slot, q.caller);
+		st = count_start(&k->conn, now);
+		if (st)
+			st->calls_dns++;
+		__sync_fetch_and_add(&dw_dns_live, 1);
+		dns_end(&q, dns_how(rcode), now, &k->conn);
+		return;
+	}
+	q.pend = pend_take();
+	if (bpf_map_update_elem(&dns_queries, &key, &q, BPF_NOEXIST)) {
+		/* a racing send of the same query won; or the table is full */
+		if (!bpf_map_lookup_elem(&dns_queries, &key))
+			global_count(G_dns_table_full);
+		if (q.pend)
+			pend_release(q.pend);
+		return;
+	}
+	__sync_fetch_and_add(&dw_dns_live, 1);
+	dns_remember(&key);
+	e = pend_entry(q.pend);
+	if (e) {
+		e->connect_start_ns = 0;
+		e->slot = q.slot;
+		e->caller = q.caller;
+		e->caller_netns = 0;
+		e->caller_port = 0;
+		e->flags = 0;
+		e->call_start_ns = now;
+	}
+	dns_conn(&k->conn, q.slot, q.caller);
+	st = count_start(&k->conn, now);
+	if (st)
+		st->calls_dns++;
+}
+
 /* An answer came: the query of key ends, if it is still outstanding. False: no such query. */
 static __always_inline bool dns_answer(const struct dw_dns_key *key, const struct dw_dns_msg *m, struct dw_conn *c)
 {
@@ -210,12 +238,8 @@ static __always_inline bool dns_answer(const struct dw_dns_key *key, const struc
 	now = bpf_ktime_get_ns();
 	if (now - q.start_ns > q.timeout_ns)
 		how = DNS_TIMEOUT;	/* answered after its timeout, before the sweep saw it */
-	else if (m->rcode == DW_DNS_SERVFAIL || m->rcode == DW_DNS_REFUSED)
-		how = DNS_RCODE_FAILED;
-	else if (m->rcode == DW_DNS_NXDOMAIN)
-		how = DNS_NXDOMAIN;
 	else
-		how = DNS_ANSWERED;
+		how = dns_how(m->rcode);
 	dns_end(&q, how, now, c);
 	return true;
 }
@@ -288,6 +312,13 @@ __weak __noinline int dns_arrived(struct dns_work *k)
 		dns_key_of(k->sock, &k->peer, &m, &key);
 		if (dns_answer(&key, &m, &k->conn))
 			return 1;
+		if (k->early) {
+			struct dw_dns_early e = { .at_ns = bpf_ktime_get_ns(), .rcode = m.rcode };
+
+			/* its query's send may not have ended yet: that end, or the sweep, counts it */
+			bpf_map_update_elem(&dns_early, &key, &e, BPF_NOEXIST);
+			return 0;
+		}
 	} else if (dns_answer_any(k->sock, &m, &k->conn)) {
 		return 1;
 	}

@@ -82,6 +82,7 @@ static __always_inline int dns_recv_read(const struct dns_sys_call *c, __u32 i, 
 	}
 	k->sock = c->sk;
 	k->quiet = 0;
+	k->early = 0;
 	return 1;
 }
 

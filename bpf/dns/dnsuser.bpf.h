@@ -157,6 +157,7 @@ static __always_inline int dns_send_read(const struct sock *sk, const struct dns
 	k->sock = dns_sock_id(sk);
 	k->now = now;
 	k->quiet = 0;
+	k->early = 0;
 	return 1;
 }
 

@@ -67,6 +67,7 @@ struct dns_work {
 	__u64 now;			/* a send's: its queries start there */
 	__u32 n;
 	__u32 quiet;			/* an arrival looked at before: its misses were counted then */
+	__u32 early;			/* the sock backend's arrival: may come before its query (dns_early) */
 };
 
 /* dns_sys's value: the call, and the room its exit reads each message in (dns/dnscall.bpf.h) */
@@ -101,6 +102,30 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dns_work);
 } dns_arrivals SEC(".maps") __weak;
+
+/*
+ * Answers that came before their query (the sock backend times a query
+ * from its send's end, and a resolver on loopback can answer inside the
+ * send: its softirq runs the resolver's wakeup before the sender returns).
+ * The send's end claims its answer here (a call of about 0 ms, counted
+ * once, as every query is); the sweep counts one left for a second
+ * unmatched. LRU: more than its entries at once and the oldest leave
+ * uncounted.
+ */
+struct dw_dns_early {
+	__u64 at_ns;
+	__u32 rcode;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct dw_dns_key);
+	__type(value, struct dw_dns_early);
+} dns_early SEC(".maps") __weak;
+
+#define DW_DNS_EARLY_NS 1000000000ULL
 
 /* 1 at the ports DNS is read on (dns_ports, by default 53); written by user space */
 struct {
