@@ -60,6 +60,7 @@ int dw_dns_release(struct bpf_sock *ctx)
 struct dns_sweep_ctx {
 	__u64 now;
 	__u32 ended;
+	__u32 early_left;
 };
 
 static long dns_sweep_one(struct bpf_map *map, struct dw_dns_key *key, struct dw_dns_query *val,
@@ -82,9 +83,14 @@ static long dns_sweep_one(struct bpf_map *map, struct dw_dns_key *key, struct dw
 static long dns_early_sweep_one(struct bpf_map *map, struct dw_dns_key *key, struct dw_dns_early *val,
 				struct dns_sweep_ctx *ctx)
 {
-	if (ctx->now - val->at_ns <= DW_DNS_EARLY_NS)
+	__u32 quiet;
+
+	if (ctx->now - val->at_ns <= DW_DNS_EARLY_NS) {
+		ctx->early_left++;
 		return 0;
-	if (!bpf_map_delete_elem(map, key))
+	}
+	quiet = val->quiet;
+	if (!bpf_map_delete_elem(map, key) && !quiet)
 		global_count(G_dns_unmatched);
 	return 0;
 }
@@ -99,6 +105,7 @@ int dw_dns_sweep(void *ctx)
 
 	bpf_for_each_map_elem(&dns_queries, dns_sweep_one, &sc, 0);
 	bpf_for_each_map_elem(&dns_early, dns_early_sweep_one, &sc, 0);
+	dw_dns_early_n = sc.early_left;
 	dw_dns_swept = sc.ended;
 	return 0;
 }

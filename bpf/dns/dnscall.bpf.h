@@ -38,6 +38,8 @@
 
 /* Outstanding queries (inserted, not yet deleted): the daemon skips the sweep at 0. */
 __u32 dw_dns_live __weak;
+/* Answers waiting in dns_early, about: one more at each wait, recounted by each sweep (which runs while either is not 0) */
+__u32 dw_dns_early_n __weak;
 
 /*
  * Set by user space before load: 0 when DNS is off (user/kernel/parts.c).
@@ -313,11 +315,16 @@ __weak __noinline int dns_arrived(struct dns_work *k)
 		if (dns_answer(&key, &m, &k->conn))
 			return 1;
 		if (k->early) {
-			struct dw_dns_early e = { .at_ns = bpf_ktime_get_ns(), .rcode = m.rcode };
+			/* a quiet look's datagram may have matched its query at its first: the sweep
+			 * drops it uncounted, as the look would have */
+			struct dw_dns_early e = { .at_ns = bpf_ktime_get_ns(), .rcode = m.rcode, .quiet = k->quiet };
 
-			/* its query's send may not have ended yet: that end, or the sweep, counts it */
-			bpf_map_update_elem(&dns_early, &key, &e, BPF_NOEXIST);
-			return 0;
+			/* its query's send may not have ended yet: that end, or the sweep, counts it;
+			 * one waits for a send already (a retransmit's answer): a send claims one */
+			if (!bpf_map_update_elem(&dns_early, &key, &e, BPF_NOEXIST)) {
+				__sync_fetch_and_add(&dw_dns_early_n, 1);
+				return 0;
+			}
 		}
 	} else if (dns_answer_any(k->sock, &m, &k->conn)) {
 		return 1;

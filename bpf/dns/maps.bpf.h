@@ -115,7 +115,7 @@ struct {
 struct dw_dns_early {
 	__u64 at_ns;
 	__u32 rcode;
-	__u32 pad;
+	__u32 quiet;	/* seen at a quiet look (dns_work): uncounted if no send claims it */
 };
 
 struct {

@@ -370,8 +370,10 @@ int dw_bpf_dns_sweep(struct dw_bpf *b)
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 	int err;
 
-	/* nothing outstanding, nothing to sweep (the count is the kernel's, read in place) */
-	if (!dw_bpf_dns_on(b) || !*(volatile __u32 *)&b->skel->bss->dw_dns_live)
+	/* nothing outstanding and no answer waiting for its query, nothing to sweep (the counts are
+	 * the kernel's, read in place) */
+	if (!dw_bpf_dns_on(b) || (!*(volatile __u32 *)&b->skel->bss->dw_dns_live &&
+				  !*(volatile __u32 *)&b->skel->bss->dw_dns_early_n))
 		return 0;
 	err = bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.dw_dns_sweep), &opts);
 	if (err)
