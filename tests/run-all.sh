@@ -114,12 +114,12 @@ echo "$kernels_intro: its items that need no CPU of their own, beside the integr
   echo "$(took $start)" > "$ilogs/kbeside.end"; } &
 kbeside_pid=$!
 tail -n +1 -f --pid=$kbeside_pid "$ilogs/kbeside" | sed -u "s/^/[beside] /" &
-# Each backend's pass as RUNNERS runners (issue 45: a runner mostly waits, 12-19% of the CPUs),
+# Each backend's pass as RUNNERS runners (issue 45: a runner mostly waits, 5-9% of the CPUs),
 # which share its modules through a queue (tests/integration/suitelock.py, ModuleQueue: a module
 # runs in the first runner to claim it). Each runner its own slice of the loopback ports
 # (tests/integration/loopback.py, DW_PORT_SLICE): a port one runner released, with its daemon
 # still judging or refusing it, is never another's next.
-runners=${RUNNERS:-2}
+runners=${RUNNERS:-3}
 nrun=$((${#backends[@]} * runners))
 side=$([ "$nrun" -gt 1 ] && echo 1 || echo 0)
 n=0
