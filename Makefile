@@ -320,10 +320,13 @@ mixin: $(MIXIN_OUT)
 $(MIXIN_OUT): $(MIXIN_SRCS) | $(DEPS_FIRST) $(OUT)
 	$(call msg,JSONNET,$(OUT)/mixin)
 	$(Q)$(call need,$(JSONNET),jsonnet)
-	$(Q)rm -rf $(OUT)/mixin.tmp && mkdir -p $(OUT)/mixin.tmp/dashboards
-	$(Q)$(JSONNET) -S -m $(OUT)/mixin.tmp mixin/render.jsonnet >/dev/null
-	$(Q)cp mixin/tests.yaml $(OUT)/mixin.tmp/tests.yaml
-	$(Q)rm -rf $(OUT)/mixin && mv $(OUT)/mixin.tmp $(OUT)/mixin
+	$(Q)# a directory of this make's own, renamed into place: two makes at once (make test's runners
+	$(Q)# each install) never write into one another's, and a reader never sees a half-rendered one
+	$(Q)tmp=$$(mktemp -d $(OUT)/mixin.tmp.XXXXXX) && mkdir -p $$tmp/dashboards && \
+	$(JSONNET) -S -m $$tmp mixin/render.jsonnet >/dev/null && cp mixin/tests.yaml $$tmp/tests.yaml && \
+	chmod 755 $$tmp && rm -rf $(OUT)/mixin.old.$$$$ && \
+	{ ! [ -e $(OUT)/mixin ] || mv -T $(OUT)/mixin $(OUT)/mixin.old.$$$$; } && \
+	{ mv -T $$tmp $(OUT)/mixin || rm -rf $$tmp; } && rm -rf $(OUT)/mixin.old.$$$$
 
 # `make install [PREFIX=/usr/local] [DESTDIR=...]`: the binary, depwatch(8), the
 # systemd unit, an example config in /etc/depwatch (0644 root: the daemon refuses

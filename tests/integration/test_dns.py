@@ -435,9 +435,12 @@ class DnsTest(unittest.TestCase):
             self.assertIsNotNone(row, u.addr)
             self.assertEqual(row["failed"] - was_rows[u.addr]["failed"], per_ns, u.addr)
             self.assertEqual(row["inflight"], 0, u.addr)
-        # only the close ends the second's; the first's went to the sweep or the close, never both
+        # only the close ends the second's. dns_closed is the daemon's count over the whole host: a
+        # DNS client of another process that closes on its outstanding queries meanwhile (make
+        # test's other runners' test_dns, whose daemons all see each other's traffic) adds to it,
+        # so it has no upper bound here; that the first's went to the sweep or the close, never
+        # both, is the exact per-dependency counts above (failed and dns_timeouts == per_ns)
         self.assertGreaterEqual(closed, per_ns)
-        self.assertLessEqual(closed, 2 * per_ns)
         # the resolvers' own count, once they run again and read what waited in their sockets
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(u.queries() - logged[u] < per_ns for u in logged):
