@@ -17,13 +17,22 @@ from harness import dependency, median, start_configured
 import subprocess as sp
 
 from harness import DEPWATCH
+from loopback import first_in_slice
 from dnsnet import NET, UPSTREAM_ADDR, Lookups, Netns, SlowUpstream, Unbound, dig_times, flood, query, send_datagrams
 
 UPSTREAM = (UPSTREAM_ADDR, 5300)  # 5300: no DNS port, unbound's queries to it are not depwatch's calls
 V6_ADDR = "fd53::7"               # on the namespace's lo, nothing listening: enforcement's IPv6 case
 SLOW_S = 0.050                    # the upstream's answer time: what dig and depwatch both time
+# The flood's resolver port, a DNS port of this test's daemon alone: every daemon on the host reads
+# every process's DNS on its dns_ports, and 9 000 queries nobody answers on 53 filled the tables of
+# make test's other runners' daemons too (their test_dns, side by side, counted table_full and
+# missed its own queries). The runner's own (its slice of the ports): both backends' test_dns side by
+# side read their own flood's port alone.
+FLOOD_PORT = first_in_slice(45300)
 
-CONFIG = """[dependency dns_a]
+CONFIG = """[defaults]
+dns_ports = 53, {flood}
+[dependency dns_a]
 match = {net}.1:53
 dns_timeout = 2s
 [dependency dns_slow]
@@ -45,7 +54,7 @@ match = {net}.5:53
 match = {net}.6:53
 dns_timeout = 1s
 [dependency dns_flood]
-match = {net}.7:53
+match = {net}.7:{flood}
 dns_timeout = 3s
 [dependency dns_v6]
 match = [{v6}]:53
@@ -56,7 +65,7 @@ dns_timeout = 3s
 [dependency dns_gone2]
 match = {net}.9:53
 dns_timeout = 30s
-""".format(net=NET, v6=V6_ADDR)
+""".format(net=NET, v6=V6_ADDR, flood=FLOOD_PORT)
 
 # A resolver that answers every query wrongly (on NET.6:53): the wrong id, another question, a
 # message cut short, and the right answer from another port; never the right one.
@@ -212,7 +221,7 @@ class DnsTest(unittest.TestCase):
         # a flood of queries nobody answers (9 000 ids on one socket): the table stays bounded, counted when full
         was = self.dep("dns_flood", st)
         nflood = 9000
-        items = [[NET + ".7", 53, query(i, "f%d.test" % i).hex()] for i in range(nflood)]
+        items = [[NET + ".7", FLOOD_PORT, query(i, "f%d.test" % i).hex()] for i in range(nflood)]
         self.assertEqual(flood(self.ns, items), ["sent"])
         st = self.d.wait_for(lambda s: s["kernel"]["dns_table_full"] > k["dns_table_full"]
                              and self.dep("dns_flood", s)["inflight"] == 0, timeout=10)
@@ -269,7 +278,7 @@ class DnsTest(unittest.TestCase):
         # DNS messages to ports that are no DNS port (QUIC's 443, random ones): not read, not counted
         was, k0 = now, k
         items = [[ub.addr, port, query(0x6000 + port % 1000, "a.test").hex()]
-                 for port in [443] * 50 + random.sample(range(1024, 65000), 2000) if port not in (5300, 5353)]
+                 for port in [443] * 50 + random.sample(range(1024, 65000), 2000) if port not in (5300, 5353, FLOOD_PORT)]
         self.assertEqual(flood(self.ns, items), ["sent"])
         dig_times(self.ns, ub.addr, ["a.test"])  # and one real query after them, to wait on
         st = self.d.wait_for(lambda s: self.dep("dns_a", s)["dns_queries"] - was["dns_queries"] >= 1
