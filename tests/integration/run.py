@@ -112,6 +112,11 @@ def runs_alone(test):
                 or getattr(sys.modules.get(type(test).__module__), "RUNS_ALONE", False))
 
 
+def alone_on_host(module):
+    """Whether the module holds the host alone (RUNS_ALONE_ON_HOST = True, suitelock.SideBySide)."""
+    return bool(getattr(sys.modules.get(module), "RUNS_ALONE_ON_HOST", False))
+
+
 def failed_ids(result):
     """The ids of the tests that failed, then the fixtures (setUpClass ...) that did, each with
     the last line of its first error (the assertion's message, cut to 400 characters): CI keeps
@@ -184,14 +189,14 @@ def main():
         # the modules that hold the host alone first: while one runs, no runner of either backend
         # runs anything, so they cost the same at any point of the run, and at the start no other
         # runner is inside a long module that it would first have to wait for
-        groups.sort(key=lambda g: not getattr(sys.modules.get(g[0]), "RUNS_ALONE_ON_HOST", False))
+        groups.sort(key=lambda g: not alone_on_host(g[0]))
     for module, tests in groups:
         if not queue.claim(module):
             continue
         claimed += 1
         held = not all(will_skip(t) for t in tests)
         if held:
-            SIDE.enter_module(getattr(sys.modules.get(module), "RUNS_ALONE_ON_HOST", False))
+            SIDE.enter_module(alone_on_host(module))
         try:
             unittest.TestSuite(tests).run(result)
         finally:
