@@ -474,7 +474,7 @@ static void poll_once(struct daemon *d)
 	act(d);
 	dw_services_poll(&d->svcs, &d->coll, &d->deps.set);
 	report_kernel_trouble(d);
-	d->tls.exec_lost = d->coll.globals.tls_exec_lost;
+	dw_tls_set_exec_lost(&d->tls, d->coll.globals.tls_exec_lost);
 	if (d->opts.metrics) {
 		struct dw_control_figs control;
 
@@ -555,12 +555,12 @@ static int on_signal(struct daemon *d)
 
 static void loop(struct daemon *d)
 {
-	struct pollfd pfds[6 + DW_CONTROL_CLIENTS] = {
+	/* the TLS discovery is not here: it has a thread of its own (discovery/tls/tls.h) */
+	struct pollfd pfds[5 + DW_CONTROL_CLIENTS] = {
 		{ .fd = d->signal_fd, .events = POLLIN },
 		{ .fd = d->timer_fd, .events = POLLIN },
 		{ .fd = d->control_fd, .events = POLLIN },
 		{ .fd = d->fast_fd, .events = POLLIN },
-		{ .fd = dw_tls_fd(&d->tls), .events = POLLIN },	/* -1 (ignored) without TLS */
 		{ .fd = dw_hblocks_fd(&d->hb), .events = POLLIN },	/* the ring a quarter full */
 	};
 	struct dw_client *polled[DW_CONTROL_CLIENTS];
@@ -568,20 +568,17 @@ static void loop(struct daemon *d)
 	for (;;) {
 		/* the timerfds wake the loop for the daemon's work, the timeout for the clients' deadlines */
 		int timeout = dw_clients_expire(&d->clients, dw_monotonic_ns());
-		int tls_timeout = dw_tls_timeout_ms(&d->tls, dw_monotonic_ns());
 		int n = 0;
 
-		if (tls_timeout >= 0 && (timeout < 0 || tls_timeout < timeout))
-			timeout = tls_timeout;
 		for (int i = 0; i < DW_CONTROL_CLIENTS; i++) {
 			struct dw_client *c = &d->clients.c[i];
 
 			if (c->fd >= 0) {
-				pfds[6 + n] = (struct pollfd){ .fd = c->fd, .events = dw_client_events(c) };
+				pfds[5 + n] = (struct pollfd){ .fd = c->fd, .events = dw_client_events(c) };
 				polled[n++] = c;
 			}
 		}
-		if (poll(pfds, 6 + n, timeout) < 0) {
+		if (poll(pfds, 5 + n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			dw_err("poll: %s", strerror(errno));
@@ -593,16 +590,11 @@ static void loop(struct daemon *d)
 			on_timer(d);
 		else if (pfds[3].revents & POLLIN)
 			on_fast(d);
-		/* an exec's rescans: the ring read, then those due (doc/tls.md) */
-		if (pfds[4].revents & POLLIN)
-			dw_tls_on_ready(&d->tls, dw_monotonic_ns());
-		else
-			dw_tls_tick(&d->tls, dw_monotonic_ns());
 		/* a burst of HTTP/2 answers: drained between polls, nothing lost to a full ring */
-		if (pfds[5].revents & POLLIN)
+		if (pfds[4].revents & POLLIN)
 			dw_hblocks_drain(&d->hb, &d->coll, &d->deps.set, false);
 		for (int i = 0; i < n; i++)
-			if (pfds[6 + i].revents)
+			if (pfds[5 + i].revents)
 				on_client(d, polled[i]);
 		/* after the clients: it may take a slot one of them just left */
 		if (pfds[2].revents & POLLIN)
@@ -716,6 +708,10 @@ static int start(struct daemon *d, struct dw_config *cfg)
 		return err;
 	}
 	if (d->opts.metrics && (err = dw_metrics_serve()))
+		return err;
+	/* its thread inherits the capabilities left: those the discovery needs (tls_on above) */
+	err = dw_tls_run(&d->tls);
+	if (err)
 		return err;
 	/* one line for what --without took away, before the start line that tests wait for */
 	if (d->bpf.without_line[0])

@@ -13,8 +13,11 @@ void dw_log(int level, const char *fmt, ...)
 	if (level >= 7 && !dw_verbose)
 		return;
 	va_start(ap, fmt);
+	/* one line at a time: the TLS discovery's thread logs too */
+	flockfile(stderr);
 	fprintf(stderr, "depwatch: %s", level < 5 ? names[level] : "");
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 	va_end(ap);
 }

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The TLS discovery's life in the daemon (tls.h): start, the exec ring and
- * its rescans, the periodic full scan, stop; and what status and /metrics
- * say of it. The maps are read by scan.c, the pure part is logic/discovery/tlsfind.c.
+ * The TLS discovery's life in the daemon (tls.h): start, its thread (the
+ * exec ring and its rescans, the periodic full scan), stop; and what status
+ * and /metrics say of it, as the thread's snapshots. The maps are read by scan.c, the pure part is logic/discovery/tlsfind.c.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/sysmacros.h>
 #include <bpf/libbpf.h>
 #include "kernel/bpfstate.h"
@@ -30,6 +33,16 @@ static const unsigned rescan_after_ms[] = { 0, 10, 50, 100, 200, 350, 500, 700, 
 #define PRUNE_NS (5ULL * 1000000000ULL)
 
 static const struct dw_tls *current;
+
+static void publish(struct dw_tls *t);
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 const struct dw_tls *dw_tls_current(void)
 {
@@ -77,13 +90,18 @@ int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj)
 	struct bpf_map *ring;
 
 	memset(t, 0, sizeof(*t));
+	t->stop_fd = -1;
+	pthread_mutex_init(&t->snap_lock, NULL);
+	t->snap_init = true;
 	current = t;
 	t->self = getpid();
 	dw_tls_self_exe(t);
 	t->on = b->tls_on;
 	snprintf(t->why, sizeof(t->why), "%s", b->tls_why);
-	if (!t->on)
+	if (!t->on) {
+		publish(t);
 		return 0;
+	}
 	t->obj = obj;
 	t->files = calloc(1, sizeof(*t->files));
 	t->procs = calloc(1, sizeof(*t->procs));
@@ -106,14 +124,119 @@ int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj)
 		dw_notice("tls: %u files with uprobes, %u processes traced, %u opaque; the scan of %u processes took %.1f ms",
 			  c.files_attached, c.traced, c.opaque, t->last_full_procs, t->last_full_ms);
 	}
+	publish(t);
 	return 0;
+}
+
+/* The thread's longest sleep: the snapshot's exec_lost (the loop's) is at most this old. */
+#define WAKE_MAX_MS 1000
+
+static void *discovery_thread(void *arg)
+{
+	struct dw_tls *t = arg;
+
+	for (;;) {
+		struct pollfd pfds[2] = {
+			{ .fd = t->stop_fd, .events = POLLIN },
+			{ .fd = t->ring ? ring_buffer__epoll_fd(t->ring) : -1, .events = POLLIN },
+		};
+		int timeout = dw_tls_timeout_ms(t, now_ns());
+
+		if (timeout < 0 || timeout > WAKE_MAX_MS)
+			timeout = WAKE_MAX_MS;
+		if (poll(pfds, 2, timeout) < 0 && errno != EINTR) {
+			dw_err("tls: the discovery's poll failed, no process is scanned from now on: %s",
+			       strerror(errno));
+			return NULL;
+		}
+		if (pfds[0].revents & POLLIN)
+			return NULL;
+		if (pfds[1].revents & POLLIN)
+			dw_tls_on_ready(t, now_ns());
+		else
+			dw_tls_tick(t, now_ns());
+		publish(t);
+	}
+}
+
+int dw_tls_run(struct dw_tls *t)
+{
+	int err;
+
+	if (!t->on)
+		return 0;
+	t->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (t->stop_fd < 0) {
+		dw_err("tls: cannot start the discovery's thread: eventfd: %s", strerror(errno));
+		return -errno;
+	}
+	err = pthread_create(&t->thread, NULL, discovery_thread, t);
+	if (err) {
+		dw_err("tls: cannot start the discovery's thread: %s", strerror(err));
+		return -err;
+	}
+	t->running = true;
+	return 0;
+}
+
+void dw_tls_set_exec_lost(struct dw_tls *t, uint64_t lost)
+{
+	__atomic_store_n(&t->exec_lost, lost, __ATOMIC_RELAXED);
+}
+
+/*
+ * Closing a uprobe's link waits for the kernel's grace periods (uprobe
+ * unregistration: 15-80 ms each on 6.18, more under load), one after the
+ * other in one thread: a daemon that had 37 Go binaries in sight (660 links)
+ * took 51 s to exit. Closed from several threads at once, the waits
+ * overlap and share their grace periods.
+ */
+#define DETACH_THREADS 16
+
+struct detach_work {
+	struct dw_tls *t;
+	unsigned next;		/* the next att[] to detach (atomic) */
+};
+
+static void *detach_some(void *arg)
+{
+	struct detach_work *w = arg;
+	unsigned i;
+
+	while ((i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED)) < w->t->natt)
+		dw_tls_detach_file(&w->t->att[i].links);
+	return NULL;
+}
+
+static void detach_all(struct dw_tls *t)
+{
+	struct detach_work w = { .t = t };
+	pthread_t th[DETACH_THREADS];
+	unsigned n = 0;
+
+	while (n < DETACH_THREADS && n + 1 < t->natt && !pthread_create(&th[n], NULL, detach_some, &w))
+		n++;
+	detach_some(&w);	/* this thread too, and alone if none could start */
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	t->natt = 0;
 }
 
 void dw_tls_stop(struct dw_tls *t)
 {
-	for (unsigned i = 0; i < t->natt; i++)
-		dw_tls_detach_file(&t->att[i].links);
-	t->natt = 0;
+	if (t->running) {
+		uint64_t one = 1;
+
+		if (write(t->stop_fd, &one, sizeof(one)) != sizeof(one))
+			dw_err("tls: cannot stop the discovery's thread: %s", strerror(errno));
+		else
+			pthread_join(t->thread, NULL);
+		t->running = false;
+	}
+	if (t->stop_fd >= 0)
+		close(t->stop_fd);
+	t->stop_fd = -1;
+	detach_all(t);
 	ring_buffer__free(t->ring);
 	t->ring = NULL;
 	free(t->files);
@@ -122,11 +245,13 @@ void dw_tls_stop(struct dw_tls *t)
 	t->procs = NULL;
 	t->on = false;
 	current = NULL;
-}
-
-int dw_tls_fd(const struct dw_tls *t)
-{
-	return t->ring ? ring_buffer__epoll_fd(t->ring) : -1;
+	if (t->snap_init) {
+		dw_buf_free(&t->snap_json);
+		dw_buf_free(&t->snap_text);
+		dw_buf_free(&t->snap_metrics);
+		pthread_mutex_destroy(&t->snap_lock);
+		t->snap_init = false;
+	}
 }
 
 int dw_tls_timeout_ms(const struct dw_tls *t, uint64_t now_ns)
@@ -204,18 +329,21 @@ const char *dw_tls_why(const struct dw_tls *t)
 /* Rows listed in status, at most: the counts cover them all. */
 #define LIST_MAX 64
 
-static uint64_t escaped(const struct dw_tls *t)
+static uint64_t exec_lost(const struct dw_tls *t)
 {
-	return t->exec_lost + t->queue_full + t->unreadable;
+	return __atomic_load_n(&t->exec_lost, __ATOMIC_RELAXED);
 }
 
-void dw_tls_json(struct dw_buf *out, const struct dw_tls *t)
+static uint64_t escaped(const struct dw_tls *t)
+{
+	return exec_lost(t) + t->queue_full + t->unreadable;
+}
+
+static void render_json(struct dw_buf *out, const struct dw_tls *t)
 {
 	struct dw_tls_counts c;
 	unsigned listed = 0;
 
-	if (!t)
-		return;
 	dw_buf_printf(out, ",\"tls\":{\"on\":%s,\"why\":", t->on ? "true" : "false");
 	if (t->on) {
 		dw_buf_printf(out, "null");
@@ -269,7 +397,7 @@ void dw_tls_json(struct dw_buf *out, const struct dw_tls *t)
 		      DW_TLS_FILES_MAX / 4 * 3, (unsigned long long)t->files->full, DW_TLS_PROCS_MAX,
 		      (unsigned long long)t->procs->full);
 	dw_buf_printf(out, ",\"escaped\":%llu,\"escaped_by\":{\"exec_lost\":%llu,\"queue_full\":%llu,\"unreadable\":%llu}",
-		      (unsigned long long)escaped(t), (unsigned long long)t->exec_lost,
+		      (unsigned long long)escaped(t), (unsigned long long)exec_lost(t),
 		      (unsigned long long)t->queue_full, (unsigned long long)t->unreadable);
 	dw_buf_printf(out, ",\"execs\":%llu,\"scans\":%llu,\"full_scans\":%llu,\"last_full_scan_ms\":",
 		      (unsigned long long)t->execs, (unsigned long long)t->scans, (unsigned long long)t->full_scans);
@@ -277,12 +405,10 @@ void dw_tls_json(struct dw_buf *out, const struct dw_tls *t)
 	dw_buf_printf(out, ",\"last_full_scan_processes\":%u}", t->last_full_procs);
 }
 
-void dw_tls_text(struct dw_buf *out, const struct dw_tls *t)
+static void render_text(struct dw_buf *out, const struct dw_tls *t)
 {
 	struct dw_tls_counts c;
 
-	if (!t)
-		return;
 	if (!t->on) {
 		dw_buf_printf(out, "tls: off (%s)\n", t->why);
 		return;
@@ -300,12 +426,11 @@ void dw_tls_text(struct dw_buf *out, const struct dw_tls *t)
 	dw_buf_printf(out, "\n");
 }
 
-void dw_tls_metrics(struct dw_buf *o)
+static void render_metrics(struct dw_buf *o, const struct dw_tls *t)
 {
-	const struct dw_tls *t = current;
 	struct dw_tls_counts c = { 0 };
 
-	if (t && t->on)
+	if (t->on)
 		dw_tls_count(t->files, t->procs, &c);
 	dw_buf_printf(o, "# HELP depwatch_tls_files_attached ELF files with the TLS uprobes attached.\n"
 		      "# TYPE depwatch_tls_files_attached gauge\ndepwatch_tls_files_attached %u\n", c.files_attached);
@@ -315,5 +440,60 @@ void dw_tls_metrics(struct dw_buf *o)
 		      c.traced, c.opaque);
 	dw_buf_printf(o, "# HELP depwatch_tls_escaped_total Processes the TLS discovery could not look at (lost execs, a full queue, unreadable maps).\n"
 		      "# TYPE depwatch_tls_escaped_total counter\ndepwatch_tls_escaped_total %llu\n",
-		      (unsigned long long)(t ? escaped(t) : 0));
+		      (unsigned long long)escaped(t));
+}
+
+static void swap(struct dw_buf *a, struct dw_buf *b)
+{
+	struct dw_buf x = *a;
+
+	*a = *b;
+	*b = x;
+}
+
+/* The thread's figures as status and /metrics show them: rendered here, swapped in under the lock. */
+static void publish(struct dw_tls *t)
+{
+	struct dw_buf json = { 0 }, text = { 0 }, metrics = { 0 };
+
+	render_json(&json, t);
+	render_text(&text, t);
+	render_metrics(&metrics, t);
+	pthread_mutex_lock(&t->snap_lock);
+	swap(&t->snap_json, &json);
+	swap(&t->snap_text, &text);
+	swap(&t->snap_metrics, &metrics);
+	pthread_mutex_unlock(&t->snap_lock);
+	dw_buf_free(&json);
+	dw_buf_free(&text);
+	dw_buf_free(&metrics);
+}
+
+static void copy_snapshot(struct dw_buf *out, const struct dw_tls *t, const struct dw_buf *snap)
+{
+	pthread_mutex_t *lock = (pthread_mutex_t *)&t->snap_lock;
+
+	if (!t->snap_init)
+		return;
+	pthread_mutex_lock(lock);
+	dw_buf_write(out, snap->data, snap->len);
+	pthread_mutex_unlock(lock);
+}
+
+void dw_tls_json(struct dw_buf *out, const struct dw_tls *t)
+{
+	if (t)
+		copy_snapshot(out, t, &t->snap_json);
+}
+
+void dw_tls_text(struct dw_buf *out, const struct dw_tls *t)
+{
+	if (t)
+		copy_snapshot(out, t, &t->snap_text);
+}
+
+void dw_tls_metrics(struct dw_buf *o)
+{
+	if (current)
+		copy_snapshot(o, current, &current->snap_metrics);
 }

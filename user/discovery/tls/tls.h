@@ -7,12 +7,22 @@
  * process's maps again, a few times over its first seconds (the loader maps
  * libssl after the exec). What stays opaque, and why, is kept for status.
  * The pure half is logic/discovery/tlsfind.c. doc/tls.md.
+ *
+ * After the start's scan, the discovery runs in a thread of its own
+ * (dw_tls_run): reading a process's maps, an ELF file's symbols, a Go
+ * binary's tables and attaching uprobes take milliseconds each, tens under
+ * load, and another process's burst of execs must not make the daemon's
+ * loop late for what it owes on time (an abort_after deadline, a call
+ * turning slow, a status request). The thread owns every field below but
+ * the snapshot; the loop reads only that (status, /metrics), and tells the
+ * thread the kernel's exec_lost (dw_tls_set_exec_lost).
  */
 #ifndef DW_TLS_TLS_H
 #define DW_TLS_TLS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "logic/base/jsonw.h"
@@ -59,7 +69,15 @@ struct dw_tls {
 	unsigned last_full_procs;
 	uint64_t queue_full;	/* exec'd processes not rescanned: the queue was full */
 	uint64_t unreadable;	/* processes whose maps could not be read (not for being gone) */
-	uint64_t exec_lost;	/* the kernel's tls_exec_lost, as of the last poll */
+	uint64_t exec_lost;	/* the kernel's tls_exec_lost, as of the last poll (atomic: the loop writes it) */
+	/* the thread (dw_tls_run) */
+	pthread_t thread;
+	bool running;
+	int stop_fd;		/* eventfd: the loop asks the thread to end; -1: none */
+	/* what status and /metrics read, rendered by the thread after each wake-up */
+	pthread_mutex_t snap_lock;
+	bool snap_init;
+	struct dw_buf snap_json, snap_text, snap_metrics;
 };
 
 /*
@@ -67,9 +85,17 @@ struct dw_tls {
  * full scan, the exec ring. 0, or -errno with a line logged.
  */
 int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj);
+/*
+ * Starts the thread that reads the exec ring and rescans from now on (when
+ * on): after the daemon dropped its capabilities, which the thread
+ * inherits. 0, or -errno with a line logged.
+ */
+int dw_tls_run(struct dw_tls *t);
+/* Ends the thread (if any), detaches every uprobe, frees the tables. */
 void dw_tls_stop(struct dw_tls *t);
-/* For the daemon's poll: the ring's fd (-1: none) and the ms until a rescan is due (-1: none). */
-int dw_tls_fd(const struct dw_tls *t);
+/* The kernel's count of execs the ring lost, as the loop's poll reads it. */
+void dw_tls_set_exec_lost(struct dw_tls *t, uint64_t lost);
+/* The thread's wake-ups: the ms until a rescan is due (-1: none). */
 int dw_tls_timeout_ms(const struct dw_tls *t, uint64_t now_ns);
 /* The ring readable: queue its execs. Then, and at every wake-up: the rescans that are due. */
 void dw_tls_on_ready(struct dw_tls *t, uint64_t now_ns);
@@ -85,7 +111,8 @@ void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid);
 
 /* What is off or why: "" when on. */
 const char *dw_tls_why(const struct dw_tls *t);
-/* status --json's "tls" object (with its leading comma), the table's line, /metrics' families. */
+/* status --json's "tls" object (with its leading comma), the table's line, /metrics' families:
+ * the thread's last snapshot, for any thread to read. */
 void dw_tls_json(struct dw_buf *out, const struct dw_tls *t);
 void dw_tls_text(struct dw_buf *out, const struct dw_tls *t);
 void dw_tls_metrics(struct dw_buf *out);
