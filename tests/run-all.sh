@@ -100,23 +100,16 @@ for backend in sock syscalls; do
 done
 echo "== integration, backends ${backends[*]} side by side (real kernel, real sockets)"
 start=$SECONDS
-# The kernel stage (tests/vm/kernels.sh) in two parts: one guest during the passes, the rest
-# after them in two guests of one vCPU each, with the machine to themselves. The guest beside
-# runs the items that assert nothing a guest kept off its CPU could change (its "beside" items:
-# counts, capabilities, pins, valgrind) and BESIDE_EXTRA guest seconds of the others: it is
-# stopped through QMP (its clocks with it) while a host test holds the CPUs alone (the CPU lock,
-# tests/integration/suitelock.py), and shares them with the host's tests, which mostly wait, the
-# rest of the time (issue 45: the whole stage beside the passes, niced, made three timing cases
-# fail on 2026-12-06: emulation computes rather than waits).
-# Guest seconds (kernels.sh's costs) of timing items beside: the guest beside ran its 336 s of items
-# in 7 min 43 s SCHED_IDLE while the passes took 17 min 46 s, of which the CPU-alone tests hold about
-# half; with the CPUs shared, 300 s more fit before the passes end (measured: tests/README.md).
-BESIDE_EXTRA=${BESIDE_EXTRA:-300}
+# The kernel stage (tests/vm/kernels.sh) in two parts: the items that assert nothing a guest kept
+# off its CPU could change (its "beside" items: counts, capabilities, pins, valgrind) in one guest
+# during the passes, scheduled SCHED_IDLE so that the host's tests preempt it at once; the rest
+# after the passes, in two guests of one vCPU each, with the machine to themselves (issue 45:
+# the whole stage beside the passes, niced, made three timing cases fail on 2026-12-06: emulation
+# computes rather than waits).
 kernels_intro="== kernels: the kernel-facing integration tests on other kernels, in a VM (tests/vm/kernels.sh)"
 echo "$kernels_intro: its items that need no CPU of their own, beside the integration passes"
 : > "$ilogs/kbeside"
-{ KERNELS_PART=beside SHARDS=1 VM_TIMEOUT=${VM_TIMEOUT:-2700} BESIDE_EXTRA=$BESIDE_EXTRA \
-	VM_PAUSE_LOCK=$DW_TEST_LOCK_FILE.cpu bash tests/vm/kernels.sh > "$ilogs/kbeside" 2>&1
+{ KERNELS_PART=beside SHARDS=1 VM_TIMEOUT=${VM_TIMEOUT:-2700} chrt --idle 0 bash tests/vm/kernels.sh > "$ilogs/kbeside" 2>&1
   echo $? > "$ilogs/kbeside.rc"
   echo "$(took $start)" > "$ilogs/kbeside.end"; } &
 kbeside_pid=$!
@@ -185,7 +178,7 @@ summary="$summary
 
 echo "$kernels_intro: the rest, after the integration passes"
 start=$SECONDS
-KERNELS_PART=after BESIDE_EXTRA=$BESIDE_EXTRA bash tests/vm/kernels.sh 2>&1 | tee "$log"
+KERNELS_PART=after bash tests/vm/kernels.sh 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 line=$(closing "kernels: ")
 count_line "$rc" "$line"

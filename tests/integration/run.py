@@ -222,8 +222,8 @@ def main():
     took = time.monotonic() - start
     print("integration: %.1f s" % took)
     if SIDE.enabled:
-        print("side by side: %d modules had the host alone, %d tests the CPUs (%.0f s); %.0f s waited for the other pass"
-              % (SIDE.alone_modules, SIDE.alone_tests, SIDE.alone_held, SIDE.waited))
+        print("side by side: %d modules had the host alone, %d tests the CPUs; %.0f s waited for the other pass"
+              % (SIDE.alone_modules, SIDE.alone_tests, SIDE.waited))
     # what the run asked of the CPUs (itself, its daemons, servers and tools, once waited for):
     # whether two runs could share this machine (issue 36)
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)

@@ -76,9 +76,6 @@ class SideBySide:
         self.waited = 0.0
         self.alone_tests = 0
         self.alone_modules = 0
-        # seconds this runner held the CPUs alone (the kernel stage's guest beside is stopped then)
-        self.alone_held = 0.0
-        self.alone_since = None
         if self.enabled:
             self.host = RWLock(LOCK_FILE + ".host")
             self.cpu = RWLock(LOCK_FILE + ".cpu")
@@ -96,14 +93,10 @@ class SideBySide:
         if self.enabled:
             self.waited += self.cpu.take(alone)
             self.alone_tests += bool(alone)
-            self.alone_since = time.monotonic() if alone else None
 
     def leave_test(self):
         if self.enabled:
             self.cpu.drop()
-            if self.alone_since is not None:
-                self.alone_held += time.monotonic() - self.alone_since
-                self.alone_since = None
 
 
 class ModuleQueue:

@@ -36,11 +36,8 @@ SUBSET=(
 	# daemon in setUpClass, harness.reloaded_daemon) are one item: in one guest, they start it once.
 	# "beside": the item asserts nothing a guest kept off its CPU could change (exact counts,
 	# capabilities, pins, which backend, valgrind's report; no latency, no deadline), so make test
-	# runs it during the integration stage (KERNELS_PART=beside, tests/run-all.sh); the others
-	# after it (KERNELS_PART=after), but for BESIDE_EXTRA guest seconds of them, costliest first,
-	# which run beside too: that guest is stopped (QMP) while a host test holds the CPUs alone
-	# (VM_PAUSE_LOCK, tests/vm/vm.py --pause-while-held) and shares them with the host's waiting
-	# tests the rest of the time, so their timing holds.
+	# runs it during the integration stage (KERNELS_PART=beside, tests/run-all.sh), in a guest the
+	# host's own tests preempt; the others after it (KERNELS_PART=after).
 	"155 test_tls.TLSCase.test_ab_https_keepalive test_tls.TLSCase.test_asyncio_client test_tls.TLSCase.test_nginx_proxy_https test_tls.TLSCase.test_curl_loop test_tls.TLSCase.test_postgres_libpq test_tls.TLSCase.test_postgres_hang test_tls.TLSCase.test_bio_client_own_method"
 	"100 test_h2.GrpcTest.test_counts_and_latency test_h2.GrpcTest.test_hang_8_streams test_h2.GrpcTest.test_client_cancels"
 	"90 test_abort.AbortTest.test_abort_releases_hanging_pool test_abort.AbortTest.test_abort_after test_abort.AbortTest.test_forced_open_only_what_was_asked"
@@ -91,21 +88,14 @@ case "$PART" in
 all | beside | after) ;;
 *) echo "kernels.sh: KERNELS_PART is all, beside or after, not \"$PART\"" >&2; exit 2 ;;
 esac
-# Both of make test's calls (beside, after) must split the items alike: the same BESIDE_EXTRA.
-BESIDE_EXTRA=${BESIDE_EXTRA:-0}
 # Greedy: each item of the part, costliest first, to the shard with the least so far.
 declare -a load shard_args
 for ((i = 0; i < SHARDS; i++)); do load[i]=0; shard_args[i]=""; done
 mapfile -t SORTED < <(printf '%s\n' "${SUBSET[@]}" | sort -rn -k1,1)
-extra=0
 for item in "${SORTED[@]}"; do
 	cost=${item%% *} t=${item#* } best=0
 	marked=after
-	if [ "${t%% *}" = beside ]; then
-		marked=beside t=${t#beside }
-	elif [ $((extra + cost)) -le "$BESIDE_EXTRA" ]; then
-		marked=beside extra=$((extra + cost))
-	fi
+	if [ "${t%% *}" = beside ]; then marked=beside t=${t#beside }; fi
 	[ "$PART" = all ] || [ "$PART" = "$marked" ] || continue
 	for ((i = 1; i < SHARDS; i++)); do
 		[ "${load[i]}" -lt "${load[best]}" ] && best=$i
@@ -130,7 +120,6 @@ for k in $KERNELS; do
 		# the backend the probe picks there, by the rule run-all.sh uses here
 		# shellcheck disable=SC2086 # shard_args holds -k words
 		{ python3 tests/vm/vm.py --kernel "$k" --timeout "$VM_TIMEOUT" --cpus 1 --mem 4G \
-			${VM_PAUSE_LOCK:+--pause-while-held "$VM_PAUSE_LOCK"} \
 			--env DEPWATCH="$OUT/depwatch" --env DW_VM=tcg --env DW_TEST_LOCK=held -- \
 			sh -c 'grep -qa btf_trace_sock_send_length /sys/kernel/btf/vmlinux && b=sock || b=syscalls
 				echo "kernels: backend $b"; exec "$@"' sh \

@@ -19,16 +19,13 @@ this process (PR_SET_PDEATHSIG). Python 3 standard library only.
 
 import argparse
 import ctypes
-import fcntl
 import glob
-import json
 import os
 import re
 import selectors
 import shlex
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -218,78 +215,6 @@ def die_with_parent():
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-class Pauser:
-    """Keeps the guest stopped while another process holds a lock file exclusively (make test: a
-    host test that needs both CPUs, tests/integration/suitelock.py's CPU lock), through QMP's stop
-    and cont. Under TCG a stopped guest's clocks stop with it (unlike a SIGSTOPped qemu's): the
-    guest's tests see no gap, and its time limit counts only the time it ran."""
-
-    def __init__(self, lock_path, qmp_path):
-        self.lock_path, self.qmp_path = lock_path, qmp_path
-        self.lock = open(lock_path, "a")
-        self.sock, self.buf = None, b""
-        self.paused_since = None
-        self.paused_total, self.pauses = 0.0, 0
-
-    def connect(self):
-        """qemu makes the socket as it starts: tried at each tick until it answers."""
-        try:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(10)
-            s.connect(self.qmp_path)
-        except OSError:
-            return False
-        self.sock = s
-        self.reply()  # the greeting
-        self.command("qmp_capabilities")
-        return True
-
-    def reply(self):
-        while True:
-            while b"\n" not in self.buf:
-                chunk = self.sock.recv(4096)
-                if not chunk:
-                    raise Failed("QMP: qemu closed its socket")
-                self.buf += chunk
-            line, self.buf = self.buf.split(b"\n", 1)
-            msg = json.loads(line)
-            if "event" not in msg:
-                return msg
-
-    def command(self, name):
-        self.sock.sendall(json.dumps({"execute": name}).encode() + b"\n")
-        msg = self.reply()
-        if "return" not in msg and "QMP" not in msg:
-            raise Failed("QMP %s: %s" % (name, msg))
-
-    def held(self):
-        """Whether another process holds the lock exclusively: a shared lock is refused then."""
-        try:
-            fcntl.flock(self.lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(self.lock, fcntl.LOCK_UN)
-        return False
-
-    def tick(self):
-        if self.sock is None and not self.connect():
-            return
-        held = self.held()
-        if held and self.paused_since is None:
-            self.command("stop")
-            self.paused_since = time.monotonic()
-            self.pauses += 1
-        elif not held and self.paused_since is not None:
-            self.command("cont")
-            self.paused_total += time.monotonic() - self.paused_since
-            self.paused_since = None
-
-    def paused(self):
-        """Seconds the guest has been stopped so far."""
-        now = time.monotonic()
-        return self.paused_total + (now - self.paused_since if self.paused_since is not None else 0)
-
-
 def qemu_argv(args, root, kver, initrd):
     accel = "kvm" if args.kvm else "tcg,thread=multi"
     return ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
@@ -301,8 +226,7 @@ def qemu_argv(args, root, kver, initrd):
             # its trace, instead of at the time limit (seen once on 6.1, both vCPUs)
             "-append", "console=ttyS0 loglevel=5 panic=-1 softlockup_panic=1 mitigations=off",
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-            "-serial", "stdio", "-monitor", "none", "-nic", "none"] + \
-        (["-qmp", "unix:%s,server=on,wait=off" % args.qmp] if args.pause_while_held else [])
+            "-serial", "stdio", "-monitor", "none", "-nic", "none"]
 
 
 def stop(proc):
@@ -316,21 +240,17 @@ def stop(proc):
         proc.wait()
 
 
-def stream(proc, deadline, pauser):
-    """Copies the console to stdout until qemu ends or deadline (moved on by the time the guest was
-    paused); the guest's exit status or None."""
+def stream(proc, deadline):
+    """Copies the console to stdout until qemu ends or deadline; the guest's exit status or None."""
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     fd = proc.stdout.fileno()
     tail, rc = b"", None
     while True:
-        if pauser:
-            pauser.tick()
-        left = deadline + (pauser.paused() if pauser else 0) - time.monotonic()
+        left = deadline - time.monotonic()
         if left <= 0:
             return "timeout"
-        # a host test that takes the CPUs gets them within a tenth of a second
-        if not sel.select(min(left, 0.1 if pauser else 1.0)):
+        if not sel.select(min(left, 1.0)):
             continue
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -348,17 +268,13 @@ def boot(args, root, kver, initrd):
     argv = qemu_argv(args, root, kver, initrd)
     log("booting %s: %s" % (kver, " ".join(shlex.quote(a) for a in argv)))
     started = time.monotonic()
-    pauser = Pauser(args.pause_while_held, args.qmp) if args.pause_while_held else None
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=die_with_parent)
     try:
-        rc = stream(proc, started + args.timeout, pauser)
+        rc = stream(proc, started + args.timeout)
     finally:
         stop(proc)
     took = time.monotonic() - started
-    if pauser:
-        log("paused %d times, %.0f s in all, while %s was held" % (pauser.pauses, pauser.paused(),
-                                                                   args.pause_while_held))
     if rc == "timeout":
         log("the guest ran out of its %d s (killed)" % args.timeout)
         return GUEST_TIMEOUT_EXIT
@@ -388,8 +304,6 @@ def main():
     ap.add_argument("--env", action="append", default=[], metavar="K=V", help="for the command (repeatable)")
     ap.add_argument("--cwd", default=os.getcwd(), help="where the command runs (default: here)")
     ap.add_argument("--fetch-only", action="store_true", help="fetch and unpack the kernel, boot nothing")
-    ap.add_argument("--pause-while-held", metavar="LOCKFILE",
-                    help="stop the guest while another process holds LOCKFILE's flock exclusively")
     ap.add_argument("command", nargs="*")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -416,7 +330,6 @@ def main():
         env.update(kv.split("=", 1) for kv in args.env)
         with tempfile.TemporaryDirectory(prefix="dw-vm-") as tmp:
             initrd = os.path.join(tmp, "initramfs.cpio")
-            args.qmp = os.path.join(tmp, "qmp.sock")
             initramfs(root, kver, command_script(args.command, os.path.abspath(args.cwd), env), initrd)
             return boot(args, root, kver, initrd)
     except Failed as e:
