@@ -2,7 +2,8 @@
 /*
  * The TLS discovery's life in the daemon (tls.h): start, its thread (the
  * exec ring and its rescans, the periodic full scan), stop; and what status
- * and /metrics say of it, as the thread's snapshots. The maps are read by scan.c, the pure part is logic/discovery/tlsfind.c.
+ * and /metrics say of it, as the thread's snapshots. The maps are read by
+ * scan.c, the pure part is logic/discovery/tlsfind.c.
  */
 #include <errno.h>
 #include <poll.h>
@@ -185,11 +186,11 @@ void dw_tls_set_exec_lost(struct dw_tls *t, uint64_t lost)
 }
 
 /*
- * Closing a uprobe's link waits for the kernel's grace periods (uprobe
- * unregistration: 15-80 ms each on 6.18, more under load), one after the
- * other in one thread: a daemon that had 37 Go binaries in sight (660 links)
- * took 51 s to exit. Closed from several threads at once, the waits
- * overlap and share their grace periods.
+ * Closing a uprobe's link waits for the kernel's unregistration (about
+ * 29 ms a link on 6.18, more under load): a daemon that had 37 Go binaries
+ * in sight (660 links) took 51 s to exit from one thread. From 16 at once
+ * it took 35 s: the kernel serialises most of the wait (a global lock), so
+ * more threads would not help; fewer links would (doc/tls.md).
  */
 #define DETACH_THREADS 16
 
@@ -224,6 +225,9 @@ static void detach_all(struct dw_tls *t)
 
 void dw_tls_stop(struct dw_tls *t)
 {
+	/* a daemon whose start failed before the discovery's: nothing to stop (stop_fd is 0 there) */
+	if (!t->snap_init)
+		return;
 	if (t->running) {
 		uint64_t one = 1;
 
@@ -245,13 +249,11 @@ void dw_tls_stop(struct dw_tls *t)
 	t->procs = NULL;
 	t->on = false;
 	current = NULL;
-	if (t->snap_init) {
-		dw_buf_free(&t->snap_json);
-		dw_buf_free(&t->snap_text);
-		dw_buf_free(&t->snap_metrics);
-		pthread_mutex_destroy(&t->snap_lock);
-		t->snap_init = false;
-	}
+	dw_buf_free(&t->snap_json);
+	dw_buf_free(&t->snap_text);
+	dw_buf_free(&t->snap_metrics);
+	pthread_mutex_destroy(&t->snap_lock);
+	t->snap_init = false;
 }
 
 int dw_tls_timeout_ms(const struct dw_tls *t, uint64_t now_ns)
