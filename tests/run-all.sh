@@ -10,6 +10,12 @@
 set -u
 cd "$(dirname "$0")/.."
 
+# One suite at a time on this machine (tests/suitelock.sh), from the first stage: the unit tests,
+# fuzzers and the package's build compute on both CPUs, and a make itest started during them ran
+# beside them (2026-12-07: twice, when the lock was taken only at the integration stage).
+. tests/suitelock.sh
+suitelock_take "make test (tests/run-all.sh)"
+
 passed=0 failed=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -77,10 +83,6 @@ if [ -n "$deb_pid" ]; then
 	fi
 fi
 
-# One suite at a time on this machine from here on (tests/suitelock.sh): the integration runs and
-# the kernel stage wait for another run's; the unit tests and fuzzers above need no lock.
-. tests/suitelock.sh
-suitelock_take "make test (tests/run-all.sh)"
 
 # The whole integration suite once per tracing backend (DW_BACKEND makes every daemon of the run
 # start with --backend), the two passes side by side (issue 45: each mostly waits, 12-19% of the

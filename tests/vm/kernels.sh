@@ -60,7 +60,7 @@ SUBSET=(
 	"35 test_breaker.BreakerTest.test_slowdown_opens_fast_logs_and_recovers"
 	"35 test_control.ControlClientsTest.test_control_cut_answer_is_an_error"
 	"35 beside test_lifecycle.LifecycleTest.test_keeps_only_cap_bpf_and_cap_perfmon"
-	"32 beside test_install.InstallTest.test_unit_capabilities_are_enough"
+	"10 beside test_install.UnitCapabilitiesTest."
 	"29 test_metrics.Test01MetricsBody"
 	"27 test_enforce.EnforceTest.test_forced_open_rejects_fast_and_auto_lifts test_enforce.EnforceTest.test_half_open_lets_exactly_the_probes_through"
 	"27 test_eject.EjectReloadTest.test_reload_keeps_or_ends_and_a_dead_daemon_refuses_nothing"
@@ -120,7 +120,7 @@ for k in $KERNELS; do
 		# the backend the probe picks there, by the rule run-all.sh uses here
 		# shellcheck disable=SC2086 # shard_args holds -k words
 		{ python3 tests/vm/vm.py --kernel "$k" --timeout "$VM_TIMEOUT" --cpus 1 --mem 4G \
-			--env DEPWATCH="$OUT/depwatch" --env DW_VM=tcg --env DW_TEST_LOCK=held -- \
+			--env DEPWATCH="$OUT/depwatch" --env DW_VM=tcg --env DW_VM_PART="$PART" --env DW_TEST_LOCK=held -- \
 			sh -c 'grep -qa btf_trace_sock_send_length /sys/kernel/btf/vmlinux && b=sock || b=syscalls
 				echo "kernels: backend $b"; exec "$@"' sh \
 			python3 tests/integration/run.py --durations 40 ${shard_args[i]} > "$logs/$i" 2>&1
