@@ -247,6 +247,41 @@ class Test01TlsFind(DaemonTestCase):
         self.assertRegex(text, r"(?m)^tls: \d+ files with uprobes, \d+ processes traced, \d+ opaque.*gnutls \d+")
 
 
+    @harness.backend_independent
+    def test_3_lib_no_process_maps_comes_off_then_back(self):
+        """A file no process maps any more loses its uprobes at the next full scan (every 30 s), the
+        host's own libssl keeps them, and the file's next process gets them again (doc/tls.md).
+        The discovery is the daemon's user space, the uprobes the same on both backends, and the
+        wait for a full scan up to 30 s: run once."""
+        libdir, lib = self.private_libssl("gone")
+        p = self.client(libdir)
+        self.shared.wait_for(lambda s: any(f["path"] == lib and f["processes"] == 1 for f in s["tls"]["files"]),
+                             timeout=5, what="the client's libssl traced")
+        self.assertEqual(len(uprobes_on(lib, self.shared)), PROBES_PER_FILE)
+        before = self.tls()["files_detached"]
+        self.end(p)
+        t0 = time.monotonic()
+        # the next full scan: within 30 s (DW_TLS_RESCAN_FULL_NS) and the time it takes
+        s = self.shared.wait_for(lambda s: s["tls"]["files_detached"] > before, timeout=40,
+                                 what="a full scan that detaches the file")
+        print("\n  a file no process maps: uprobes off %.1f s after its last process ended" % (time.monotonic() - t0))
+        self.assertIsNone(self.file_entry(lib), s["tls"]["files"])
+        self.assertEqual(uprobes_on(lib, self.shared), [])
+        system = self.file_entry(SYSTEM_LIBSSL)
+        self.assertTrue(system and system["attached"], "the host's own libssl keeps its uprobes: %s" % system)
+        self.assertEqual(len(uprobes_on(SYSTEM_LIBSSL, self.shared)), PROBES_PER_FILE)
+        # mapped again: read and attached again at the process's start
+        p = self.client(libdir)
+        self.shared.wait_for(lambda s: any(f["path"] == lib and f["processes"] == 1 and f["attached"]
+                                           for f in s["tls"]["files"]),
+                             timeout=5, what="the file attached again")
+        self.assertEqual(len(uprobes_on(lib, self.shared)), PROBES_PER_FILE)
+        before = self.shared.status()["kernel"]["tls_writes"]
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        self.assertEqual(p.stdout.readline().strip(), "done")
+        self.shared.wait_for(lambda s: s["kernel"]["tls_writes"] >= before + WRITES, timeout=5, what="tls_writes")
+
     def test_4_kill_9_leaves_no_uprobe_behind(self):
         libdir, lib = self.private_libssl("kill9")
         p = self.client(libdir)

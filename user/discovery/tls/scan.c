@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <glob.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,7 @@ static bool is_own(const struct dw_tls *t, uint32_t pid)
 
 void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 {
-	static struct proc_objs o;	/* large; one scan at a time, in the daemon's one thread */
+	static struct proc_objs o;	/* large; one scan at a time: the start's, then the discovery's thread */
 	struct dw_tls_proc p = { .pid = pid };
 	char path[64], *line = NULL;
 	size_t cap = 0;
@@ -225,6 +226,7 @@ void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 	maps = fopen(path, "re");
 	if (!maps) {
 		/* gone already (a short program): nothing escaped; refused: it did */
+		/* not a reason to detach nothing: one such process (PID 1 here) would keep every file */
 		if (errno != ENOENT && errno != ESRCH)
 			t->unreadable++;
 		return;
@@ -236,15 +238,21 @@ void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 		char *name;
 		bool added;
 
-		if (!parse_line(line, &dev, &ino, &name) || seen(&o, dev, ino) || o.n == PROC_OBJS_MAX)
+		if (!parse_line(line, &dev, &ino, &name) || seen(&o, dev, ino))
 			continue;
+		if (o.n == PROC_OBJS_MAX) {
+			t->gen_partial = true;
+			continue;
+		}
 		o.dev[o.n] = dev;
 		o.ino[o.n] = ino;
 		snprintf(o.paths[o.n], sizeof(o.paths[o.n]), "%s", name);
 		o.path[o.n] = o.paths[o.n];
 		o.f[o.n] = dw_tls_files_get(t->files, dev, ino, name, &added);
-		if (o.f[o.n])
+		if (o.f[o.n]) {
 			dw_tls_file_recheck(o.f[o.n], name);
+			o.f[o.n]->seen_gen = t->gen;
+		}
 		if (o.f[o.n] && o.f[o.n]->state == DW_TLS_FILE_UNREAD)
 			read_file(t, o.f[o.n], pid);
 		o.n++;
@@ -258,6 +266,38 @@ void dw_tls_scan_pid(struct dw_tls *t, uint32_t pid)
 		comm_of(pid, p.comm, sizeof(p.comm));
 	}
 	dw_tls_procs_put(t->procs, &p);
+}
+
+static bool system_file(const char *path);
+
+/*
+ * After a full scan that read every process's maps: the uprobes come off
+ * the files no process mapped during it or since (a program that ended, a
+ * binary deleted and replaced by a deploy), but the host's own libssl's.
+ * Else a host that runs many short-lived TLS programs (each build of a Go
+ * service is a file of its own) keeps their uprobes, and their deleted
+ * inodes, until the daemon stops, and the stop closes every link one after
+ * the other (tls.c). A file seen again is read and attached again, at its
+ * next process's start, or by the next full scan for a library dlopen()ed
+ * more than 5 s after it.
+ */
+static void detach_unmapped(struct dw_tls *t)
+{
+	for (unsigned i = 0; i < t->natt;) {
+		struct dw_tls_file *f = &t->files->e[t->att[i].file];
+
+		if (f->seen_gen == t->gen || system_file(f->path)) {
+			i++;
+			continue;
+		}
+		dw_info("tls: %u uprobes off %s: no process maps it (dev %u:%u inode %llu)", f->probes, f->path,
+			major(f->dev), minor(f->dev), (unsigned long long)f->ino);
+		dw_tls_detach_file(&t->att[i].links);
+		f->state = DW_TLS_FILE_UNREAD;
+		f->probes = 0;
+		t->detached++;
+		t->att[i] = t->att[--t->natt];
+	}
 }
 
 static double now_ms(void)
@@ -282,6 +322,8 @@ void dw_tls_scan_all(struct dw_tls *t)
 		dw_warn("tls: cannot read /proc: %s", strerror(errno));
 		return;
 	}
+	t->gen++;
+	t->gen_partial = false;
 	while ((de = readdir(d))) {
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
@@ -295,6 +337,8 @@ void dw_tls_scan_all(struct dw_tls *t)
 	t->full_scans++;
 	t->last_full_procs = n;
 	t->last_full_ms = now_ms() - t0;
+	if (t->full_scans > 1 && !t->gen_partial)
+		detach_unmapped(t);
 }
 
 /*
@@ -307,6 +351,14 @@ void dw_tls_scan_all(struct dw_tls *t)
 static const char *const system_libssl[] = {
 	"/usr/lib/*/libssl.so.*", "/lib/*/libssl.so.*", "/usr/lib64/libssl.so.*", "/usr/lib/libssl.so.*",
 };
+
+static bool system_file(const char *path)
+{
+	for (size_t i = 0; i < sizeof(system_libssl) / sizeof(system_libssl[0]); i++)
+		if (!fnmatch(system_libssl[i], path, FNM_PATHNAME))
+			return true;
+	return false;
+}
 
 void dw_tls_scan_system(struct dw_tls *t)
 {

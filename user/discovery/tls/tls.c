@@ -355,8 +355,9 @@ static void render_json(struct dw_buf *out, const struct dw_tls *t)
 		return;
 	}
 	dw_tls_count(t->files, t->procs, &c);
-	dw_buf_printf(out, ",\"files_attached\":%u,\"files_failed\":%u,\"processes\":%u,\"opaque_processes\":%u",
-		      c.files_attached, c.files_failed, c.traced, c.opaque);
+	dw_buf_printf(out, ",\"files_attached\":%u,\"files_failed\":%u,\"files_detached\":%llu,\"processes\":%u,"
+		      "\"opaque_processes\":%u", c.files_attached, c.files_failed, (unsigned long long)t->detached,
+		      c.traced, c.opaque);
 	dw_buf_printf(out, ",\"files\":[");
 	for (size_t i = 0; i < DW_TLS_FILES_MAX && listed < LIST_MAX; i++) {
 		const struct dw_tls_file *f = &t->files->e[i];

@@ -61,6 +61,9 @@ struct dw_tls {
 	struct dw_tls_rescan q[DW_TLS_QUEUE_MAX];
 	unsigned nq;
 	uint64_t next_full_ns, next_prune_ns;
+	uint64_t gen;		/* full scans begun: a file's seen_gen */
+	bool gen_partial;	/* this full scan missed a process's objects (more than it holds): detach nothing */
+	uint64_t detached;	/* files whose uprobes came off: no process mapped them any more */
 	/* figures */
 	uint64_t execs;		/* exec records read */
 	uint64_t scans;		/* process maps read */

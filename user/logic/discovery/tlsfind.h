@@ -76,6 +76,7 @@ struct dw_tls_file {
 	enum dw_tls_kind kind;
 	unsigned syms;		/* DW_TLS_SYM_* */
 	unsigned probes;	/* uprobes attached on it */
+	uint64_t seen_gen;	/* the discovery's full scan during which a process last mapped it */
 	char path[DW_TLS_PATH_LEN];	/* as the first process that mapped it names it */
 	char why[200];		/* FAILED: the attach's error */
 };
