@@ -279,10 +279,13 @@ static bool system_file(const char *path);
  * inodes, until the daemon stops, and the stop closes every link one after
  * the other (tls.c). A file seen again is read and attached again, at its
  * next process's start, or by the next full scan for a library dlopen()ed
- * more than 5 s after it.
+ * more than 5 s after it. Not after the start's scan (nothing was attached
+ * before it), nor after one that missed a process's objects.
  */
-static void detach_unmapped(struct dw_tls *t)
+void dw_tls_detach_unmapped(struct dw_tls *t)
 {
+	if (!t->on || t->full_scans < 2 || t->gen_partial)
+		return;
 	for (unsigned i = 0; i < t->natt;) {
 		struct dw_tls_file *f = &t->files->e[t->att[i].file];
 
@@ -337,8 +340,6 @@ void dw_tls_scan_all(struct dw_tls *t)
 	t->full_scans++;
 	t->last_full_procs = n;
 	t->last_full_ms = now_ms() - t0;
-	if (t->full_scans > 1 && !t->gen_partial)
-		detach_unmapped(t);
 }
 
 /*

@@ -37,7 +37,7 @@ static const struct dw_tls *current;
 
 static void publish(struct dw_tls *t);
 
-static uint64_t now_ns(void)
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
@@ -141,7 +141,7 @@ static void *discovery_thread(void *arg)
 			{ .fd = t->stop_fd, .events = POLLIN },
 			{ .fd = t->ring ? ring_buffer__epoll_fd(t->ring) : -1, .events = POLLIN },
 		};
-		int timeout = dw_tls_timeout_ms(t, now_ns());
+		int timeout = dw_tls_timeout_ms(t, mono_ns());
 
 		if (timeout < 0 || timeout > WAKE_MAX_MS)
 			timeout = WAKE_MAX_MS;
@@ -153,9 +153,9 @@ static void *discovery_thread(void *arg)
 		if (pfds[0].revents & POLLIN)
 			return NULL;
 		if (pfds[1].revents & POLLIN)
-			dw_tls_on_ready(t, now_ns());
+			dw_tls_on_ready(t, mono_ns());
 		else
-			dw_tls_tick(t, now_ns());
+			dw_tls_tick(t, mono_ns());
 		publish(t);
 	}
 }
@@ -292,10 +292,9 @@ static bool alive(uint32_t pid, uint64_t start, void *arg)
 	return !access(p, F_OK);
 }
 
-void dw_tls_tick(struct dw_tls *t, uint64_t now_ns)
+/* The rescans due by now_ns: each reads a process's maps again (a new process's first, at once). */
+static void rescan_due(struct dw_tls *t, uint64_t now_ns)
 {
-	if (!t->on)
-		return;
 	for (unsigned i = 0; i < t->nq;) {
 		struct dw_tls_rescan *r = &t->q[i];
 
@@ -311,6 +310,13 @@ void dw_tls_tick(struct dw_tls *t, uint64_t now_ns)
 			*r = t->q[--t->nq];
 		}
 	}
+}
+
+void dw_tls_tick(struct dw_tls *t, uint64_t now_ns)
+{
+	if (!t->on)
+		return;
+	rescan_due(t, now_ns);
 	if (now_ns >= t->next_prune_ns) {
 		dw_tls_procs_prune(t->procs, alive, NULL);
 		t->next_prune_ns = now_ns + PRUNE_NS;
@@ -318,7 +324,21 @@ void dw_tls_tick(struct dw_tls *t, uint64_t now_ns)
 	if (!t->next_full_ns)
 		t->next_full_ns = now_ns + DW_TLS_RESCAN_FULL_NS;
 	else if (now_ns >= t->next_full_ns) {
+		uint64_t after;
+
 		dw_tls_scan_all(t);
+		/*
+		 * The processes exec'd while it ran are in the ring, unread: their
+		 * first look before the detach, or a file only they map would come
+		 * off and go back on (half a second of links for a Go binary).
+		 */
+		after = mono_ns();
+		if (t->ring) {
+			ring_ctx.now_ns = after;
+			ring_buffer__consume(t->ring);
+		}
+		rescan_due(t, after);
+		dw_tls_detach_unmapped(t);
 		t->next_full_ns = now_ns + DW_TLS_RESCAN_FULL_NS;
 	}
 }

@@ -105,6 +105,8 @@ void dw_tls_on_ready(struct dw_tls *t, uint64_t now_ns);
 void dw_tls_tick(struct dw_tls *t, uint64_t now_ns);
 /* One scan of every process (the start's, and every DW_TLS_RESCAN_FULL_NS). */
 void dw_tls_scan_all(struct dw_tls *t);
+/* The uprobes off the files the last full scan found no process mapping (scan.c). */
+void dw_tls_detach_unmapped(struct dw_tls *t);
 /* The host's own libssl files, mapped or not: their uprobes (scan.c). */
 void dw_tls_scan_system(struct dw_tls *t);
 /* The daemon executable's identity (scan.c): processes running it are depwatch's own. */
