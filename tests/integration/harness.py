@@ -135,8 +135,13 @@ TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FI
 
 
 def tcp_sockets():
-    """(local port, remote port, state name) of every TCP socket in this netns, from /proc/net/tcp{,6}."""
+    """(local port, remote port, state name) of every TCP socket in this netns, from /proc/net/tcp{,6},
+    each once. The kernel hands the file out a page per read and walks its hash tables again from
+    the last position at the next: with other tests' sockets coming and going meanwhile, a socket
+    can be listed twice (make test, 2026-12-07: 2 ESTABLISHED and 2 SYN_SENT for one of each).
+    A socket is its addresses and inode (TIME_WAIT's inode 0: its addresses alone are unique)."""
     out = []
+    seen = set()
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(name) as f:
@@ -145,6 +150,10 @@ def tcp_sockets():
             continue
         for line in lines:
             fields = line.split()
+            key = (name, fields[1], fields[2], fields[9])
+            if key in seen:
+                continue
+            seen.add(key)
             lport = int(fields[1].rsplit(":", 1)[1], 16)
             rport = int(fields[2].rsplit(":", 1)[1], 16)
             out.append((lport, rport, TCP_STATES.get(fields[3], fields[3])))
