@@ -157,6 +157,28 @@ static __always_inline enum dns_end dns_how(__u32 rcode)
 	return DNS_ANSWERED;
 }
 
+/* An answer came: the query of key ends, if it is still outstanding. False: no such query. */
+static __always_inline bool dns_answer(const struct dw_dns_key *key, __u32 rcode, struct dw_conn *c)
+{
+	struct dw_dns_query *found, q;
+	enum dns_end how;
+	__u64 now;
+
+	found = bpf_map_lookup_elem(&dns_queries, key);
+	if (!found)
+		return false;
+	q = *found;
+	if (bpf_map_delete_elem(&dns_queries, key))
+		return true;	/* the sweep, or a duplicate answer on another CPU, ended it */
+	now = bpf_ktime_get_ns();
+	if (now - q.start_ns > q.timeout_ns)
+		how = DNS_TIMEOUT;	/* answered after its timeout, before the sweep saw it */
+	else
+		how = dns_how(rcode);
+	dns_end(&q, how, now, c);
+	return true;
+}
+
 /* A query left at now: a call starts, unless it is a retransmit or the table is full. */
 static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_msg *m)
 {
@@ -222,28 +244,20 @@ static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_ms
 	st = count_start(&k->conn, now);
 	if (st)
 		st->calls_dns++;
-}
-
-/* An answer came: the query of key ends, if it is still outstanding. False: no such query. */
-static __always_inline bool dns_answer(const struct dw_dns_key *key, const struct dw_dns_msg *m, struct dw_conn *c)
-{
-	struct dw_dns_query *found, q;
-	enum dns_end how;
-	__u64 now;
-
-	found = bpf_map_lookup_elem(&dns_queries, key);
-	if (!found)
-		return false;
-	q = *found;
-	if (bpf_map_delete_elem(&dns_queries, key))
-		return true;	/* the sweep, or a duplicate answer on another CPU, ended it */
-	now = bpf_ktime_get_ns();
-	if (now - q.start_ns > q.timeout_ns)
-		how = DNS_TIMEOUT;	/* answered after its timeout, before the sweep saw it */
-	else
-		how = dns_how(m->rcode);
-	dns_end(&q, how, now, c);
-	return true;
+	/*
+	 * Its answer, on another CPU, may have looked for it between the look
+	 * above and the insert, found none and gone to dns_early (2 calls of 220
+	 * failed at the close in test_dns, on loopback). So each side looks
+	 * again after its own insert and an atomic add (a locked instruction:
+	 * the look is not done before the insert is seen); the early entry's
+	 * delete says which of the two ends the call.
+	 */
+	early = bpf_map_lookup_elem(&dns_early, &key);
+	if (early) {
+		rcode = early->rcode;
+		if (!bpf_map_delete_elem(&dns_early, &key))
+			dns_answer(&key, rcode, &k->conn);
+	}
 }
 
 /*
@@ -260,7 +274,7 @@ static __always_inline bool dns_answer_any(__u64 sock, const struct dw_dns_msg *
 	for (__u32 i = 0; i < DW_DNS_SOCK_KEYS; i++) {
 		struct dw_dns_key key = ds->keys[i];
 
-		if (key.sock == sock && key.id == m->id && key.qhash == m->qhash && dns_answer(&key, m, c))
+		if (key.sock == sock && key.id == m->id && key.qhash == m->qhash && dns_answer(&key, m->rcode, c))
 			return true;
 	}
 	return false;
@@ -312,7 +326,7 @@ __weak __noinline int dns_arrived(struct dns_work *k)
 		return 0;	/* a query: a resolver's socket, receiving */
 	if (k->peer.family) {
 		dns_key_of(k->sock, &k->peer, &m, &key);
-		if (dns_answer(&key, &m, &k->conn))
+		if (dns_answer(&key, m.rcode, &k->conn))
 			return 1;
 		if (k->early) {
 			/* a quiet look's datagram may have matched its query at its first: the sweep
@@ -323,6 +337,9 @@ __weak __noinline int dns_arrived(struct dns_work *k)
 			 * one waits for a send already (a retransmit's answer): a send claims one */
 			if (!bpf_map_update_elem(&dns_early, &key, &e, BPF_NOEXIST)) {
 				__sync_fetch_and_add(&dw_dns_early_n, 1);
+				/* its query, inserted meanwhile on another CPU (dns_query looks again too) */
+				if (bpf_map_lookup_elem(&dns_queries, &key) && !bpf_map_delete_elem(&dns_early, &key))
+					return dns_answer(&key, m.rcode, &k->conn);
 				return 0;
 			}
 		}
