@@ -3,7 +3,10 @@
 What the DNS hooks cost (issue 35): UDP that is no DNS (a 32-byte ping-pong on 127.0.0.1:21053)
 and DNS itself (queries to Debian's unbound in a network namespace, one at a time), with and
 without a depwatch daemon, arms alternating in each round; with kernel.bpf_stats_enabled on, the
-run time per invocation of dw_dns_egress and dw_dns_ingress in the depwatch arm.
+run time per invocation of the dw_dns_ programs in the depwatch arm. Since issue 46 that is the
+sock backend's query program (dw_dns_send, sock_send_length) and the close; the answers (the sock
+backend's sk_data_ready branch) and the syscalls backend's reads are inside the call model's
+programs, whose figures bench/progtime.py compares build against build.
 
     sudo python3 bench/dns.py [--rounds 5] [--seconds 3] [--backend sock|syscalls]
 

@@ -12,7 +12,9 @@ import os
 # A program's feature, by its name's prefix (bpf/*.bpf.c); the first match wins.
 FEATURES = (
     ("dw_h2_", "HTTP/2 receive reader (skb_copy_datagram_iovec)"),
-    ("dw_dns_", "DNS over UDP (cgroup_skb)"),
+    # issue 46: the sock backend's query program (sock_send_length); its answers and the syscalls
+    # backend's reads are branches of the call model's programs, counted there
+    ("dw_dns_", "DNS over UDP (sock_send_length)"),
     ("dw_ssl_", "TLS uprobes"),
     ("dw_tls", "TLS uprobes"),
     ("dw_go", "TLS uprobes"),

@@ -66,6 +66,11 @@
 #include "layers/sys.bpf.h"
 #include "core/callmodel.bpf.h"
 #include "core/sysmodel.bpf.h"
+/* DNS: a datagram socket's sends and receives (issue 46) */
+#include "dns/maps.bpf.h"
+#include "dns/dnscall.bpf.h"
+#include "dns/dnsuser.bpf.h"
+#include "dns/dnssys.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -90,18 +95,25 @@ struct dw_sys_exit_args {
 
 /*
  * The socket behind a file descriptor of the current task, or 0 if it is not
- * a socket. task -> files -> fdt are direct (fault-safe) loads through the
- * BTF-typed current task; the descriptor's slot, the file and what hangs off
- * it are probe reads: three for a file that is not a socket, five for one that is.
+ * a socket; *type, its type (SOCK_STREAM, SOCK_DGRAM, ...). task -> files ->
+ * fdt are direct (fault-safe) loads through the BTF-typed current task; the
+ * descriptor's slot, the file and what hangs off it are probe reads: three
+ * for a file that is not a socket, five for one that is. The socket's type
+ * comes in the same read as its sock (issue 46): what a TCP socket pays for
+ * DNS is the compare in sys_enter_dns().
  */
-static __always_inline const struct sock *sys_sock_of_fd(__u64 fd_arg)
+static __always_inline const struct sock *sys_sock_of_fd(__u64 fd_arg, __u16 *type)
 {
 	struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
+	__u32 t_off = bpf_core_field_offset(struct socket, type) & ~7u;	/* the read starts 8-aligned */
+	__u32 sk_off = bpf_core_field_offset(struct socket, sk);
 	int fd = (int)fd_arg;
 	struct file **fds, *file;
 	struct socket *sock;
+	__u64 span[4];
 	umode_t mode;
 
+	*type = 0;
 	if (fd < 0 || !fdt || (unsigned int)fd >= fdt->max_fds)
 		return 0;
 	fds = fdt->fd;
@@ -111,27 +123,74 @@ static __always_inline const struct sock *sys_sock_of_fd(__u64 fd_arg)
 	if ((mode & DW_S_IFMT) != DW_S_IFSOCK)
 		return 0;
 	sock = BPF_CORE_READ(file, private_data);
-	return BPF_CORE_READ(sock, sk);
+	/* struct socket: state, type, flags, file, sk (Linux 6.1 to 6.18): 32 bytes from its start */
+	if (sk_off <= t_off || (sk_off & 7) || sk_off + 8 - t_off > sizeof(span)) {
+		*type = BPF_CORE_READ(sock, type);
+		return BPF_CORE_READ(sock, sk);
+	}
+	if (bpf_probe_read_kernel(span, sk_off + 8 - t_off, (const char *)sock + t_off))
+		return 0;
+	*type = *(__u16 *)((__u8 *)span + (bpf_core_field_offset(struct socket, type) - t_off));
+	return (const struct sock *)span[(sk_off - t_off) / 8];
 }
 
+/*
+ * A system call's entry on descriptor fd: a datagram socket's goes to DNS
+ * (dns/dnssys.bpf.h: d, where its message and address are), never to the
+ * call model, which tracks TCP only; anything else to the call model.
+ */
+static __always_inline int sys_enter_dns(__u64 fd, __u32 op, __u64 flags, int kind, __u64 arg, __u64 nseg,
+					 const struct dns_sys_call *d)
+{
+	__u16 type;
+	const struct sock *sk = sys_sock_of_fd(fd, &type);
+
+	if (type == SOCK_DGRAM)
+		return dns_sys_enter(sk, d);
+	return dw_on_sys_enter(sk, op, flags, kind, arg, nseg);
+}
 
 static __always_inline int sys_enter(__u64 fd, __u32 op, __u64 flags, int kind, __u64 arg, __u64 nseg)
 {
-	return dw_on_sys_enter(sys_sock_of_fd(fd), op, flags, kind, arg, nseg);
+	struct dns_sys_call d = {
+		.kind = kind == SYS_BUF ? DNS_BUF : kind == SYS_IOV ? DNS_IOV : kind == SYS_MSG ? DNS_MSG : 0,
+		.arg = arg, .len = nseg, .send = op == DW_SYS_SEND,
+	};
+
+	return sys_enter_dns(fd, op, flags, kind, arg, nseg, &d);
 }
 
-/* sendmmsg, sendfile64: bytes the stream layer does not read */
+/* sendfile64: bytes the stream layer does not read */
 SEC("tracepoint")
 int dw_sys_enter_send(struct dw_sys_enter_args *ctx)
 {
 	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_NOBUF, 0, 0);
 }
 
-/* write(fd, buf, count), sendto(fd, buf, len, flags, ...): the count in nseg's place (a goodbye's length) */
+/* sendmmsg(fd, msgvec, vlen, flags): its messages are DNS's only (glibc's A and AAAA) */
+SEC("tracepoint")
+int dw_sys_enter_sendmmsg(struct dw_sys_enter_args *ctx)
+{
+	struct dns_sys_call d = { .kind = DNS_MMSG, .arg = ctx->args[1], .len = ctx->args[2], .send = 1 };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_SEND, 0, SYS_NOBUF, 0, 0, &d);
+}
+
+/* write(fd, buf, count): the count in nseg's place (a goodbye's length) */
 SEC("tracepoint")
 int dw_sys_enter_send_buf(struct dw_sys_enter_args *ctx)
 {
 	return sys_enter(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], ctx->args[2]);
+}
+
+/* sendto(fd, buf, len, flags, dest_addr, addrlen): write's, and an address for DNS */
+SEC("tracepoint")
+int dw_sys_enter_sendto(struct dw_sys_enter_args *ctx)
+{
+	struct dns_sys_call d = { .kind = DNS_BUF, .arg = ctx->args[1], .len = ctx->args[2], .name = ctx->args[4],
+				  .namelen = ctx->args[5], .send = 1 };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_SEND, 0, SYS_BUF, ctx->args[1], ctx->args[2], &d);
 }
 
 /* writev(fd, iov, iovcnt), pwritev2(fd, iov, iovcnt, ...) */
@@ -162,18 +221,23 @@ int dw_sys_enter_readv(struct dw_sys_enter_args *ctx)
 	return sys_enter(ctx->args[0], DW_SYS_RECV, 0, SYS_IOV, ctx->args[1], ctx->args[2]);
 }
 
-/* recvfrom(fd, buf, len, flags, ...) */
+/* recvfrom(fd, buf, len, flags, src_addr, addrlen): for DNS, the sender's address and where its length is */
 SEC("tracepoint")
 int dw_sys_enter_recvfrom(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_BUF, ctx->args[1], 0);
+	struct dns_sys_call d = { .kind = DNS_BUF, .arg = ctx->args[1], .name = ctx->args[4],
+				  .namelen = ctx->args[5] };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_BUF, ctx->args[1], 0, &d);
 }
 
-/* recvmmsg(fd, msgs, vlen, flags, timeout): bytes the stream layer does not read */
+/* recvmmsg(fd, msgs, vlen, flags, timeout): bytes the stream layer does not read; DNS's answers */
 SEC("tracepoint")
 int dw_sys_enter_recv_flags3(struct dw_sys_enter_args *ctx)
 {
-	return sys_enter(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_NOBUF, 0, 0);
+	struct dns_sys_call d = { .kind = DNS_MMSG, .arg = ctx->args[1], .len = ctx->args[2] };
+
+	return sys_enter_dns(ctx->args[0], DW_SYS_RECV, ctx->args[3], SYS_NOBUF, 0, 0, &d);
 }
 
 /* recvmsg(fd, msg, flags) */
@@ -187,22 +251,28 @@ int dw_sys_enter_recvmsg(struct dw_sys_enter_args *ctx)
 SEC("tracepoint")
 int dw_sys_enter_splice(struct dw_sys_enter_args *ctx)
 {
-	const struct sock *out = sys_sock_of_fd(ctx->args[2]);
+	__u16 type;
+	const struct sock *out = sys_sock_of_fd(ctx->args[2], &type);
 
 	if (out)
 		return dw_on_sys_enter(out, DW_SYS_SEND, 0, SYS_NOBUF, 0, 0);
 	return sys_enter(ctx->args[0], DW_SYS_RECV, 0, SYS_NOBUF, 0, 0);
 }
 
+/* A send's exit: DNS's (a query read once the kernel took it), else the call model's. */
 SEC("tracepoint")
 int dw_sys_exit_send(struct dw_sys_exit_args *ctx)
 {
+	if (dns_sys_exit(ctx->ret, true))
+		return 0;
 	return dw_on_sys_exit(ctx->ret, DW_SYS_SEND);
 }
 
 SEC("tracepoint")
 int dw_sys_exit_recv(struct dw_sys_exit_args *ctx)
 {
+	if (dns_sys_exit(ctx->ret, false))
+		return 0;
 	return dw_on_sys_exit(ctx->ret, DW_SYS_RECV);
 }
 

@@ -1,27 +1,32 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * DNS over UDP as calls (issue 35), beside the stream layer: a query to a
- * resolver starts a call on the resolver's destination row at its send
- * (cgroup egress); its answer, matched by (socket cookie, resolver address
- * and port, id, question), ends it at its arrival at the socket (cgroup
- * ingress, before it is queued: the same on both backends). A query nobody
- * answers is in flight (a pending-table entry of its own, so the stall rule
- * sees its age) until its dependency's dns_timeout, when the sweep (run by
- * the daemon once a poll) fails it, timed at the timeout; or until its
- * socket closes (cgroup/sock_release: the client gave up, as glibc does
- * at its own timeout), when it fails as a timeout too, timed at the close
- * (issue 48). SERVFAIL and REFUSED fail; NXDOMAIN completes and is counted
- * by itself.
+ * resolver starts a call on the resolver's destination row at its send;
+ * its answer, matched by (socket, resolver address and port, id, question),
+ * ends it. Where each is seen (issue 46: nothing on the packet path, TCP
+ * pays no program for DNS): the sock backend reads a query at its send's
+ * end (sock_send_length, dns/dnssock.bpf.h) and an answer at its arrival at
+ * the socket (the UDP branch of sk_data_ready); the syscalls backend both
+ * from the system calls' own buffers (dns/dnssys.bpf.h), a query timed from
+ * its send's entry and ended at its read. Both come here with the message's
+ * first bytes and the resolver's address: dns_sent() and dns_arrived(),
+ * global functions (verified once per program). A query nobody answers is
+ * in flight (a pending-table entry of its own, so the stall rule sees its
+ * age) until its dependency's dns_timeout, when the sweep (run by the
+ * daemon once a poll) fails it, timed at the timeout; or until its socket
+ * closes (cgroup/sock_release: the client gave up, as glibc does at its own
+ * timeout), when it fails as a timeout too, timed at the close (issue 48).
+ * SERVFAIL and REFUSED fail; NXDOMAIN completes and is counted by itself.
  *
  * Exactly once: whoever deletes the query's entry (its answer, the sweep
  * or the close) ends it. Retransmits of the same id and question on the same
- * socket are one call, timed from the first send. The datagrams are read
- * with bpf_skb_load_bytes into a window of DW_DNS_WINDOW bytes and parsed
- * by bpf/dns/dnsmsg.h; UDP off the dns_ports (QUIC, anything else) is never read
- * past its UDP header. The connection layer (struct dw_conn) is borrowed on
- * the stack only for the row numbers the counting functions index by.
+ * socket are one call, timed from the first send. The messages are parsed
+ * by bpf/dns/dnsmsg.h from a window of DW_DNS_WINDOW bytes; UDP to other
+ * ports than the dns_ports (QUIC, anything else) is never read. The
+ * connection layer (struct dw_conn) is borrowed on the stack only for the
+ * row numbers the counting functions index by.
  *
- * Needs, included before it: dns/maps.bpf.h, core/count.bpf.h.
+ * Needs, included before it: dns/maps.bpf.h, core/sockread.bpf.h, core/count.bpf.h.
  */
 #ifndef DEPWATCH_DNSCALL_BPF_H
 #define DEPWATCH_DNSCALL_BPF_H
@@ -29,120 +34,39 @@
 #include "core/addr.h"
 #include "dns/dnsmsg.h"
 
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
 #define IPPROTO_UDP 17
-
-/* The datagram's resolver side (the destination's egress, the source's ingress) and where its payload starts. */
-struct dns_dgram {
-	struct dw_dest_key peer;
-	__u32 off;		/* of the DNS message */
-	__u32 len;		/* the message's length */
-};
-
-/*
- * len bytes at off: straight from the packet when its linear part holds
- * them (no helper call: what every datagram and TCP segment pays), else
- * through bpf_skb_load_bytes. 0 on success.
- */
-#define dns_hdr(skb, off, dst)								\
-	({										\
-		void *data_ = (void *)(long)(skb)->data;				\
-		void *end_ = (void *)(long)(skb)->data_end;				\
-		int err_ = 0;								\
-		if (data_ + (off) + sizeof(*(dst)) <= end_)				\
-			__builtin_memcpy((dst), data_ + (off), sizeof(*(dst)));		\
-		else									\
-			err_ = bpf_skb_load_bytes((skb), (off), (dst), sizeof(*(dst)));	\
-		err_;									\
-	})
 
 /* Outstanding queries (inserted, not yet deleted): the daemon skips the sweep at 0. */
 __u32 dw_dns_live __weak;
+/* Answers waiting in dns_early, about: one more at each wait, recounted by each sweep (which runs while either is not 0) */
+__u32 dw_dns_early_n __weak;
 
 /*
- * Set by user space before load: 1 when the close program (dw_dns_release)
- * is loaded. At 0 the sends keep no per-socket record, and the verifier
- * never sees their socket-storage call (a kernel that refuses it still
- * gets DNS, ended by answers and the sweep).
+ * Set by user space before load: 0 when DNS is off (user/kernel/parts.c).
+ * The DNS branches of the sock and syscalls programs test it first, so the
+ * verifier never walks them then.
  */
+const volatile __u32 dw_dns_on __weak = 1;
+
+/* Set by user space before load: 1 when the close program (dw_dns_release) is loaded. */
 const volatile __u32 dw_dns_close_on __weak = 1;
 
-/* The UDP header's port on the resolver's side, if it is a DNS port: the whole cost for other UDP. */
-static __always_inline int dns_udp(struct __sk_buff *skb, __u32 l4, bool egress, struct dns_dgram *d)
+/* Whether port (host order) is one of the dns_ports: what UDP to any other port costs. */
+static __always_inline bool dns_port_on(__u32 port)
 {
-	struct { __u16 v[4]; } udp;
-	__u32 port;
-	__u8 *on;
+	__u8 *on = bpf_map_lookup_elem(&dns_ports, &port);
 
-	if (l4 > 60 || dns_hdr(skb, l4, &udp))
-		return 0;
-	port = bpf_ntohs(egress ? udp.v[1] : udp.v[0]);
-	on = bpf_map_lookup_elem(&dns_ports, &port);
-	if (!on || !*on)
-		return 0;
-	d->peer.port = port;
-	d->off = l4 + 8;
-	d->len = skb->len > d->off ? skb->len - d->off : 0;
-	return 1;
+	return on && *on;
 }
 
-/* An IPv4 or IPv6 UDP datagram to or from a DNS port (no IPv6 extension headers, no fragments). */
-static __always_inline int dns_dgram_of(struct __sk_buff *skb, bool egress, struct dns_dgram *d)
+static __always_inline void dns_key_of(__u64 sock, const struct dw_dest_key *peer, const struct dw_dns_msg *m,
+				       struct dw_dns_key *key)
 {
-	__u32 *addr = (__u32 *)d->peer.addr;
-
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct { __u8 vihl, tos; __u16 len, id, frag; __u8 ttl, proto; __u16 csum; __u32 saddr, daddr; } ip;
-
-		if (dns_hdr(skb, 0, &ip) || ip.proto != IPPROTO_UDP ||
-		    (ip.frag & bpf_htons(0x3fff)))
-			return 0;
-		if ((ip.vihl & 0xf) < 5 || !dns_udp(skb, (ip.vihl & 0xf) * 4, egress, d))
-			return 0;
-		d->peer.family = AF_INET;
-		addr[0] = egress ? ip.daddr : ip.saddr;
-		return 1;
-	}
-	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct { __u32 vtf; __u16 plen; __u8 next, hop; __u32 saddr[4], daddr[4]; } ip6;
-
-		if (dns_hdr(skb, 0, &ip6) || ip6.next != IPPROTO_UDP)
-			return 0;
-		if (!dns_udp(skb, sizeof(ip6), egress, d))
-			return 0;
-		d->peer.family = AF_INET6;
-		__builtin_memcpy(addr, egress ? ip6.daddr : ip6.saddr, 16);
-		dw_fold_v4mapped(&d->peer);
-		return 1;
-	}
-	return 0;
-}
-
-/* Reads the message's header and question; false (counted) if it is none depwatch reads. */
-static __always_inline bool dns_msg_of(struct __sk_buff *skb, const struct dns_dgram *d, __u8 *buf,
-				       struct dw_dns_msg *m)
-{
-	__u32 n = d->len;
-
-	if (n > DW_DNS_WINDOW)
-		n = DW_DNS_WINDOW;
-	if (n < DW_DNS_HDR + 5 || bpf_skb_load_bytes(skb, d->off, buf, n) ||
-	    dw_dns_read(buf, n, m) != DW_DNS_OK) {
-		global_count(G_dns_unread);
-		return false;
-	}
-	return true;
-}
-
-static __always_inline void dns_key_of(struct __sk_buff *skb, const struct dns_dgram *d,
-				       const struct dw_dns_msg *m, struct dw_dns_key *key)
-{
-	key->cookie = bpf_get_socket_cookie(skb);
+	key->sock = sock;
 	key->qhash = m->qhash;
 	key->id = m->id;
-	key->port = d->peer.port;
-	__builtin_memcpy(key->addr, d->peer.addr, 16);
+	key->port = peer->port;
+	__builtin_memcpy(key->addr, peer->addr, 16);
 }
 
 /* The counting functions index by a connection's slot and caller: a query borrows one. */
@@ -172,75 +96,25 @@ static __always_inline __u32 dns_netns(void)
 
 /*
  * A query went into the table: its key goes into its socket's record, for
- * the close (dns_closed). Only the last DW_DNS_SOCK_KEYS are kept: an
- * older query still outstanding then ends at dns_timeout, as before. Two
- * sends racing on one socket may tear a key: a torn key (its cookie is
- * still this socket's) matches nothing, or another query of this socket.
+ * the close (dns_closed) and for an answer whose sender is not known
+ * (dns_arrived). Only the last DW_DNS_SOCK_KEYS are kept. Two sends racing
+ * on one socket may tear a key: a torn key (its socket is still this one)
+ * matches nothing, or another query of this socket.
  */
-static __always_inline void dns_remember(struct __sk_buff *skb, const struct dw_dns_key *key)
+static __always_inline void dns_remember(const struct dw_dns_key *key)
 {
-	struct bpf_sock *sk = skb->sk;
-	struct dw_dns_sock *ds;
+	struct dw_dns_sock fresh = {}, *ds;
 
-	if (!dw_dns_close_on || !sk)
-		return;
-	sk = bpf_sk_fullsock(sk);
-	if (!sk)
-		return;
-	/* no record (no memory): the query still ends at its answer or its dns_timeout */
-	ds = bpf_sk_storage_get(&dns_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!ds)
-		return;
+	ds = bpf_map_lookup_elem(&dns_socks, &key->sock);
+	if (!ds) {
+		/* no room: the query still ends at its answer (its sender known) or its dns_timeout */
+		bpf_map_update_elem(&dns_socks, &key->sock, &fresh, BPF_NOEXIST);
+		ds = bpf_map_lookup_elem(&dns_socks, &key->sock);
+		if (!ds)
+			return;
+	}
 	ds->keys[ds->next & (DW_DNS_SOCK_KEYS - 1)] = *key;
 	ds->next++;
-}
-
-/* A query leaves: a call starts, unless it is a retransmit or the table is full. */
-static __always_inline void dns_query(struct __sk_buff *skb, struct dns_dgram *d, const struct dw_dns_msg *m)
-{
-	struct dw_dns_query q = {};
-	struct dw_pending_entry *e;
-	struct dw_dest_stats *st;
-	struct dw_dns_key key;
-	struct dw_conn c;
-	__u64 now;
-
-	dns_key_of(skb, d, m, &key);
-	if (bpf_map_lookup_elem(&dns_queries, &key)) {
-		global_count(G_dns_retransmits);
-		return;
-	}
-	now = bpf_ktime_get_ns();
-	d->peer.netns = dns_netns();
-	q.slot = dest_claim(&d->peer);
-	q.caller = caller_claim(q.slot, bpf_skb_cgroup_id(skb));
-	q.timeout_ns = dns_timeout_of(q.slot);
-	q.start_ns = now;
-	q.pend = pend_take();
-	if (bpf_map_update_elem(&dns_queries, &key, &q, BPF_NOEXIST)) {
-		/* a racing send of the same query won; or the table is full */
-		if (!bpf_map_lookup_elem(&dns_queries, &key))
-			global_count(G_dns_table_full);
-		if (q.pend)
-			pend_release(q.pend);
-		return;
-	}
-	__sync_fetch_and_add(&dw_dns_live, 1);
-	dns_remember(skb, &key);
-	e = pend_entry(q.pend);
-	if (e) {
-		e->connect_start_ns = 0;
-		e->slot = q.slot;
-		e->caller = q.caller;
-		e->caller_netns = 0;
-		e->caller_port = 0;
-		e->flags = 0;
-		e->call_start_ns = now;
-	}
-	dns_conn(&c, q.slot, q.caller);
-	st = count_start(&c, now);
-	if (st)
-		st->calls_dns++;
 }
 
 /*
@@ -249,21 +123,20 @@ static __always_inline void dns_query(struct __sk_buff *skb, struct dns_dgram *d
  */
 enum dns_end { DNS_ANSWERED, DNS_NXDOMAIN, DNS_RCODE_FAILED, DNS_TIMEOUT, DNS_CLOSED };
 
-/* Ends a query whose entry the caller deleted: exactly once. */
-static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end how, __u64 now)
+/* Ends a query whose entry the caller deleted: exactly once. c: room for a borrowed connection. */
+static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end how, __u64 now, struct dw_conn *c)
 {
 	struct dw_dest_stats *st;
-	struct dw_conn c;
 
 	__sync_fetch_and_sub(&dw_dns_live, 1);
 	if (q->pend)
 		pend_release(q->pend);
-	dns_conn(&c, q->slot, q->caller);
+	dns_conn(c, q->slot, q->caller);
 	if (how == DNS_TIMEOUT)
 		now = q->start_ns + q->timeout_ns;
-	count_end(&c, q->start_ns, how == DNS_ANSWERED || how == DNS_NXDOMAIN ? OUTCOME_COMPLETED : OUTCOME_FAILED,
+	count_end(c, q->start_ns, how == DNS_ANSWERED || how == DNS_NXDOMAIN ? OUTCOME_COMPLETED : OUTCOME_FAILED,
 		  now, false);
-	st = stats_of(&c);
+	st = stats_of(c);
 	if (!st)
 		return;
 	if (how == DNS_NXDOMAIN)
@@ -274,93 +147,232 @@ static __always_inline void dns_end(const struct dw_dns_query *q, enum dns_end h
 		st->dns_timeouts++;
 }
 
-/* An answer arrives at its socket: the call it matches ends, if any does. */
-static __always_inline void dns_answer(struct __sk_buff *skb, const struct dns_dgram *d, const struct dw_dns_msg *m)
+/* How an answer of rcode ends its query (answered in time). */
+static __always_inline enum dns_end dns_how(__u32 rcode)
+{
+	if (rcode == DW_DNS_SERVFAIL || rcode == DW_DNS_REFUSED)
+		return DNS_RCODE_FAILED;
+	if (rcode == DW_DNS_NXDOMAIN)
+		return DNS_NXDOMAIN;
+	return DNS_ANSWERED;
+}
+
+/* An answer came: the query of key ends, if it is still outstanding. False: no such query. */
+static __always_inline bool dns_answer(const struct dw_dns_key *key, __u32 rcode, struct dw_conn *c)
 {
 	struct dw_dns_query *found, q;
-	struct dw_dns_key key;
 	enum dns_end how;
 	__u64 now;
 
-	dns_key_of(skb, d, m, &key);
-	found = bpf_map_lookup_elem(&dns_queries, &key);
-	if (!found) {
-		global_count(G_dns_unmatched);
-		return;
-	}
+	found = bpf_map_lookup_elem(&dns_queries, key);
+	if (!found)
+		return false;
 	q = *found;
-	if (bpf_map_delete_elem(&dns_queries, &key))
-		return;	/* the sweep, or a duplicate answer on another CPU, ended it */
+	if (bpf_map_delete_elem(&dns_queries, key))
+		return true;	/* the sweep, or a duplicate answer on another CPU, ended it */
 	now = bpf_ktime_get_ns();
 	if (now - q.start_ns > q.timeout_ns)
 		how = DNS_TIMEOUT;	/* answered after its timeout, before the sweep saw it */
-	else if (m->rcode == DW_DNS_SERVFAIL || m->rcode == DW_DNS_REFUSED)
-		how = DNS_RCODE_FAILED;
-	else if (m->rcode == DW_DNS_NXDOMAIN)
-		how = DNS_NXDOMAIN;
 	else
-		how = DNS_ANSWERED;
-	dns_end(&q, how, now);
+		how = dns_how(rcode);
+	dns_end(&q, how, now, c);
+	return true;
 }
 
-/* Every datagram through the cgroup hooks: the DNS ones are read, the rest cost a port lookup. */
-static __always_inline void dw_on_dns_skb(struct __sk_buff *skb, bool egress)
+/* A query left at now: a call starts, unless it is a retransmit or the table is full. */
+static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_msg *m)
+{
+	/* on the stack: 6.1 takes a map key from there (or a map value), not from a global's argument */
+	struct dw_dest_key peer = k->peer;
+	struct dw_dns_query q = {};
+	struct dw_pending_entry *e;
+	struct dw_dest_stats *st;
+	struct dw_dns_early *early;
+	struct dw_dns_key key;
+	__u64 now = k->now;
+	__u32 rcode = 0;
+
+	dns_key_of(k->sock, &peer, m, &key);
+	if (bpf_map_lookup_elem(&dns_queries, &key)) {
+		global_count(G_dns_retransmits);
+		return;
+	}
+	early = bpf_map_lookup_elem(&dns_early, &key);
+	if (early) {
+		rcode = early->rcode;
+		if (bpf_map_delete_elem(&dns_early, &key))
+			early = 0;	/* another send of the same query took it */
+	}
+	/* the sender's network namespace and cgroup: these programs run in the sending task */
+	peer.netns = dns_netns();
+	q.slot = dest_claim(&peer);
+	q.caller = caller_claim(q.slot, bpf_get_current_cgroup_id());
+	q.timeout_ns = dns_timeout_of(q.slot);
+	q.start_ns = now;
+	if (early) {
+		/* its answer came inside this send: a call, ended as it starts */
+		dns_conn(&k->conn, q.slot, q.caller);
+		st = count_start(&k->conn, now);
+		if (st)
+			st->calls_dns++;
+		__sync_fetch_and_add(&dw_dns_live, 1);
+		dns_end(&q, dns_how(rcode), now, &k->conn);
+		return;
+	}
+	q.pend = pend_take();
+	if (bpf_map_update_elem(&dns_queries, &key, &q, BPF_NOEXIST)) {
+		/* a racing send of the same query won; or the table is full */
+		if (!bpf_map_lookup_elem(&dns_queries, &key))
+			global_count(G_dns_table_full);
+		if (q.pend)
+			pend_release(q.pend);
+		return;
+	}
+	__sync_fetch_and_add(&dw_dns_live, 1);
+	dns_remember(&key);
+	e = pend_entry(q.pend);
+	if (e) {
+		e->connect_start_ns = 0;
+		e->slot = q.slot;
+		e->caller = q.caller;
+		e->caller_netns = 0;
+		e->caller_port = 0;
+		e->flags = 0;
+		e->call_start_ns = now;
+	}
+	dns_conn(&k->conn, q.slot, q.caller);
+	st = count_start(&k->conn, now);
+	if (st)
+		st->calls_dns++;
+	/*
+	 * Its answer, on another CPU, may have looked for it between the look
+	 * above and the insert, found none and gone to dns_early (2 calls of 220
+	 * failed at the close in test_dns, on loopback). So each side looks
+	 * again after its own insert and an atomic add (a locked instruction:
+	 * the look is not done before the insert is seen); the early entry's
+	 * delete says which of the two ends the call.
+	 */
+	early = bpf_map_lookup_elem(&dns_early, &key);
+	if (early) {
+		rcode = early->rcode;
+		if (!bpf_map_delete_elem(&dns_early, &key))
+			dns_answer(&key, rcode, &k->conn);
+	}
+}
+
+/*
+ * An answer whose sender is not known (a read of an unconnected socket
+ * that asked for no address): the socket's last queries with its id and
+ * question, whatever resolver each went to.
+ */
+static __always_inline bool dns_answer_any(__u64 sock, const struct dw_dns_msg *m, struct dw_conn *c)
+{
+	struct dw_dns_sock *ds = bpf_map_lookup_elem(&dns_socks, &sock);
+
+	if (!ds)
+		return false;
+	for (__u32 i = 0; i < DW_DNS_SOCK_KEYS; i++) {
+		struct dw_dns_key key = ds->keys[i];
+
+		if (key.sock == sock && key.id == m->id && key.qhash == m->qhash && dns_answer(&key, m->rcode, c))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A datagram sent on the UDP socket k->sock to k->peer (a dns_ports port),
+ * its first k->n bytes in k->w, at k->now (the send's entry on the syscalls
+ * backend, its end on the sock backend): a query starts a call. Global:
+ * each program that sends here verifies it once. 1: a query.
+ */
+__weak __noinline int dns_sent(struct dns_work *k)
 {
 	struct dw_dns_msg m = {};
-	struct dns_dgram d = {};
-	__u8 buf[DW_DNS_WINDOW];
 
-	if (!dns_dgram_of(skb, egress, &d))
-		return;
-	__builtin_memset(buf, 0, sizeof(buf));
-	if (!dns_msg_of(skb, &d, buf, &m))
-		return;
-	if (egress && !m.qr)
-		dns_query(skb, &d, &m);
-	else if (!egress && m.qr)
-		dns_answer(skb, &d, &m);
+	if (!k)
+		return 0;
+	if (dw_dns_read(k->w.b, k->n, &m) != DW_DNS_OK) {
+		global_count(G_dns_unread);
+		return 0;
+	}
+	if (m.qr)
+		return 0;	/* an answer: the resolver's own socket, sending */
+	dns_query(k, &m);
+	return 1;
 }
 
-struct dns_sweep_ctx {
-	__u64 now;
-	__u32 ended;
-};
-
-static long dns_sweep_one(struct bpf_map *map, struct dw_dns_key *key, struct dw_dns_query *val,
-			  struct dns_sweep_ctx *ctx)
+/*
+ * A datagram arrived at (sock backend) or was read from (syscalls) the UDP
+ * socket k->sock, which sent a query still outstanding: its first k->n
+ * bytes in k->w, its sender k->peer (family 0: not known). An answer ends
+ * the query it matches. Global, as dns_sent().
+ */
+__weak __noinline int dns_arrived(struct dns_work *k)
 {
-	struct dw_dns_query q = *val;
+	struct dw_dns_msg m = {};
+	struct dw_dns_key key;
 
-	if (ctx->now - q.start_ns <= q.timeout_ns)
+	if (!k)
 		return 0;
-	if (bpf_map_delete_elem(map, key))
+	if (k->peer.family && !dns_port_on(k->peer.port))
+		return 0;	/* not from a DNS port: nothing depwatch reads */
+	if (dw_dns_read(k->w.b, k->n, &m) != DW_DNS_OK) {
+		if (!k->quiet)
+			global_count(G_dns_unread);
 		return 0;
-	dns_end(&q, DNS_TIMEOUT, ctx->now);
-	ctx->ended++;
+	}
+	if (!m.qr)
+		return 0;	/* a query: a resolver's socket, receiving */
+	if (k->peer.family) {
+		dns_key_of(k->sock, &k->peer, &m, &key);
+		if (dns_answer(&key, m.rcode, &k->conn))
+			return 1;
+		if (k->early) {
+			/* a quiet look's datagram may have matched its query at its first: the sweep
+			 * drops it uncounted, as the look would have */
+			struct dw_dns_early e = { .at_ns = bpf_ktime_get_ns(), .rcode = m.rcode, .quiet = k->quiet };
+
+			/* its query's send may not have ended yet: that end, or the sweep, counts it;
+			 * one waits for a send already (a retransmit's answer): a send claims one */
+			if (!bpf_map_update_elem(&dns_early, &key, &e, BPF_NOEXIST)) {
+				__sync_fetch_and_add(&dw_dns_early_n, 1);
+				/* its query, inserted meanwhile on another CPU (dns_query looks again too) */
+				if (bpf_map_lookup_elem(&dns_queries, &key) && !bpf_map_delete_elem(&dns_early, &key))
+					return dns_answer(&key, m.rcode, &k->conn);
+				return 0;
+			}
+		}
+	} else if (dns_answer_any(k->sock, &m, &k->conn)) {
+		return 1;
+	}
+	if (!k->quiet)
+		global_count(G_dns_unmatched);
 	return 0;
 }
 
 /*
- * A UDP socket closes (cgroup/sock_release, in the closing task): its
- * queries still in the table will never be answered, and end now as
- * failed, a timeout timed at the close, or at their dns_timeout if that
- * came first (the sweep had not run yet). At most DW_DNS_SOCK_KEYS lookups
- * and deletes; a socket that sent no query has no record. The delete is
- * what makes it exactly once against a racing answer or sweep.
+ * A UDP socket closes (cgroup/sock_release, in the closing task; sock, its
+ * address): its queries still in the table will never be answered, and end
+ * now as failed, a timeout timed at the close, or at their dns_timeout if
+ * that came first (the sweep had not run yet). At most DW_DNS_SOCK_KEYS
+ * lookups and deletes; a socket that sent no query has no record. The
+ * delete is what makes it exactly once against a racing answer or sweep.
  */
-static __always_inline void dns_closed(struct bpf_sock *sk)
+static __always_inline void dns_closed(__u64 sock)
 {
 	struct dw_dns_query *found, q;
 	struct dw_dns_sock *ds;
+	struct dw_conn c;
 	__u64 now = 0;
 
-	ds = bpf_sk_storage_get(&dns_socks, sk, 0, 0);
+	ds = bpf_map_lookup_elem(&dns_socks, &sock);
 	if (!ds)
 		return;
 	for (__u32 i = 0; i < DW_DNS_SOCK_KEYS; i++) {
 		struct dw_dns_key key = ds->keys[i];
 
-		if (!key.cookie)
+		if (key.sock != sock)
 			continue;
 		found = bpf_map_lookup_elem(&dns_queries, &key);
 		if (!found)
@@ -370,9 +382,11 @@ static __always_inline void dns_closed(struct bpf_sock *sk)
 			continue;	/* its answer or the sweep, on another CPU, just ended it */
 		if (!now)
 			now = bpf_ktime_get_ns();
-		dns_end(&q, now - q.start_ns > q.timeout_ns ? DNS_TIMEOUT : DNS_CLOSED, now);
+		dns_end(&q, now - q.start_ns > q.timeout_ns ? DNS_TIMEOUT : DNS_CLOSED, now, &c);
 		global_count(G_dns_closed);
 	}
+	/* the address may be a new socket's soon: its record starts empty */
+	bpf_map_delete_elem(&dns_socks, &sock);
 }
 
 #endif /* DEPWATCH_DNSCALL_BPF_H */

@@ -24,16 +24,22 @@
 /*
  * DNS over UDP (issue 35, bpf/dns/dnscall.bpf.h): each query outstanding, from
  * its send until its answer or its dns_timeout, keyed by what its answer
- * must repeat: the socket (its cookie), the resolver's address and port,
- * the id and the question (bpf/dns/dnsmsg.h's hash). A bounded hash: full, a query
- * is not timed (dns_table_full).
+ * must repeat: the socket (its kernel address), the resolver's address and
+ * port, the id and the question (bpf/dns/dnsmsg.h's hash). A bounded hash:
+ * full, a query is not timed (dns_table_full).
  */
 #define DW_DNS_QUERIES_DEFAULT 8192
 #define DW_DNS_TIMEOUT_DEFAULT_NS 5000000000ULL	/* glibc's: timeout:5 */
 #define DW_DNS_PORT_DEFAULT 53
 
 struct dw_dns_key {
-	__u64 cookie;		/* the client socket's cookie */
+	/*
+	 * The client socket's kernel address: what every program that sees the
+	 * socket can name it by (the syscalls backend's tracepoints can neither
+	 * read a cookie that was never made nor make one). A socket's queries
+	 * leave the table at its close (dns_closed) or their dns_timeout.
+	 */
+	__u64 sock;
 	__u32 qhash;		/* the question (bpf/dns/dnsmsg.h) */
 	__u16 id;
 	__u16 port;		/* the resolver's, host byte order */
@@ -50,12 +56,14 @@ struct dw_dns_query {
 };
 
 /*
- * A UDP socket's queries, for its close (socket storage, created at its
- * first query; bpf/dns/dnscall.bpf.h): the keys of the last DW_DNS_SOCK_KEYS
- * queries it sent that went into the table. glibc sends A and AAAA on one
- * socket per nameserver, so two cover it; a socket with more outstanding
- * has its older ones end at dns_timeout. A key whose query was answered or
- * swept is simply no longer in the table; cookie 0: no key yet.
+ * A UDP socket's queries (dns_socks, by the socket's address, written at
+ * each query; bpf/dns/dnscall.bpf.h): the keys of the last DW_DNS_SOCK_KEYS
+ * queries it sent that went into the table. Read at its close, and at an
+ * answer whose sender is not known (a read of an unconnected socket that
+ * asked for no address). glibc sends A and AAAA on one socket per
+ * nameserver, so two cover it; a socket with more outstanding has its
+ * older ones end at dns_timeout (at a close). A key whose query was
+ * answered or swept is simply no longer in the table; sock 0: no key yet.
  */
 #define DW_DNS_SOCK_KEYS 2
 

@@ -76,14 +76,15 @@ class WithoutTest(DaemonTestCase):
         self.exact_calls(d)
 
     def test_without_the_dns_hooks(self):
-        """Either DNS hook withheld: neither is loaded (a query whose answer is not seen would fail)."""
-        d = self.start_daemon(extra_args=["--without", "cgroup_skb/ingress"])
+        """DNS withheld (issue 46: its reads are the sock backend's sock_send_length program and
+        sk_data_ready's UDP branch, the syscalls backend's system call programs; one name, dns):
+        none of it is loaded, and the close program goes with it."""
+        d = self.start_daemon(extra_args=["--without", "dns"])
         self.assertEqual(self.without_lines(d), [
-            "depwatch: warning: running without cgroup_skb/ingress: DNS queries over UDP are not calls "
-            "(their answers would not be seen); everything else works"])
+            "depwatch: warning: running without dns: DNS queries over UDP are not calls; everything else works"])
         not_attached = d.status()["kernel"]["programs"].split("; not attached:")[1]
-        for hook in ("cgroup_skb/egress", "cgroup_skb/ingress"):
-            self.assertIn("%s (absent (--without): DNS queries over UDP are not calls)" % hook, not_attached)
+        self.assertIn("dns (absent (--without): DNS queries over UDP are not calls)", not_attached)
+        self.assertIn("cgroup/sock_release (absent (--without): DNS queries over UDP are not calls)", not_attached)
         self.exact_calls(d)
 
     def test_without_the_dns_close_path(self):
@@ -95,7 +96,7 @@ class WithoutTest(DaemonTestCase):
         self.assertEqual(self.without_lines(d), [
             "depwatch: warning: running without cgroup/sock_release: %s; everything else works" % loss])
         attached, not_attached = d.status()["kernel"]["programs"].split("; not attached:")
-        self.assertIn(" cgroup_skb/egress cgroup_skb/ingress ", attached)
+        self.assertIn(" dns ", attached)
         self.assertIn("cgroup/sock_release (absent (--without): %s)" % loss, not_attached)
         # nothing listens on 127.9.9.9:53: the query is never answered, and its socket closes at once
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

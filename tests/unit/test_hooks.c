@@ -55,7 +55,7 @@ static void test_the_loaders_other_reasons(void **state)
 	dw_hook_off_why(why, sizeof(why), HOOK_SENDMSG4, NULL);
 	assert_string_equal(why, "absent (--without): IPv4 DNS queries sent on unconnected UDP sockets are not "
 			    "refused while a resolver's breaker is open");
-	dw_hook_off_why(why, sizeof(why), HOOK_DNS_EGRESS, "the kernel refused the program");
+	dw_hook_off_why(why, sizeof(why), HOOK_DNS, "the kernel refused the program");
 	assert_string_equal(why, "the kernel refused the program: DNS queries over UDP are not calls");
 	/* the close path (issue 48): refused on its own, DNS kept */
 	dw_hook_off_why(why, sizeof(why), HOOK_DNS_CLOSE, "the kernel refused the program");

@@ -37,9 +37,9 @@ const struct dw_prog_spec dw_prog_specs[] = {
 };
 
 const struct dw_syscall_spec dw_syscall_specs[] = {
-	{ "sendto", "dw_sys_enter_send_buf", "dw_sys_exit_send", true },
+	{ "sendto", "dw_sys_enter_sendto", "dw_sys_exit_send", true },
 	{ "sendmsg", "dw_sys_enter_sendmsg", "dw_sys_exit_send", true },
-	{ "sendmmsg", "dw_sys_enter_send", "dw_sys_exit_send", false },
+	{ "sendmmsg", "dw_sys_enter_sendmmsg", "dw_sys_exit_send", false },
 	{ "write", "dw_sys_enter_send_buf", "dw_sys_exit_send", true },
 	{ "writev", "dw_sys_enter_send_iov", "dw_sys_exit_send", false },
 	{ "pwritev2", "dw_sys_enter_send_iov", "dw_sys_exit_send", false },
@@ -54,7 +54,8 @@ const struct dw_syscall_spec dw_syscall_specs[] = {
 };
 
 const char *const dw_syscalls_only[] = {
-	"dw_sys_enter_send", "dw_sys_enter_send_buf", "dw_sys_enter_send_iov", "dw_sys_enter_sendmsg",
+	"dw_sys_enter_send", "dw_sys_enter_send_buf", "dw_sys_enter_sendto", "dw_sys_enter_send_iov",
+	"dw_sys_enter_sendmsg", "dw_sys_enter_sendmmsg",
 	"dw_sys_enter_read", "dw_sys_enter_readv", "dw_sys_enter_recvfrom", "dw_sys_enter_recv_flags3",
 	"dw_sys_enter_recvmsg", "dw_sys_enter_splice", "dw_sys_exit", "dw_sys_exit_send", "dw_sys_exit_recv",
 };
@@ -70,15 +71,13 @@ const struct dw_other_hook dw_other_hooks[] = {
 	{ HOOK_ABORT_DIAG, "without bpf_sock_destroy too, enforce = abort falls back to connect" },
 	{ HOOK_SENDMSG4, "IPv4 DNS queries sent on unconnected UDP sockets are not refused while a resolver's breaker is open" },
 	{ HOOK_SENDMSG6, "IPv6 DNS queries sent on unconnected UDP sockets are not refused while a resolver's breaker is open" },
-	{ HOOK_DNS_EGRESS, "DNS queries over UDP are not calls" },
-	/* a query whose answer nobody sees would fail at its timeout: the two go together */
-	{ HOOK_DNS_INGRESS, "DNS queries over UDP are not calls (their answers would not be seen)" },
+	{ HOOK_DNS, "DNS queries over UDP are not calls" },
 	{ HOOK_DNS_CLOSE, "a DNS query whose socket closes unanswered fails at its dns_timeout, not at the close" },
 	{ HOOK_TLS, "TLS libraries get no uprobes: calls over TLS are timed from their records (doc/tls.md)" },
 };
 
 #define NSPECS(a) (sizeof(a) / sizeof(a[0]))
-/* + the four cgroup enforcement hooks, iter/tcp, sock_destroy and the three DNS hooks, tls */
+/* + the four cgroup enforcement hooks, iter/tcp, sock_destroy, DNS's two, tls, and room */
 _Static_assert(NSPECS(dw_prog_specs) + NSPECS(dw_syscall_specs) + 10 <= DW_MAX_PROGS,
 	       "DW_MAX_PROGS too small");
 

@@ -59,9 +59,12 @@ extern const size_t dw_nsyscalls_only;
 /* its two ways of destroying, each withheld on its own to test the other */
 #define HOOK_ABORT_KFUNC "bpf_sock_destroy"
 #define HOOK_ABORT_DIAG "sock_diag_destroy"
-/* DNS over UDP as calls (issue 35): the cgroup datagram hooks, and the sweep that times queries out */
-#define HOOK_DNS_EGRESS "cgroup_skb/egress"
-#define HOOK_DNS_INGRESS "cgroup_skb/ingress"
+/*
+ * DNS over UDP as calls (issue 35): where queries and answers are read, off the packet path
+ * (issue 46: the sock backend's dw_dns_send on sock_send_length and sk_data_ready's UDP branch;
+ * the syscalls backend's system call programs), and the sweep that times queries out
+ */
+#define HOOK_DNS "dns"
 /* a UDP socket's close: its queries still unanswered fail there (issue 48) */
 #define HOOK_DNS_CLOSE "cgroup/sock_release"
 /* the TLS uprobes and the exec watch that finds them libraries (user/discovery/tls/, doc/tls.md) */

@@ -287,9 +287,9 @@ static void attach_enforce(struct dw_bpf *b, const char *want)
 }
 
 /*
- * The close path (issue 48) on the DNS programs' directory, once both are
- * attached (dns_why NULL): without it DNS still works, its unanswered
- * queries ending at their dns_timeout; the start line says which.
+ * The close path (issue 48) on the cgroup v2 directory, once DNS is on
+ * (dns_why NULL): without it DNS still works, its unanswered queries
+ * ending at their dns_timeout; the start line says which.
  */
 static void attach_dns_close(struct dw_bpf *b, const char *dns_why, int fd, const char *path)
 {
@@ -310,75 +310,54 @@ static void attach_dns_close(struct dw_bpf *b, const char *dns_why, int fd, cons
 }
 
 /*
- * DNS over UDP (issue 35): the cgroup datagram programs on the same cgroup v2
- * directory as enforcement (the root: every process), both or neither (a
- * query whose answer is not seen would fail at its timeout). The dns_ports
- * map is the daemon's to fill (user/dns/dnsports.c, before anything attaches).
+ * DNS over UDP (issue 35), off the packet path (issue 46): on the sock
+ * backend the query program (dw_dns_send, sock_send_length) with
+ * sk_data_ready's UDP branch for the answers; on the syscalls backend the
+ * system calls' programs read both, nothing of DNS's own to attach. One
+ * line in the start line, hook "dns". The close program goes on the cgroup
+ * v2 directory of enforcement (the root: every process). The dns_ports map
+ * is the daemon's to fill (user/dns/dnsports.c, before anything attaches).
  */
 static void attach_dns(struct dw_bpf *b, const char *want)
 {
-	struct bpf_program *progs[2] = { b->skel->progs.dw_dns_egress, b->skel->progs.dw_dns_ingress };
-	static const char *const hooks[2] = { HOOK_DNS_EGRESS, HOOK_DNS_INGRESS };
-	const char *why = NULL;
-	char path[256], whybuf[sizeof(b->progs[0].why) - 8];
+	static const char loss[] = "DNS queries over UDP are not calls";
+	struct dw_prog_status *ps = &b->progs[b->nprogs++];
+	bool sock = b->backend == DW_BACKEND_SOCK;
+	/* the sock backend's queries: its own program, or dw_send's UDP branch (parts.c) */
+	bool own = sock && bpf_program__autoload(b->skel->progs.dw_dns_send);
+	char path[256], why[sizeof(ps->why)];
 	int fd = -1, err = 0;
 
+	ps->name = own ? "dw_dns_send" : sock ? "dw_send" : "dw_sys_*";
+	ps->hook = HOOK_DNS;
+	if (dw_bpf_part_refused(b, DW_PART_DNS, ps->why, sizeof(ps->why)))
+		;
+	else if (dw_bpf_withheld(b, HOOK_DNS))
+		dw_hook_off_why(ps->why, sizeof(ps->why), HOOK_DNS, NULL);
+	else if (!b->skel->rodata->dw_dns_on)
+		snprintf(ps->why, sizeof(ps->why), "no sk_data_ready for the answers (Linux 6.6+): %s", loss);
+	else if (own && !(ps->link = bpf_program__attach(b->skel->progs.dw_dns_send)))
+		snprintf(ps->why, sizeof(ps->why), "attach to sock_send_length failed: %s: %s", strerror(errno), loss);
+	ps->attached = !ps->why[0];
 	if (want && *want)
 		snprintf(path, sizeof(path), "%s", want);
 	else
 		err = dw_cgroup2_mount(NULL, path, sizeof(path));
-	if (dw_bpf_part_refused(b, DW_PART_DNS, whybuf, sizeof(whybuf))) {
-		why = whybuf;
-	} else if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS)) {
-		dw_hook_off_why(whybuf, sizeof(whybuf), HOOK_DNS_EGRESS, NULL);
-		why = whybuf;
-	} else if (err || (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		snprintf(whybuf, sizeof(whybuf), "no cgroup v2 directory %.200s: %s: DNS queries over UDP are not calls",
-			 err ? "mounted" : path, strerror(err ? -err : errno));
-		why = whybuf;
-	}
-	for (int i = 0; i < 2; i++) {
-		struct dw_prog_status *ps = &b->progs[b->nprogs++];
-
-		ps->name = bpf_program__name(progs[i]);
-		ps->hook = hooks[i];
-		if (why) {
-			snprintf(ps->why, sizeof(ps->why), "%s", why);
-			continue;
-		}
-		ps->link = bpf_program__attach_cgroup(progs[i], fd);
-		if (!ps->link) {
-			snprintf(ps->why, sizeof(ps->why), "attach to %.200s failed: %s: DNS queries over UDP are not calls",
-				 path, strerror(errno));
-			/* both or neither */
-			if (i == 1) {
-				struct dw_prog_status *first = ps - 1;
-
-				bpf_link__destroy(first->link);
-				first->link = NULL;
-				first->attached = false;
-				memcpy(first->why, ps->why, sizeof(first->why));
-			}
-			why = ps->why;
-			continue;
-		}
-		ps->attached = true;
-	}
-	attach_dns_close(b, why, fd, path);
+	if (!err)
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(why, sizeof(why), "%s", ps->why);
+	attach_dns_close(b, ps->attached ? NULL : why, fd, err ? "(no cgroup v2 mount)" : path);
 	if (fd >= 0)
 		close(fd);
 }
 
-/* Whether DNS queries are calls: both datagram programs attached. */
+/* Whether DNS queries are calls: its line attached. */
 bool dw_bpf_dns_on(const struct dw_bpf *b)
 {
-	int n = 0;
-
 	for (int i = 0; i < b->nprogs; i++)
-		if (b->progs[i].attached && b->progs[i].hook &&
-		    (!strcmp(b->progs[i].hook, HOOK_DNS_EGRESS) || !strcmp(b->progs[i].hook, HOOK_DNS_INGRESS)))
-			n++;
-	return n == 2;
+		if (b->progs[i].attached && b->progs[i].hook && !strcmp(b->progs[i].hook, HOOK_DNS))
+			return true;
+	return false;
 }
 
 /*
@@ -391,8 +370,10 @@ int dw_bpf_dns_sweep(struct dw_bpf *b)
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 	int err;
 
-	/* nothing outstanding, nothing to sweep (the count is the kernel's, read in place) */
-	if (!dw_bpf_dns_on(b) || !*(volatile __u32 *)&b->skel->bss->dw_dns_live)
+	/* nothing outstanding and no answer waiting for its query, nothing to sweep (the counts are
+	 * the kernel's, read in place) */
+	if (!dw_bpf_dns_on(b) || (!*(volatile __u32 *)&b->skel->bss->dw_dns_live &&
+				  !*(volatile __u32 *)&b->skel->bss->dw_dns_early_n))
 		return 0;
 	err = bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.dw_dns_sweep), &opts);
 	if (err)

@@ -88,15 +88,19 @@ static void decide_tls(struct dw_bpf *b)
 		tls_off(b);
 }
 
-/* DNS over UDP (issue 35) off: its datagram programs and the sweep not loaded (nor verified). */
+/*
+ * DNS over UDP (issue 35) off: the sock backend's query program and the
+ * sweep not loaded, and the DNS branches of the sock and syscalls programs
+ * cut at load (dw_dns_on): none of it verified.
+ */
 static void dns_off(struct dw_bpf *b)
 {
-	bpf_program__set_autoload(b->skel->progs.dw_dns_egress, false);
-	bpf_program__set_autoload(b->skel->progs.dw_dns_ingress, false);
+	b->skel->rodata->dw_dns_on = false;
+	bpf_program__set_autoload(b->skel->progs.dw_dns_send, false);
 	bpf_program__set_autoload(b->skel->progs.dw_dns_sweep, false);
 }
 
-/* DNS's close path (issue 48) off: without it the sends keep no record for a close. */
+/* DNS's close path (issue 48) off: the release program not loaded. */
 static void dns_close_off(struct dw_bpf *b)
 {
 	b->dns_close_on = false;
@@ -104,14 +108,26 @@ static void dns_close_off(struct dw_bpf *b)
 	bpf_program__set_autoload(b->skel->progs.dw_dns_release, false);
 }
 
-/* --without either datagram hook: neither loads; the close path with the rest of DNS only. */
+/*
+ * --without dns: none of it loads; the close path with the rest of DNS
+ * only. Where DNS reads (issue 46): the sock backend a query at
+ * sock_send_length (dw_dns_send, or dw_send's UDP branch where dw_send is
+ * the TCP send program) and an answer in sk_data_ready, so without
+ * sk_data_ready (before Linux 6.6, or withheld) it has no answers and is
+ * off; the syscalls backend in its system calls' own programs.
+ */
 static void decide_dns(struct dw_bpf *b)
 {
-	if (dw_bpf_withheld(b, HOOK_DNS_EGRESS) || dw_bpf_withheld(b, HOOK_DNS_INGRESS))
+	b->skel->rodata->dw_dns_on = true;
+	/* where the TCP send program is dw_send (no tcp_sendmsg_locked), it reads the queries too */
+	if (b->backend != DW_BACKEND_SOCK || bpf_program__autoload(b->skel->progs.dw_send))
+		bpf_program__set_autoload(b->skel->progs.dw_dns_send, false);
+	if (dw_bpf_withheld(b, HOOK_DNS) ||
+	    (b->backend == DW_BACKEND_SOCK && !bpf_program__autoload(b->skel->progs.dw_data_ready)))
 		dns_off(b);
 	b->dns_close_on = true;
 	b->skel->rodata->dw_dns_close_on = true;
-	if (!bpf_program__autoload(b->skel->progs.dw_dns_egress) || dw_bpf_withheld(b, HOOK_DNS_CLOSE))
+	if (!b->skel->rodata->dw_dns_on || dw_bpf_withheld(b, HOOK_DNS_CLOSE))
 		dns_close_off(b);
 }
 
@@ -207,7 +223,7 @@ static const struct dw_load_part load_parts[DW_NPARTS] = {
 	/* DNS's close path (issue 48), then DNS (issue 35): each refusal keeps what it can */
 	[DW_PART_DNS_CLOSE] = { "the DNS close program", "it", "dw_dns_release", HOOK_DNS_CLOSE,
 				"the kernel refused the program", dns_close_refused },
-	[DW_PART_DNS] = { "the DNS programs", "them", "dw_dns_egress", HOOK_DNS_EGRESS,
+	[DW_PART_DNS] = { "the DNS programs", "them", "dw_dns_sweep", HOOK_DNS,
 			  "the kernel refused the program", dns_refused },
 	/* abort_why, the cause alone (status' abort); the start line adds sock_destroy's loss */
 	[DW_PART_ABORT] = { "the abort iterator", "it", "dw_abort", HOOK_ABORT,
