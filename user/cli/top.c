@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "host/clock.h"
 #include "control/control.h"
 #include "logic/view/control_wire.h"
 #include "logic/base/parse.h"
@@ -21,14 +22,6 @@
 #include "cli/top.h"
 
 /* ---- asking the daemon ---- */
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 /*
  * One answer, parsed and sorted. On failure err says why, unless
@@ -185,7 +178,7 @@ static void start_colors(struct live *t)
 static void refresh_frame(struct live *t)
 {
 	struct dw_top_frame next;
-	uint64_t now = monotonic_ns();
+	uint64_t now = dw_monotonic_ns();
 	int ret = fetch(t->run_dir, &next, t->err, sizeof(t->err));
 
 	if (ret) {
@@ -305,7 +298,7 @@ static void draw(const struct live *t)
 /* Milliseconds until the next refresh is due, for the key wait. */
 static int wait_ms(uint64_t due)
 {
-	uint64_t now = monotonic_ns();
+	uint64_t now = dw_monotonic_ns();
 
 	if (now >= due)
 		return 0;
@@ -330,13 +323,13 @@ static void run_loop(struct live *t)
 			t->callers = !t->callers;
 			draw(t);
 		}
-		if (monotonic_ns() < due)
+		if (dw_monotonic_ns() < due)
 			continue;
 		refresh_frame(t);
 		draw(t);
 		due += t->interval_ns;
-		if (due < monotonic_ns())	/* we fell behind (suspended): no catching up */
-			due = monotonic_ns() + t->interval_ns;
+		if (due < dw_monotonic_ns())	/* we fell behind (suspended): no catching up */
+			due = dw_monotonic_ns() + t->interval_ns;
 	}
 }
 
@@ -370,7 +363,7 @@ static int top_live(struct live *t)
 	int saved;
 
 	/* the first answer before curses starts, so a missing daemon is a plain error */
-	t->cur_ns = monotonic_ns();
+	t->cur_ns = dw_monotonic_ns();
 	t->cur_time = time(NULL);
 	if (fetch(t->run_dir, &t->cur, t->err, sizeof(t->err))) {
 		if (t->err[0])

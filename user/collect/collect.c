@@ -12,14 +12,6 @@
 #include "host/log.h"
 #include "logic/kernel/cpurows.h"
 
-uint64_t dw_monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static struct dw_dest *slot_for(struct dw_dest *tab, size_t cap, const struct dw_dest_key *key)
 {
 	size_t i = dw_dest_key_hash(key) & (cap - 1);

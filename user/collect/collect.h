@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "host/clock.h"
 #include "logic/callers/callers.h"
 #include "logic/callers/cgname.h"
 #include "logic/depset/dest.h"
@@ -99,7 +100,5 @@ bool dw_dest_burst_timed(const struct dw_collector *c, const struct dw_dest *d);
 size_t dw_collect_callers(const struct dw_collector *c, struct dw_caller_fig **out);
 /* The name of a caller's cgroup: cached, "unknown" for id 0, "cgroup:<id>" until resolved. */
 void dw_collect_caller_name(const struct dw_collector *c, uint64_t id, struct dw_cgname *out);
-
-uint64_t dw_monotonic_ns(void);
 
 #endif /* DW_COLLECT_H */

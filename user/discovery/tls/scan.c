@@ -17,6 +17,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "host/clock.h"
 #include "host/log.h"
 #include "discovery/golang/goattach.h"
 #include "discovery/tls/elfsyms.h"
@@ -303,17 +304,9 @@ void dw_tls_detach_unmapped(struct dw_tls *t)
 	}
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 void dw_tls_scan_all(struct dw_tls *t)
 {
-	double t0 = now_ms();
+	uint64_t t0 = dw_monotonic_ns();
 	unsigned n = 0;
 	struct dirent *de;
 	DIR *d;
@@ -339,7 +332,7 @@ void dw_tls_scan_all(struct dw_tls *t)
 	closedir(d);
 	t->full_scans++;
 	t->last_full_procs = n;
-	t->last_full_ms = now_ms() - t0;
+	t->last_full_ms = (double)(dw_monotonic_ns() - t0) / 1e6;
 }
 
 /*

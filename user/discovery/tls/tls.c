@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include "kernel/bpfstate.h"
 #include "depwatch.h"
+#include "host/clock.h"
 #include "host/log.h"
 #include "discovery/tls/tls.h"
 
@@ -36,14 +37,6 @@ static const unsigned rescan_after_ms[] = { 0, 10, 50, 100, 200, 350, 500, 700, 
 static const struct dw_tls *current;
 
 static void publish(struct dw_tls *t);
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 const struct dw_tls *dw_tls_current(void)
 {
@@ -85,6 +78,15 @@ static int on_exec(void *arg, void *data, size_t size)
 }
 
 static struct ring_ctx ring_ctx;
+
+/* The exec records in the ring, each queued for its rescans from now_ns. */
+static void read_ring(struct dw_tls *t, uint64_t now_ns)
+{
+	if (!t->ring)
+		return;
+	ring_ctx.now_ns = now_ns;
+	ring_buffer__consume(t->ring);
+}
 
 int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj)
 {
@@ -141,7 +143,7 @@ static void *discovery_thread(void *arg)
 			{ .fd = t->stop_fd, .events = POLLIN },
 			{ .fd = t->ring ? ring_buffer__epoll_fd(t->ring) : -1, .events = POLLIN },
 		};
-		int timeout = dw_tls_timeout_ms(t, mono_ns());
+		int timeout = dw_tls_timeout_ms(t, dw_monotonic_ns());
 
 		if (timeout < 0 || timeout > WAKE_MAX_MS)
 			timeout = WAKE_MAX_MS;
@@ -153,9 +155,9 @@ static void *discovery_thread(void *arg)
 		if (pfds[0].revents & POLLIN)
 			return NULL;
 		if (pfds[1].revents & POLLIN)
-			dw_tls_on_ready(t, mono_ns());
+			dw_tls_on_ready(t, dw_monotonic_ns());
 		else
-			dw_tls_tick(t, mono_ns());
+			dw_tls_tick(t, dw_monotonic_ns());
 		publish(t);
 	}
 }
@@ -277,8 +279,7 @@ void dw_tls_on_ready(struct dw_tls *t, uint64_t now_ns)
 {
 	if (!t->ring)
 		return;
-	ring_ctx.now_ns = now_ns;
-	ring_buffer__consume(t->ring);
+	read_ring(t, now_ns);
 	dw_tls_tick(t, now_ns);
 }
 
@@ -332,11 +333,8 @@ void dw_tls_tick(struct dw_tls *t, uint64_t now_ns)
 		 * first look before the detach, or a file only they map would come
 		 * off and go back on (half a second of links for a Go binary).
 		 */
-		after = mono_ns();
-		if (t->ring) {
-			ring_ctx.now_ns = after;
-			ring_buffer__consume(t->ring);
-		}
+		after = dw_monotonic_ns();
+		read_ring(t, after);
 		rescan_due(t, after);
 		dw_tls_detach_unmapped(t);
 		t->next_full_ns = now_ns + DW_TLS_RESCAN_FULL_NS;
