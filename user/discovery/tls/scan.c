@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "host/clock.h"
 #include "host/log.h"
+#include "logic/base/jsonw.h"
 #include "discovery/golang/goattach.h"
 #include "discovery/tls/elfsyms.h"
 #include "discovery/tls/tls.h"
@@ -33,9 +34,22 @@ struct proc_objs {
 	size_t n;
 };
 
+/*
+ * A file's path for a log line, escaped (dw_escape_text): it is the name a
+ * process mapped it by, any bytes but NUL, and the log goes to a terminal
+ * or the journal. b is the caller's, freed by it.
+ */
+static const char *shown(struct dw_buf *b, const char *path)
+{
+	dw_escape_text(b, path, strlen(path));
+	dw_buf_putc(b, '\0');
+	return b->data && !b->oom ? b->data : "?";
+}
+
 /* Gives f its uprobes (f is ATTACHED or FAILED after), opening it as pid sees it. */
 static void attach(struct dw_tls *t, struct dw_tls_file *f, const char *root, const struct dw_tls_elf *e)
 {
+	struct dw_buf p = { 0 };
 	char why[200];
 	int err;
 
@@ -47,15 +61,17 @@ static void attach(struct dw_tls *t, struct dw_tls_file *f, const char *root, co
 	err = dw_tls_attach_file(t->obj, root, e, &t->att[t->natt].links, why, sizeof(why));
 	if (err) {
 		f->state = DW_TLS_FILE_FAILED;
-		dw_warn("tls: cannot attach the uprobes to %s: %s; its processes stay opaque", f->path, why);
+		dw_warn("tls: cannot attach the uprobes to %s: %s; its processes stay opaque", shown(&p, f->path), why);
+		dw_buf_free(&p);
 		snprintf(f->why, sizeof(f->why), "%s", why);
 		return;
 	}
 	f->state = DW_TLS_FILE_ATTACHED;
 	f->probes = t->att[t->natt].links.n;
 	t->att[t->natt++].file = (int)(f - t->files->e);
-	dw_info("tls: %u uprobes on %s (%s, dev %u:%u inode %llu)", f->probes, f->path, dw_tls_kind_name(f->kind),
-		major(f->dev), minor(f->dev), (unsigned long long)f->ino);
+	dw_info("tls: %u uprobes on %s (%s, dev %u:%u inode %llu)", f->probes, shown(&p, f->path),
+		dw_tls_kind_name(f->kind), major(f->dev), minor(f->dev), (unsigned long long)f->ino);
+	dw_buf_free(&p);
 }
 
 /*
@@ -65,6 +81,7 @@ static void attach(struct dw_tls *t, struct dw_tls_file *f, const char *root, co
  */
 static void attach_go(struct dw_tls *t, struct dw_tls_file *f, const char *root)
 {
+	struct dw_buf p = { 0 };
 	char why[200];
 
 	if (t->natt == DW_TLS_ATTACHED_MAX) {
@@ -79,15 +96,17 @@ static void attach_go(struct dw_tls *t, struct dw_tls_file *f, const char *root)
 			return;
 		}
 		f->state = DW_TLS_FILE_FAILED;
-		dw_warn("tls: Go program %s not probed: %s; its connections stay TLS records", f->path, why);
+		dw_warn("tls: Go program %s not probed: %s; its connections stay TLS records", shown(&p, f->path), why);
+		dw_buf_free(&p);
 		snprintf(f->why, sizeof(f->why), "%s", why);
 		return;
 	}
 	f->state = DW_TLS_FILE_ATTACHED;
 	f->probes = t->att[t->natt].links.n;
 	t->att[t->natt++].file = (int)(f - t->files->e);
-	dw_info("tls: %u Go uprobes on %s (%s, dev %u:%u inode %llu)", f->probes, f->path, why, major(f->dev),
-		minor(f->dev), (unsigned long long)f->ino);
+	dw_info("tls: %u Go uprobes on %s (%s, dev %u:%u inode %llu)", f->probes, shown(&p, f->path), why,
+		major(f->dev), minor(f->dev), (unsigned long long)f->ino);
+	dw_buf_free(&p);
 }
 
 /* A file seen for the first time: its symbols, its kind, its uprobes if it takes them. */
@@ -294,8 +313,11 @@ void dw_tls_detach_unmapped(struct dw_tls *t)
 			i++;
 			continue;
 		}
-		dw_info("tls: %u uprobes off %s: no process maps it (dev %u:%u inode %llu)", f->probes, f->path,
-			major(f->dev), minor(f->dev), (unsigned long long)f->ino);
+		struct dw_buf p = { 0 };
+
+		dw_info("tls: %u uprobes off %s: no process maps it (dev %u:%u inode %llu)", f->probes,
+			shown(&p, f->path), major(f->dev), minor(f->dev), (unsigned long long)f->ino);
+		dw_buf_free(&p);
 		dw_tls_detach_file(&t->att[i].links);
 		f->state = DW_TLS_FILE_UNREAD;
 		f->probes = 0;
