@@ -44,11 +44,12 @@ class CountingResult(unittest.TextTestResult):
     def startTest(self, test):
         super().startTest(test)
         self.outcome[test.id()] = "pass"
-        self.took[test.id()] = time.monotonic()
         # a test skipped before it runs (the other backend's, backend_independent) waits for nothing
         self.entered = not will_skip(test)
         if self.entered:
-            SIDE.enter_test(runs_alone(test))
+            SIDE.enter_test(runs_alone(test), test.id())
+        # its time from when it holds its lock: the durations are the tests', not the waits'
+        self.took[test.id()] = time.monotonic()
 
     def stopTest(self, test):
         if self.entered:
@@ -196,7 +197,7 @@ def main():
         claimed += 1
         held = not all(will_skip(t) for t in tests)
         if held:
-            SIDE.enter_module(alone_on_host(module))
+            SIDE.enter_module(alone_on_host(module), module)
         try:
             unittest.TestSuite(tests).run(result)
         finally:
@@ -222,8 +223,7 @@ def main():
     took = time.monotonic() - start
     print("integration: %.1f s" % took)
     if SIDE.enabled:
-        print("side by side: %d modules had the host alone, %d tests the CPUs; %.0f s waited for the other pass"
-              % (SIDE.alone_modules, SIDE.alone_tests, SIDE.waited))
+        print(SIDE.report())
     # what the run asked of the CPUs (itself, its daemons, servers and tools, once waited for):
     # whether two runs could share this machine (issue 36)
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)

@@ -74,29 +74,49 @@ class SideBySide:
     def __init__(self):
         self.enabled = os.environ.get("DW_SIDE_BY_SIDE") == "1"
         self.waited = 0.0
-        self.alone_tests = 0
-        self.alone_modules = 0
+        # what held a lock exclusively, and how long: {name: seconds}, for the tests' and the
+        # modules' serial time (the floor of the side-by-side run, tests/README.md)
+        self.alone_tests = {}
+        self.alone_modules = {}
+        self._held = None
+        self._module = None
         if self.enabled:
             self.host = RWLock(LOCK_FILE + ".host")
             self.cpu = RWLock(LOCK_FILE + ".cpu")
 
-    def enter_module(self, alone):
+    def enter_module(self, alone, name):
         if self.enabled:
             self.waited += self.host.take(alone)
-            self.alone_modules += bool(alone)
+            self._module = (name, time.monotonic()) if alone else None
 
     def leave_module(self):
         if self.enabled:
             self.host.drop()
+            if self._module:
+                self.alone_modules[self._module[0]] = time.monotonic() - self._module[1]
 
-    def enter_test(self, alone):
+    def enter_test(self, alone, name):
         if self.enabled:
             self.waited += self.cpu.take(alone)
-            self.alone_tests += bool(alone)
+            # module.method: the class adds nothing to a name that says where the time went
+            short = ".".join(name.split(".")[::2]) if name.count(".") == 2 else name
+            self._held = (short, time.monotonic()) if alone else None
 
     def leave_test(self):
         if self.enabled:
             self.cpu.drop()
+            if self._held:
+                self.alone_tests[self._held[0]] = time.monotonic() - self._held[1]
+
+    def report(self):
+        """One line: the serial time this runner held (the side-by-side run's floor), the longest
+        holds by name, and what it waited for the others'."""
+        def part(held, what):
+            top = sorted(held.items(), key=lambda kv: -kv[1])[:4]
+            return "%d %s %.0f s%s" % (len(held), what, sum(held.values()),
+                                       " (" + ", ".join("%s %.0f s" % kv for kv in top) + ")" if top else "")
+        return "side by side: alone on the host %s; alone on the CPUs %s; %.0f s waited for the other pass" % (
+            part(self.alone_modules, "modules"), part(self.alone_tests, "tests"), self.waited)
 
 
 class ModuleQueue:
