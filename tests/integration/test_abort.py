@@ -27,7 +27,7 @@ import urllib.request
 
 from loopback import bind_fresh_port
 from harness import (DEPWATCH, EMULATED, Daemon, dependency, free_port, kernel_has_sock_destroy_kfunc,
-                     reloaded_daemon, start_configured, write_config)
+                     reloaded_daemon, runs_alone, start_configured, write_config)
 from realtraffic import nginx_server, start_nginx, tempdir
 from workpool import StandIn, pool
 
@@ -278,6 +278,11 @@ class AbortTest(AbortPath, unittest.TestCase):
         print("\n  connect: %d of 30 workers blocked until the server answered (%.1f s after the hang)"
               % (blocked, t_answer - t_change))
 
+    # Alone (harness.runs_alone), as test_reload_applies_abort_after: each slow call ends within
+    # 50 ms of abort_after, the daemon's one-shot timer; side by side, a reload's call ended 501 ms
+    # after its send (2026-12-07, syscalls pass, two other runners starting daemons): 200 ms late,
+    # the cause not established. Alone it has held in every run.
+    @runs_alone
     def test_abort_after(self):
         srv = self.server(delay=0.05, slow=2.0)
         d = self.daemon("[defaults]\nslow_call = 10s\n"
@@ -327,6 +332,7 @@ class AbortTest(AbortPath, unittest.TestCase):
         print("\n  abort_after 300ms: slow calls ended after %s ms"
               % ", ".join("%.0f" % (t * 1e3) for t, _ in errors))
 
+    @runs_alone
     def test_reload_applies_abort_after(self):
         """abort_after set by a reload (SIGHUP) applies to the connections already open."""
         srv = self.server(delay=0.05, slow=2.0)
