@@ -197,7 +197,9 @@ static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_ms
 		global_count(G_dns_retransmits);
 		return;
 	}
-	early = bpf_map_lookup_elem(&dns_early, &key);
+	/* only the sock backend leaves early answers (dns_arrived's k->early, set by dnssock.bpf.h):
+	 * on syscalls both looks would find nothing; dw_backend is read-only, the verifier drops them */
+	early = dw_backend != DW_BACKEND_SYSCALLS ? bpf_map_lookup_elem(&dns_early, &key) : 0;
 	if (early) {
 		rcode = early->rcode;
 		if (bpf_map_delete_elem(&dns_early, &key))
@@ -252,7 +254,7 @@ static __always_inline void dns_query(struct dns_work *k, const struct dw_dns_ms
 	 * the look is not done before the insert is seen); the early entry's
 	 * delete says which of the two ends the call.
 	 */
-	early = bpf_map_lookup_elem(&dns_early, &key);
+	early = dw_backend != DW_BACKEND_SYSCALLS ? bpf_map_lookup_elem(&dns_early, &key) : 0;
 	if (early) {
 		rcode = early->rcode;
 		if (!bpf_map_delete_elem(&dns_early, &key))
