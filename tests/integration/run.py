@@ -113,6 +113,12 @@ def runs_alone(test):
                 or getattr(sys.modules.get(type(test).__module__), "RUNS_ALONE", False))
 
 
+def alone_module(module):
+    """Whether all the module's tests load the machine (RUNS_ALONE = True): it holds the CPUs alone
+    once, for the whole module (suitelock.SideBySide)."""
+    return bool(getattr(sys.modules.get(module), "RUNS_ALONE", False))
+
+
 def alone_on_host(module):
     """Whether the module holds the host alone (RUNS_ALONE_ON_HOST = True, suitelock.SideBySide)."""
     return bool(getattr(sys.modules.get(module), "RUNS_ALONE_ON_HOST", False))
@@ -187,17 +193,18 @@ def main():
     claimed = 0
     groups = by_module(suite)
     if queue.path:
-        # the modules that hold the host alone first: while one runs, no runner of either backend
-        # runs anything, so they cost the same at any point of the run, and at the start no other
-        # runner is inside a long module that it would first have to wait for
-        groups.sort(key=lambda g: not alone_on_host(g[0]))
+        # the modules that hold the host alone first, then those that hold the CPUs alone: while
+        # one runs, no other runner runs a test, so they cost the same at any point of the run;
+        # but each first waits for every test then running to end, with the CPUs idle: at the
+        # start the others are in the same modules or their first tests, not in a soak of a minute
+        groups.sort(key=lambda g: (not alone_on_host(g[0]), not alone_module(g[0])))
     for module, tests in groups:
         if not queue.claim(module):
             continue
         claimed += 1
         held = not all(will_skip(t) for t in tests)
         if held:
-            SIDE.enter_module(alone_on_host(module), module)
+            SIDE.enter_module(alone_on_host(module), module, alone_module(module))
         try:
             unittest.TestSuite(tests).run(result)
         finally:

@@ -68,7 +68,10 @@ class SideBySide:
       last cleanup, when no daemon of the other pass lives; every other module holds it shared;
     - the CPUs: a test that loads the machine (harness.runs_alone: wrk or h2load at full speed,
       20 000 connections, valgrind) holds it exclusively while the other pass's tests wait, so that
-      their timing stays in its tolerances; every other test holds it shared.
+      their timing stays in its tolerances; every other test holds it shared. A module all of whose
+      tests load it (RUNS_ALONE = True: test_realtraffic's 16) holds it once, from its first
+      fixture to its last cleanup: each exclusive take first waits for every test then running to
+      end, with the CPUs idle meanwhile, and once per module that wait is paid once.
     Outside make test's side-by-side run (one pass, make itest) it does nothing."""
 
     def __init__(self):
@@ -80,30 +83,39 @@ class SideBySide:
         self.alone_modules = {}
         self._held = None
         self._module = None
+        self._module_cpus = None
         if self.enabled:
             self.host = RWLock(LOCK_FILE + ".host")
             self.cpu = RWLock(LOCK_FILE + ".cpu")
 
-    def enter_module(self, alone, name):
+    def enter_module(self, alone, name, cpus=False):
+        """alone: the host exclusively; cpus: the CPUs exclusively too, for the whole module."""
         if self.enabled:
             self.waited += self.host.take(alone)
             self._module = (name, time.monotonic()) if alone else None
+            if cpus:
+                self.waited += self.cpu.take(True)
+            self._module_cpus = (name, time.monotonic()) if cpus else None
 
     def leave_module(self):
         if self.enabled:
+            if self._module_cpus:
+                self.cpu.drop()
+                self.alone_tests[self._module_cpus[0]] = time.monotonic() - self._module_cpus[1]
+                self._module_cpus = None
             self.host.drop()
             if self._module:
                 self.alone_modules[self._module[0]] = time.monotonic() - self._module[1]
 
     def enter_test(self, alone, name):
-        if self.enabled:
+        if self.enabled and not self._module_cpus:
             self.waited += self.cpu.take(alone)
             # module.method: the class adds nothing to a name that says where the time went
             short = ".".join(name.split(".")[::2]) if name.count(".") == 2 else name
             self._held = (short, time.monotonic()) if alone else None
 
     def leave_test(self):
-        if self.enabled:
+        if self.enabled and not self._module_cpus:
             self.cpu.drop()
             if self._held:
                 self.alone_tests[self._held[0]] = time.monotonic() - self._held[1]
@@ -116,7 +128,7 @@ class SideBySide:
             return "%d %s %.0f s%s" % (len(held), what, sum(held.values()),
                                        " (" + ", ".join("%s %.0f s" % kv for kv in top) + ")" if top else "")
         return "side by side: alone on the host %s; alone on the CPUs %s; %.0f s waited for the other pass" % (
-            part(self.alone_modules, "modules"), part(self.alone_tests, "tests"), self.waited)
+            part(self.alone_modules, "modules"), part(self.alone_tests, "tests or modules"), self.waited)
 
 
 class ModuleQueue:
