@@ -37,6 +37,11 @@ static const unsigned rescan_after_ms[] = { 0, 10, 50, 100, 200, 350, 500, 700, 
 static const struct dw_tls *current;
 
 static void publish(struct dw_tls *t);
+/* The thread's wake-ups: the ms until a rescan is due (-1: none). */
+static int timeout_ms(const struct dw_tls *t, uint64_t now_ns);
+/* The ring readable: queue its execs. Then, and at every wake-up: the rescans that are due. */
+static void on_ready(struct dw_tls *t, uint64_t now_ns);
+static void tick(struct dw_tls *t, uint64_t now_ns);
 
 const struct dw_tls *dw_tls_current(void)
 {
@@ -143,7 +148,7 @@ static void *discovery_thread(void *arg)
 			{ .fd = t->stop_fd, .events = POLLIN },
 			{ .fd = t->ring ? ring_buffer__epoll_fd(t->ring) : -1, .events = POLLIN },
 		};
-		int timeout = dw_tls_timeout_ms(t, dw_monotonic_ns());
+		int timeout = timeout_ms(t, dw_monotonic_ns());
 
 		if (timeout < 0 || timeout > WAKE_MAX_MS)
 			timeout = WAKE_MAX_MS;
@@ -155,9 +160,9 @@ static void *discovery_thread(void *arg)
 		if (pfds[0].revents & POLLIN)
 			return NULL;
 		if (pfds[1].revents & POLLIN)
-			dw_tls_on_ready(t, dw_monotonic_ns());
+			on_ready(t, dw_monotonic_ns());
 		else
-			dw_tls_tick(t, dw_monotonic_ns());
+			tick(t, dw_monotonic_ns());
 		publish(t);
 	}
 }
@@ -258,7 +263,7 @@ void dw_tls_stop(struct dw_tls *t)
 	t->snap_init = false;
 }
 
-int dw_tls_timeout_ms(const struct dw_tls *t, uint64_t now_ns)
+static int timeout_ms(const struct dw_tls *t, uint64_t now_ns)
 {
 	uint64_t next = UINT64_MAX;
 
@@ -275,12 +280,12 @@ int dw_tls_timeout_ms(const struct dw_tls *t, uint64_t now_ns)
 	return next > 60000 ? 60000 : (int)next;
 }
 
-void dw_tls_on_ready(struct dw_tls *t, uint64_t now_ns)
+static void on_ready(struct dw_tls *t, uint64_t now_ns)
 {
 	if (!t->ring)
 		return;
 	read_ring(t, now_ns);
-	dw_tls_tick(t, now_ns);
+	tick(t, now_ns);
 }
 
 static bool alive(uint32_t pid, uint64_t start, void *arg)
@@ -313,7 +318,7 @@ static void rescan_due(struct dw_tls *t, uint64_t now_ns)
 	}
 }
 
-void dw_tls_tick(struct dw_tls *t, uint64_t now_ns)
+static void tick(struct dw_tls *t, uint64_t now_ns)
 {
 	if (!t->on)
 		return;

@@ -98,11 +98,6 @@ int dw_tls_run(struct dw_tls *t);
 void dw_tls_stop(struct dw_tls *t);
 /* The kernel's count of execs the ring lost, as the loop's poll reads it. */
 void dw_tls_set_exec_lost(struct dw_tls *t, uint64_t lost);
-/* The thread's wake-ups: the ms until a rescan is due (-1: none). */
-int dw_tls_timeout_ms(const struct dw_tls *t, uint64_t now_ns);
-/* The ring readable: queue its execs. Then, and at every wake-up: the rescans that are due. */
-void dw_tls_on_ready(struct dw_tls *t, uint64_t now_ns);
-void dw_tls_tick(struct dw_tls *t, uint64_t now_ns);
 /* One scan of every process (the start's, and every DW_TLS_RESCAN_FULL_NS). */
 void dw_tls_scan_all(struct dw_tls *t);
 /* The uprobes off the files the last full scan found no process mapping (scan.c). */
