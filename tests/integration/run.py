@@ -110,7 +110,7 @@ def runs_alone(test):
     """harness.runs_alone on the test's method, its class or its module (RUNS_ALONE = True)."""
     method = getattr(test, getattr(test, "_testMethodName", ""), None)
     return bool(getattr(method, "RUNS_ALONE", False) or getattr(type(test), "RUNS_ALONE", False)
-                or getattr(sys.modules.get(type(test).__module__), "RUNS_ALONE", False))
+                or alone_module(type(test).__module__))
 
 
 def alone_module(module):
