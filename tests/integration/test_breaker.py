@@ -5,6 +5,7 @@ recovers; a healthy dependency with a slow tail must never open; max_inflight
 opens on concurrency; the pinned map dumps with named fields; configs are
 validated and reloaded all or nothing."""
 
+import fcntl
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import time
 import unittest
 
 import harness
+import suitelock
 from harness import Daemon, DEPWATCH, dependency, unique_name, write_config
 from openloop import OpenLoopClient, SlowServer
 
@@ -27,9 +29,25 @@ class Rsyslog:
     """A real rsyslogd writing every message it gets on its own socket to a file.
     syslog(3) writes to /dev/log: when the host has none, this rsyslogd owns
     /dev/log for the test; when it has one, the daemon runs in a mount
-    namespace where /dev/log is this rsyslogd's socket instead."""
+    namespace where /dev/log is this rsyslogd's socket instead.
+    Two of these at once (the two backends' passes side by side) would fight over /dev/log: the
+    second's rsyslogd replaces the first's socket, the first's close unlinks the second's (and
+    dissolves a bind mount on it in another namespace), and a daemon's lines go nowhere. So the
+    choice and the socket are held under a machine-wide lock for this rsyslogd's life."""
+
+    LOCK = os.path.join(os.path.dirname(suitelock.LOCK_FILE), "depwatch-devlog.lock")
 
     def __init__(self):
+        os.makedirs(os.path.dirname(self.LOCK), exist_ok=True)
+        self.lock = os.open(self.LOCK, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
+        try:
+            self._start()
+        except BaseException:
+            os.close(self.lock)
+            raise
+
+    def _start(self):
         self.dir = tempfile.mkdtemp(prefix="dwtest-syslog-")
         self.out = os.path.join(self.dir, "messages")
         self.own_dev_log = not os.path.exists("/dev/log")
@@ -84,6 +102,7 @@ class Rsyslog:
         if self.own_dev_log and os.path.exists("/dev/log"):
             os.unlink("/dev/log")
         shutil.rmtree(self.dir, ignore_errors=True)
+        os.close(self.lock)
 
 
 class SyslogDaemon(Daemon):
