@@ -23,9 +23,8 @@ The ground truth is what the test did: its own connection and query counts, chec
 servers' (mysqlslap's summary) where they have one.
 """
 
-# Reads the host's TLS processes (test_top_is_no_tls_process): no daemon of make test's other pass
-# lives while it runs (tests/integration/suitelock.py's SideBySide); its copy of depwatch is another file.
-RUNS_ALONE_ON_HOST = True
+# Not alone on the host in make test's side-by-side run: test_top_is_no_tls_process reads only its
+# own daemon's view of its own two processes (by pid), which other daemons on the host do not change.
 
 import os
 import pty
