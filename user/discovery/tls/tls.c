@@ -138,6 +138,43 @@ int dw_tls_start(struct dw_tls *t, struct dw_bpf *b, struct bpf_object *obj)
 
 /* The thread's longest sleep: the snapshot's exec_lost (the loop's) is at most this old. */
 #define WAKE_MAX_MS 1000
+/*
+ * The snapshots are rendered (every file and process walked, three times)
+ * at most once per PUBLISH_MIN_NS: an exec storm wakes the thread for every
+ * batch of the ring and every rescan step (0, 10, 50 ms ... after each
+ * exec). The first wake-up after a quiet spell publishes at once; one that
+ * comes sooner leaves it due, and the thread wakes for it at the latest
+ * PUBLISH_MIN_NS after the last, so status is never staler than that.
+ */
+#define PUBLISH_MIN_NS (50ULL * 1000000ULL)
+
+static void publish_throttled(struct dw_tls *t, uint64_t now_ns)
+{
+	if (now_ns - t->published_ns < PUBLISH_MIN_NS) {
+		t->publish_due = true;
+		return;
+	}
+	publish(t);
+	t->published_ns = now_ns;
+	t->publish_due = false;
+}
+
+/* poll's timeout: the rescans' (timeout_ms), a due publish's, and WAKE_MAX_MS at most */
+static int wake_ms(const struct dw_tls *t, uint64_t now_ns)
+{
+	int timeout = timeout_ms(t, now_ns);
+
+	if (timeout < 0 || timeout > WAKE_MAX_MS)
+		timeout = WAKE_MAX_MS;
+	if (t->publish_due) {
+		uint64_t at = t->published_ns + PUBLISH_MIN_NS;
+		int due = at <= now_ns ? 0 : (int)((at - now_ns + 999999) / 1000000);
+
+		if (due < timeout)
+			timeout = due;
+	}
+	return timeout;
+}
 
 static void *discovery_thread(void *arg)
 {
@@ -148,10 +185,8 @@ static void *discovery_thread(void *arg)
 			{ .fd = t->stop_fd, .events = POLLIN },
 			{ .fd = t->ring ? ring_buffer__epoll_fd(t->ring) : -1, .events = POLLIN },
 		};
-		int timeout = timeout_ms(t, dw_monotonic_ns());
+		int timeout = wake_ms(t, dw_monotonic_ns());
 
-		if (timeout < 0 || timeout > WAKE_MAX_MS)
-			timeout = WAKE_MAX_MS;
 		if (poll(pfds, 2, timeout) < 0 && errno != EINTR) {
 			dw_err("tls: the discovery's poll failed, no process is scanned from now on: %s",
 			       strerror(errno));
@@ -163,7 +198,7 @@ static void *discovery_thread(void *arg)
 			on_ready(t, dw_monotonic_ns());
 		else
 			tick(t, dw_monotonic_ns());
-		publish(t);
+		publish_throttled(t, dw_monotonic_ns());
 	}
 }
 

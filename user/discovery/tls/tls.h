@@ -77,7 +77,9 @@ struct dw_tls {
 	pthread_t thread;
 	bool running;
 	int stop_fd;		/* eventfd: the loop asks the thread to end; -1: none */
-	/* what status and /metrics read, rendered by the thread after each wake-up */
+	/* what status and /metrics read, rendered by the thread after a wake-up (tls.c's publish_throttled) */
+	uint64_t published_ns;	/* the last rendering's time */
+	bool publish_due;	/* a wake-up since then was not rendered */
 	pthread_mutex_t snap_lock;
 	bool snap_init;
 	struct dw_buf snap_json, snap_text, snap_metrics;
