@@ -442,7 +442,7 @@ $(OUT)/floor: bench/floor.c $(OUT)/floor.skel.h | $(OUT)
 	$(call msg,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS) $< -lbpf -lelf -lz -o $@
 
-bench: $(OUT)/pingpong $(OUT)/depwatch $(OUT)/floor
+bench: $(OUT)/pingpong $(OUT)/depwatch $(OUT)/floor $(GOBIN_DIR)/gotls-stripped-trimpath
 	$(Q)OUT=$(OUT) bash bench/run.sh
 
 # The old daemon of make bench's before/after arm (BEFORE=$(OUT)/depwatch-before), built

@@ -810,6 +810,14 @@ def pin_text(pin):
     )
 
 
+def budgets_lines(path):
+    """bench/budgets.py's table (issue 46), first: its own run, at the start of this one."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().splitlines() + [""]
+
+
 def main():
     runs_path, stats_path, decide_path, scale_path = sys.argv[1:5]
     env = os.environ.get
@@ -848,6 +856,7 @@ def main():
         "Nothing here is a test assertion: the targets below are the issue's, and the figures "
         "are what this run measured.",
         "",
+        *budgets_lines(env("BUDGETS_MD")),
         *summary_lines(runs, stats, floor_distance, spread, cfg_label),
         "## Targets",
         "",

@@ -918,6 +918,19 @@ pages_phase() {
 		die "bench/pages.py failed (log: /tmp/dwpages.log)"
 }
 
+# Issue 46's budgets, the report's first table: bench/budgets.py (its own interleaved arms; BUDGETS=0
+# skips it).
+budgets_phase() {
+	local quick=()
+
+	[ "${BUDGETS:-1}" = 1 ] || return 0
+	[ "$BENCH_QUICK" = 1 ] && quick=(--rounds 1 --seconds 1 --tls-rounds 1 --go-rounds 1 --go-requests 500)
+	echo "bench: budgets (bench/budgets.py)" >&2
+	wait_quiet
+	OUT=$OUT python3 bench/budgets.py "${quick[@]}" --out "$work/budgets.md" >/dev/null ||
+		die "bench/budgets.py failed"
+}
+
 main() {
 	local start
 
@@ -925,6 +938,7 @@ main() {
 	start=$(date +%s)
 	export LOAD_BEFORE
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+	budgets_phase
 	pingpong_phase
 	dd_phase
 	h2_phase
@@ -949,7 +963,7 @@ main() {
 	BUILD_ID="$OUT/depwatch as copied at the start: $(sha256sum "$DEPWATCH" | cut -c1-12)$SOURCE_ID"
 	BPFTRACE_VERSION=$([ "$PEER" = 1 ] && "$BPFTRACE" --version 2>/dev/null || echo "not run")
 	QUIET_WAITED=$(((QUIET_BUDGET * 4 - quiet_left) / 4))
-	python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
+	BUDGETS_MD="$work/budgets.md" python3 bench/report.py "$work/runs.tsv" "$work/stats.tsv" "$work/decide.json" \
 		"$work/scale.json" "$work/decide-fast.json" "$work/dd.tsv" "$work/h2.tsv" "$work/h2stats.tsv" \
 		>"$work/report.md"
 	if [ -f "$work/pool.md" ]; then

@@ -30,7 +30,7 @@ DEB_PKGS=(jsonnet debhelper dpkg-dev fakeroot libcmocka-dev)
 # make demo: its driver and the stand-in dependency are Python.
 DEMO_PKGS=(python3)
 # make bench: the servers and clients it measures, the bpftrace peer, the plot (bench/README.md).
-BENCH_PKGS=(python3 iproute2 nginx-light wrk nghttp2-client nghttp2-server bpftrace gnuplot-nox)
+BENCH_PKGS=(python3 iproute2 nginx-light wrk nghttp2-client nghttp2-server bpftrace gnuplot-nox openssl golang-go)
 # make test: the unit tests (cmocka, the fuzzers' sanitizer runtime), the real servers and clients
 # of the integration suite, the tools its tests drive (rsyslogd, promtool and prometheus, tmux,
 # valgrind, man, systemd-analyze, lintian), Alertmanager for the fleet pipeline, MariaDB and memcached for the goodbyes, PostgreSQL and libssl-dev for TLS behind a client's own BIO, Go for the Go programs it probes, and the kernel
