@@ -56,59 +56,50 @@ def has_sock_tracepoints():
         return b"btf_trace_sock_send_length" in f.read()
 
 
-class Daemon:
-    """depwatch run on its own pin and run dirs, up once its start line is logged."""
+class Tracer:
+    """A tracer process (argv) logging to a file of its own, up once a line matches ready (a
+    regular expression) within timeout s: self.ready_line; stopped by SIGTERM, then SIGKILL."""
 
-    def __init__(self, backend, tls=True):
+    def __init__(self, argv, ready, timeout, what):
         self.log = tempfile.NamedTemporaryFile("w+", prefix="budgets-", suffix=".log", delete=False)
-        self.run_dir = "/tmp/" + TAG
-        argv = [DEPWATCH, "run", "--backend", backend, "--pin-dir", "/sys/fs/bpf/" + TAG,
-                "--run-dir", self.run_dir] + ([] if tls else ["--without", "tls"])
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + timeout
         while True:
             with open(self.log.name) as f:
                 text = f.read()
-            m = re.search(r"depwatch: started .*", text)
+            m = re.search(ready, text)
             if m:
-                self.start_line = m.group(0)
+                self.ready_line = m.group(0)
                 return
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                sys.exit("budgets: depwatch did not start:\n" + text)
-            time.sleep(0.05)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait()
-        os.unlink(self.log.name)
-
-
-class Floor:
-    def __init__(self):
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="budgets-floor-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen([FLOOR], stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while True:
-            with open(self.log.name) as f:
-                text = f.read()
-            if "floor: ready" in text:
-                return
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                sys.exit("budgets: the floor did not start:\n" + text)
+                sys.exit("budgets: %s did not start:\n%s" % (what, text))
             time.sleep(0.05)
 
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(5)
+                self.proc.wait(120)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         os.unlink(self.log.name)
+
+
+class Daemon(Tracer):
+    """depwatch run on its own pin and run dirs, up once its start line is logged."""
+
+    def __init__(self, backend, tls=True):
+        self.run_dir = "/tmp/" + TAG
+        super().__init__([DEPWATCH, "run", "--backend", backend, "--pin-dir", "/sys/fs/bpf/" + TAG,
+                          "--run-dir", self.run_dir] + ([] if tls else ["--without", "tls"]),
+                         r"depwatch: started .*", 120, "depwatch")
+
+
+def floor():
+    """bench/floor.bpf.c's trivial programs (build/floor), attached once it says it is ready."""
+    return Tracer([FLOOR], r"floor: ready.*", 10, "the floor")
 
 
 def pingpong(args, churn=False, seconds=None):
@@ -124,7 +115,7 @@ def pingpong(args, churn=False, seconds=None):
 
 def under(arm, fn):
     """fn() with the arm's tracer attached (arm: None, "floor", or (backend, tls))."""
-    t = None if arm is None else Floor() if arm == "floor" else Daemon(*arm)
+    t = None if arm is None else floor() if arm == "floor" else Daemon(*arm)
     try:
         return fn(t)
     finally:
@@ -333,7 +324,7 @@ def main():
     others = bpfprogs.dw_others(set())
     table, notes = Table(), []
     probe = Daemon(backends[0])
-    start_line = probe.start_line
+    start_line = probe.ready_line
     probe.stop()
     tcp_rows(args, backends, table, notes)
     tls_rows(args, backends, table, notes)
