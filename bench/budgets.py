@@ -37,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpfprogs  # noqa: E402
+import gotls  # noqa: E402
 import tlscost  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,7 +45,7 @@ OUT = os.path.join(ROOT, os.environ.get("OUT", "build"))
 DEPWATCH = os.path.join(OUT, "depwatch")
 PINGPONG = os.path.join(OUT, "pingpong")
 FLOOR = os.path.join(OUT, "floor")
-GOTLS = os.path.join(OUT, "go", "gotls-stripped-trimpath")
+GOTLS = gotls.GOTLS
 TAG = "dwbudget-%d" % os.getpid()
 # requests per h2load run: about 1-2 s each at this VM's rates (h2c ~50 000/s, HTTP/2 over TLS
 # ~60 000/s untraced, HTTPS/1.1 ~18 000/s): 20 000 h2c requests (0.4 s) spread the rounds by 40 points
@@ -201,31 +202,14 @@ def tcp_rows(args, backends, table, notes):
               % (ns["depwatch"], ns["floor"], ns["depwatch"] / ns["floor"]), ns["depwatch"] <= 1.3 * ns["floor"])
 
 
-def h2load(url, n, h1=False):
-    # the client on CPU 1, nginx on CPU 0: unpinned, the h2c rounds spread over 60 points
-    argv = ["taskset", "-c", "1", "h2load", "-n", str(n), "-c", "1"] + (["--h1"] if h1 else ["-m", "8"]) + [url]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout
-    m = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
-    ok = re.search(r"(\d+) succeeded", out)
-    if not m or not ok or int(ok.group(1)) != n:
-        sys.exit("budgets: h2load failed:\n" + out)
-    return float(m.group(1))
-
-
 def tls_rows(args, backends, table, notes):
-    d = tempfile.mkdtemp(prefix="budgets-tls-")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                    "/CN=127.0.0.1", "-keyout", d + "/key.pem", "-out", d + "/cert.pem"],
-                   check=True, capture_output=True)
     p = args.port
-    with open(d + "/nginx.conf", "w") as f:
-        f.write(tlscost.NGINX.format(d=d, p0=p, p1=p + 1, p2=p + 2))
-    ngx = subprocess.Popen(["taskset", "-c", "0", "nginx", "-p", d, "-c", d + "/nginx.conf", "-e", d + "/error.log"])
-    time.sleep(1)
-    runs = {"h2 over TLS": lambda: h2load("https://127.0.0.1:%d/" % p, H2_REQUESTS["h2 over TLS"]),
-            "HTTPS/1.1 keep-alive": lambda: h2load("https://127.0.0.1:%d/" % (p + 1),
-                                                   H2_REQUESTS["HTTPS/1.1 keep-alive"], h1=True),
-            "h2c": lambda: h2load("http://127.0.0.1:%d/" % (p + 2), H2_REQUESTS["h2c"])}
+    ngx = tlscost.start_nginx(p, cpu=0)
+    # the client on CPU 1, nginx on CPU 0: unpinned, the h2c rounds spread over 60 points
+    runs = {"h2 over TLS": lambda: tlscost.h2load("https://127.0.0.1:%d/" % p, H2_REQUESTS["h2 over TLS"], cpu=1),
+            "HTTPS/1.1 keep-alive": lambda: tlscost.h2load("https://127.0.0.1:%d/" % (p + 1),
+                                                           H2_REQUESTS["HTTPS/1.1 keep-alive"], h1=True, cpu=1),
+            "h2c": lambda: tlscost.h2load("http://127.0.0.1:%d/" % (p + 2), H2_REQUESTS["h2c"], cpu=1)}
     res = {(b, t, k): [] for b in backends for t in (False, True) for k in runs}
     try:
         for r in range(args.tls_rounds):
@@ -257,12 +241,8 @@ def tls_rows(args, backends, table, notes):
 
 def go_rows(args, backend, table, notes):
     def run_go():
-        out = subprocess.run([GOTLS, "-h1", "-c", "1", "-n", str(args.go_requests)], capture_output=True,
-                             text=True, timeout=300).stdout
-        m = re.search(r"requests (\d+) failed 0 .*elapsed_us (\d+)", out)
-        if not m or int(m.group(1)) != args.go_requests:
-            sys.exit("budgets: gotls: %r" % out)
-        return args.go_requests / int(m.group(2)) * 1e6
+        """requests per second of one run (gotls.run_go: its own elapsed time)"""
+        return args.go_requests / gotls.run_go(args.go_requests) * 1e6
 
     def go_hits():
         return sum(p.get("run_cnt", 0) for p in bpfprogs.loaded() if p.get("name", "").startswith("dw_go_"))
@@ -275,16 +255,7 @@ def go_rows(args, backend, table, notes):
         holder = subprocess.Popen([GOTLS, "-wait", "-n", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
         d = Daemon(backend)
         try:
-            real = os.path.realpath(GOTLS)
-            deadline = time.monotonic() + 60
-            while True:
-                st = subprocess.run([DEPWATCH, "status", "--json", "--run-dir", d.run_dir], capture_output=True,
-                                    text=True).stdout.replace(" ", "")
-                if '"path":"%s"' % real in st and '"attached":true' in st:
-                    break
-                if time.monotonic() > deadline:
-                    sys.exit("budgets: the daemon never attached " + GOTLS)
-                time.sleep(0.2)
+            gotls.wait_attached(d.run_dir)
             with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
                 f.write("1")
             before = go_hits()

@@ -24,8 +24,9 @@ import time
 import bpfprogs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOTLS = os.path.join(ROOT, "build/go/gotls-stripped-trimpath")
-DEPWATCH = os.path.join(ROOT, "build/depwatch")
+OUT = os.path.join(ROOT, os.environ.get("OUT", "build"))
+GOTLS = os.path.join(OUT, "go/gotls-stripped-trimpath")
+DEPWATCH = os.path.join(OUT, "depwatch")
 
 
 def run_go(n):
@@ -35,6 +36,21 @@ def run_go(n):
     if not m or int(m.group(1)) != n:
         sys.exit("gotls: %r" % out)
     return int(m.group(2))
+
+
+def wait_attached(run_dir, timeout=120):
+    """Until the daemon of run_dir says it attached GOTLS (its first scan finds the process that
+    maps it), or exits naming it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = subprocess.run([DEPWATCH, "status", "--json", "--run-dir", run_dir], capture_output=True,
+                            text=True)
+        if st.returncode == 0 and '"path":"%s"' % os.path.realpath(GOTLS) in st.stdout.replace(" ", "") \
+                and '"attached":true' in st.stdout.replace(" ", ""):
+            return
+        if time.monotonic() > deadline:
+            sys.exit("the daemon never attached %s" % GOTLS)
+        time.sleep(0.2)
 
 
 def go_progs():
@@ -61,17 +77,7 @@ def main():
                               "--pin-dir", "/sys/fs/bpf/dwbench-gotls-%d" % os.getpid()],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            # the discovery attaches at its first scan; a warm-up run of the file shows it is on
-            deadline = time.monotonic() + 120
-            while True:
-                st = subprocess.run([DEPWATCH, "status", "--json", "--run-dir", run_dir], capture_output=True,
-                                    text=True)
-                if st.returncode == 0 and '"path":"%s"' % os.path.realpath(GOTLS) in st.stdout.replace(" ", "") \
-                        and '"attached":true' in st.stdout.replace(" ", ""):
-                    break
-                if time.monotonic() > deadline:
-                    sys.exit("the daemon never attached %s" % GOTLS)
-                time.sleep(0.2)
+            wait_attached(run_dir)
             holder.kill()
             holder.wait()
             with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:

@@ -71,12 +71,30 @@ print(json.dumps({"rate": n / took, "p50_ms": lat[len(lat) // 2] * 1000}))
 """
 
 
-def h2load(url):
-    out = subprocess.run(["h2load", "-n", "20000", "-c", "1", "-m", "8", url], capture_output=True,
-                         text=True, timeout=300).stdout
+def start_nginx(port, cpu=None):
+    """NGINX on port (HTTP/2 over TLS), port+1 (HTTPS/1.1), port+2 (h2c), a fresh self-signed
+    certificate, in a directory of its own; on CPU cpu if given. Its process."""
+    d = tempfile.mkdtemp(prefix="tlscost-")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-keyout", d + "/key.pem", "-out", d + "/cert.pem"],
+                   check=True, capture_output=True)
+    with open(d + "/nginx.conf", "w") as f:
+        f.write(NGINX.format(d=d, p0=port, p1=port + 1, p2=port + 2))
+    ngx = subprocess.Popen((["taskset", "-c", str(cpu)] if cpu is not None else []) +
+                           ["nginx", "-p", d, "-c", d + "/nginx.conf", "-e", d + "/error.log"])
+    time.sleep(1)
+    return ngx
+
+
+def h2load(url, n=20000, h1=False, cpu=None):
+    """h2load's req/s over one connection: n requests, 8 streams at once (HTTP/2) or one after the
+    other on a keep-alive connection (h1); on CPU cpu if given. Exits unless all n succeeded."""
+    argv = (["taskset", "-c", str(cpu)] if cpu is not None else []) + \
+        ["h2load", "-n", str(n), "-c", "1"] + (["--h1"] if h1 else ["-m", "8"]) + [url]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout
     m = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
     ok = re.search(r"(\d+) succeeded", out)
-    if not m or not ok or int(ok.group(1)) != 20000:
+    if not m or not ok or int(ok.group(1)) != n:
         raise SystemExit("h2load failed:\n" + out)
     return float(m.group(1))
 
@@ -129,14 +147,7 @@ def main():
     ap.add_argument("--backend", action="append", default=None)
     args = ap.parse_args()
     backends = args.backend or ["sock", "syscalls"]
-    d = tempfile.mkdtemp(prefix="tlscost-")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                    "/CN=127.0.0.1", "-keyout", d + "/key.pem", "-out", d + "/cert.pem"],
-                   check=True, capture_output=True)
-    with open(d + "/nginx.conf", "w") as f:
-        f.write(NGINX.format(d=d, p0=args.port, p1=args.port + 1, p2=args.port + 2))
-    ngx = subprocess.Popen(["nginx", "-p", d, "-c", d + "/nginx.conf", "-e", d + "/error.log"])
-    time.sleep(1)
+    ngx = start_nginx(args.port)
     stats = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
     open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
     arms = [("none", None, False)] + [(b + (" tls" if t else " --without tls"), b, t)
