@@ -18,7 +18,8 @@
  *     bytes its RETs returned no more than those written, over HTTP/1.1 exactly as many;
  *   - an entry seen again with the goroutine still inside (a signal during the probe's
  *     single-step re-runs it; bpf/tls/go/gotls.h) is counted apart, and rare: at most 2%;
- *   - go_tls_fd_unread stays 0; the program answered every request.
+ *   - go_tls_fd_unread stays 0 (a closed conn's fd, -1, is read, not unread); the program
+ *     answered every request.
  * Prints one line of figures; exit 0 on success, 1 on a wrong answer, 77 when it cannot run.
  *   goattach GO_BINARY REQUESTS [gotls options...]
  */
@@ -182,7 +183,6 @@ int main(int argc, char **argv)
 			if (k.tgid != (__u32)pid || bpf_map_lookup_elem(gm, &k, &v))
 				continue;
 			ngor++;
-			gsum += v.writes;
 			/* the process may exit with a goroutine still inside its last Write (its bytes sent,
 			 * its RET not reached): one short at most, with that write's bytes */
 			/* entries seen again while inside are no calls (gotls.h): counted, and bounded below */
@@ -190,6 +190,7 @@ int main(int argc, char **argv)
 			rrep += v.read_repeats;
 			v.writes -= v.write_repeats;
 			v.reads -= v.read_repeats;
+			gsum += v.writes;	/* the calls: entries less repeats, as the reads below */
 			if (v.in_write && v.returns + 1 == v.writes) {
 				v.returns++;
 				v.bytes_written += v.write_len;
@@ -233,6 +234,13 @@ int main(int argc, char **argv)
 					ok = 1;
 					(*(client[i] ? &seen_client : &seen_server))++;
 				}
+			/* its last entry after its conn's Close (HTTP/2's frame writers at shutdown): the
+			 * chain read Sysfd -1 (gotls.h), no socket, no call: one of the program's conns too */
+			if (!ok && v.fd == -1) {
+				fprintf(stderr, "goattach: goroutine g=0x%llx: its last entry was on a closed conn (fd -1)\n",
+					(unsigned long long)k.g);
+				ok = 1;
+			}
 			if (!ok) {
 				fprintf(stderr, "goattach: goroutine g=0x%llx wrote on fd %lld, not one of the program's TLS sockets\n",
 					(unsigned long long)k.g, (long long)v.fd);

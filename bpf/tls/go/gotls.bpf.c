@@ -48,19 +48,20 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* The *tls.Conn -> fd chain; a read that faults (a conn over no net.conn) leaves fd -1. */
+/* The *tls.Conn -> fd chain: the fd, -1 for a closed conn, DW_GO_FD_UNREAD if a read faults. */
 static __always_inline __s64 go_conn_fd(__u64 conn, const struct dw_go_layout *l)
 {
 	__u64 tcp = 0, nfd = 0;
 	__s64 fd = -1;
 
 	if (bpf_probe_read_user(&tcp, sizeof(tcp), (void *)(conn + l->conn_iface + 8)) || !tcp)
-		return -1;
+		return DW_GO_FD_UNREAD;
 	if (bpf_probe_read_user(&nfd, sizeof(nfd), (void *)(tcp + l->conn_fd)) || !nfd)
-		return -1;
+		return DW_GO_FD_UNREAD;
 	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(nfd + l->pfd_sysfd)))
-		return -1;
-	return fd;
+		return DW_GO_FD_UNREAD;
+	/* a closed conn's -1 as it is; any other negative (no fd is) as unread */
+	return fd < -1 ? DW_GO_FD_UNREAD : fd;
 }
 
 /* The struct sock of the current process's fd, as a key (never dereferenced): 0 if none. */
@@ -152,9 +153,9 @@ static __always_inline struct dw_go_gstate *go_enter(struct pt_regs *ctx)
 	s->len = ctx->cx;
 	s->fd = go_conn_fd(s->conn, l);
 	s->sk = 0;
-	if (s->fd < 0)
+	if (s->fd == DW_GO_FD_UNREAD)
 		global_count(G_go_tls_fd_unread);
-	else
+	else if (s->fd >= 0)
 		s->sk = go_fd_sock(s->fd);
 	go_mark(s, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
 	return s;

@@ -14,6 +14,14 @@
 /* Goroutines inside a probed Write or Read at once, over all Go programs. */
 #define DW_GO_GOROUTINES 16384
 
+/*
+ * dw_go_gstate.fd when the chain did not read (a user page the probe could not touch: a
+ * uprobe cannot fault one in): apart from -1, which the chain read from a closed conn
+ * (internal/poll's destroy sets Sysfd to -1: a Write or Read entered after Close, as
+ * HTTP/2's frame writers can at shutdown), which is no fault.
+ */
+#define DW_GO_FD_UNREAD (-2)
+
 /* user/logic/discovery/golayout.h's struct dw_go_fdchain, as the kernel reads it. */
 struct dw_go_layout {
 	__u32 valid;		/* 0: a slot user space has not filled; the probe reads nothing */
