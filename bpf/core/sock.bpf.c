@@ -86,6 +86,8 @@ int BPF_PROG(dw_recv, struct sock *sk, int ret, int flags)
 {
 	if (is_tcp(sk))
 		dw_on_read(sk, ret, flags);
+	else
+		dns_sock_read(sk, ret, flags);
 	return 0;
 }
 

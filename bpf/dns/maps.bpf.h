@@ -127,6 +127,19 @@ struct {
 
 #define DW_DNS_EARLY_NS 1000000000ULL
 
+/*
+ * The sock backend's arrivals not seen (dns/dnssock.bpf.h): per socket, the
+ * datagrams a reader already running in recv took between their enqueue
+ * and the wake-up that looks for them; each is read at its read instead,
+ * loudly. LRU: a socket's entry outlives nothing it needs to.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u32);
+} dns_unseen SEC(".maps") __weak;
+
 /* 1 at the ports DNS is read on (dns_ports, by default 53); written by user space */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
