@@ -110,6 +110,13 @@ static __always_inline bool goodbye_inbound(const struct dw_conn *conn)
  * conn->answer.bye says whether it is a goodbye (enum dw_bye). Global, verified
  * once.
  */
+/*
+ * Set once a connection read a MySQL header of COM_QUIT's (DW_BYE_HEAD): until then no 1-byte read
+ * is looked at (only the body after such a header is one), so a host without MySQL clients pays
+ * nothing for it (a 1-byte ping-pong's reads paid 80 ns each: 171 -> 91 ns per dw_recv).
+ */
+__u32 dw_bye_heads __weak;
+
 __weak __noinline int dw_goodbye_request(struct dw_conn *conn, struct h2_bytes *b, int ret)
 {
 	__u8 p[DW_GOODBYE_PEEK] = {};
@@ -118,8 +125,11 @@ __weak __noinline int dw_goodbye_request(struct dw_conn *conn, struct h2_bytes *
 	if (!conn || !b)
 		return 0;
 	n = goodbye_bytes(b, p);
-	if (ret == DW_GOODBYE_HEAD)
+	if (ret == DW_GOODBYE_HEAD) {
 		conn->answer.bye = dw_goodbye_head(p, n) ? DW_BYE_HEAD : DW_BYE_NO;
+		if (conn->answer.bye == DW_BYE_HEAD && !*(volatile __u32 *)&dw_bye_heads)
+			dw_bye_heads = 1;
+	}
 	else if (ret == 1)
 		conn->answer.bye = conn->answer.bye == DW_BYE_HEAD && dw_goodbye_body(p, n) ? DW_BYE_YES : DW_BYE_NO;
 	else
@@ -159,7 +169,9 @@ static __always_inline __u8 goodbye_sys_wanted(const struct dw_conn *conn, __u32
 /* The read lengths goodbye_read_wanted() may want: a goodbye's, a MySQL header's, its body's. */
 static __always_inline bool goodbye_read_size(int ret)
 {
-	return ret == 1 || ret == DW_GOODBYE_HEAD || (ret > 0 && dw_goodbye_size(ret));
+	if (ret == 1)
+		return *(volatile __u32 *)&dw_bye_heads;
+	return ret == DW_GOODBYE_HEAD || (ret > 0 && dw_goodbye_size(ret));
 }
 
 /*
