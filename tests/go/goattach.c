@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = 0);
-	if (!bpf_program__attach_uprobe_opts(s->progs.dw_go_tls_write, -1, argv[1], (size_t)p.write.off, &uo)) {
+	if (!bpf_program__attach_uprobe_opts(s->progs.dw_go_tls_write, -1, argv[1], (size_t)p.write.probe_off, &uo)) {
 		fprintf(stderr, "goattach: attach at %s+0x%llx: %s\n", argv[1], (unsigned long long)p.write.off,
 			strerror(errno));
 		return 77;
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 				(unsigned long long)p.write.ret_off[i], strerror(errno));
 			return 77;
 		}
-	if (!bpf_program__attach_uprobe_opts(s->progs.dw_go_tls_read, -1, argv[1], (size_t)p.read.off, &uo)) {
+	if (!bpf_program__attach_uprobe_opts(s->progs.dw_go_tls_read, -1, argv[1], (size_t)p.read.probe_off, &uo)) {
 		fprintf(stderr, "goattach: attach at %s+0x%llx: %s\n", argv[1], (unsigned long long)p.read.off,
 			strerror(errno));
 		return 77;
@@ -254,13 +254,14 @@ int main(int argc, char **argv)
 
 		__u64 kreads = global(s, offsetof(struct dw_global_stats, go_tls_reads));
 
-		printf("goattach: %s (%s): Write at +0x%llx, %u RETs, Read at +0x%llx, %u RETs, fd chain from %s; "
+		printf("goattach: %s (%s): Write at +0x%llx (probed +%llu), %u RETs, Read at +0x%llx (probed +%llu), %u RETs, fd chain from %s; "
 		       "%ld requests; go_tls_writes %llu, "
 		       "%llu goroutines' writes %llu, returns %llu, bytes asked %llu written %llu, go_tls_fd_unread %llu, %llu inside Write at exit, "
 		       "go_tls_reads %llu, reads %llu, returns %llu (%llu parked at exit), bytes read %llu, "
 		       "entries repeated %llu (writes) %llu (reads), fds",
-		       argv[1], p.build.version, (unsigned long long)p.write.off, p.write.nret,
-		       (unsigned long long)p.read.off, p.read.nret,
+		       argv[1], p.build.version, (unsigned long long)p.write.off,
+		       (unsigned long long)(p.write.probe_off - p.write.off), p.write.nret,
+		       (unsigned long long)p.read.off, (unsigned long long)(p.read.probe_off - p.read.off), p.read.nret,
 		       p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table", requests, (unsigned long long)writes,
 		       (unsigned long long)ngor, (unsigned long long)gsum, (unsigned long long)rsum,
 		       (unsigned long long)asked, (unsigned long long)written, (unsigned long long)unread,

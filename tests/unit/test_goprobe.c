@@ -86,6 +86,31 @@ static unsigned objdump_rets(const char *path, uint64_t addr, uint64_t size, uin
 	return n;
 }
 
+/* objdump's first conditional branch among [addr, addr+size)'s first three instructions, as an offset; -1: none. */
+static long objdump_entry_jbe(const char *path, uint64_t addr, uint64_t size)
+{
+	char cmd[1024], line[1024];
+	long at = -1;
+	int n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx '%s'",
+		 (unsigned long long)addr, (unsigned long long)(addr + size), path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char op[32];
+
+		if (sscanf(line, " %llx: %31s", &a, op) != 2)
+			continue;
+		if (at < 0 && n++ < 3 && op[0] == 'j' && strcmp(op, "jmp"))
+			at = (long)(a - addr);
+	}
+	pclose(f);
+	return at;
+}
+
 /* readelf's .text: vaddr - addr + offset is where the code is in the file. */
 static uint64_t text_off(const char *path, uint64_t vaddr)
 {
@@ -122,6 +147,33 @@ static void check_func(const struct dw_go_func *f, const char *truth, const char
 	assert_int_equal(f->nret, n);
 	for (unsigned i = 0; i < n; i++)
 		assert_int_equal(f->ret_off[i], f->off + rets[i]);
+	/* the entry's probe: the stack check's JLS (objdump's jbe), which the kernel emulates */
+	assert_true(objdump_entry_jbe(truth, a, s) > 0);
+	assert_int_equal(f->probe_off, f->off + (uint64_t)objdump_entry_jbe(truth, a, s));
+}
+
+/* The stack check's branch in hand-made prologues; anything else leaves the entry probed. */
+static void test_entry_branch(void **st)
+{
+	static const uint8_t small[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x10, 0x55 };	/* cmp rsp,16(r14); jbe */
+	static const uint8_t large[] = { 0x4c, 0x8d, 0x64, 0x24, 0x98, 0x4d, 0x3b, 0x66, 0x10,
+					 0x0f, 0x86, 0x64, 0x07, 0x00, 0x00 };	/* lea r12,-0x68(rsp); cmp r12,16(r14); jbe */
+	static const uint8_t sub[] = { 0x48, 0x83, 0xec, 0x18, 0x76, 0x10 };		/* sub rsp,0x18; jbe */
+	static const uint8_t other_disp[] = { 0x49, 0x3b, 0x66, 0x18, 0x76, 0x10 };	/* cmp rsp,24(r14) */
+	static const uint8_t no_branch[] = { 0x49, 0x3b, 0x66, 0x10, 0x48, 0x89, 0xc3 };	/* cmp; mov rbx,rax */
+	static const uint8_t mov_first[] = { 0x48, 0x89, 0xc3, 0x49, 0x3b, 0x66, 0x10, 0x76, 0x10 };
+	uint32_t off = 0;
+
+	(void)st;
+	assert_int_equal(dw_go_find_entry_branch(small, sizeof(small), 0x1000, &off), 0);
+	assert_int_equal(off, 4);
+	assert_int_equal(dw_go_find_entry_branch(large, sizeof(large), 0x1000, &off), 0);
+	assert_int_equal(off, 9);
+	assert_int_equal(dw_go_find_entry_branch(sub, sizeof(sub), 0x1000, &off), -1);
+	assert_int_equal(dw_go_find_entry_branch(other_disp, sizeof(other_disp), 0x1000, &off), -1);
+	assert_int_equal(dw_go_find_entry_branch(no_branch, sizeof(no_branch), 0x1000, &off), -1);
+	assert_int_equal(dw_go_find_entry_branch(mov_first, sizeof(mov_first), 0x1000, &off), -1);
+	assert_int_equal(dw_go_find_entry_branch(small, 3, 0x1000, &off), -1);	/* cut inside the cmp */
 }
 
 static void probe_ok(const char *name, const char *truth, int stripped, int trimpath)
@@ -401,6 +453,7 @@ static void test_hostile(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_entry_branch),
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_stripped),
 		cmocka_unit_test(test_trimpath),

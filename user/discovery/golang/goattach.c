@@ -78,11 +78,11 @@ int dw_go_attach_file(struct bpf_object *obj, const char *path, struct dw_tls_li
 	slot = layout_slot(obj, &p.fd, why, whylen);
 	if (slot < 0)
 		return -1;
-	rc |= attach_one(obj, "dw_go_tls_write", path, p.write.off, slot, out, why, whylen);
+	rc |= attach_one(obj, "dw_go_tls_write", path, p.write.probe_off, slot, out, why, whylen);
 	for (unsigned i = 0; !rc && i < p.write.nret; i++)
 		rc |= attach_one(obj, "dw_go_tls_write_ret", path, p.write.ret_off[i], slot, out, why, whylen);
 	if (!rc)
-		rc |= attach_one(obj, "dw_go_tls_read", path, p.read.off, slot, out, why, whylen);
+		rc |= attach_one(obj, "dw_go_tls_read", path, p.read.probe_off, slot, out, why, whylen);
 	for (unsigned i = 0; !rc && i < p.read.nret; i++)
 		rc |= attach_one(obj, "dw_go_tls_read_ret", path, p.read.ret_off[i], slot, out, why, whylen);
 	if (!rc && p.shake_off)

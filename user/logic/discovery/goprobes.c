@@ -34,6 +34,13 @@ static int locate(const struct dw_elf *e, const struct dw_go_pcln *p, const char
 	}
 	for (unsigned i = 0; i < f->nret; i++)
 		f->ret_off[i] = f->off + rets[i];
+	f->probe_off = f->off;
+	{
+		uint32_t jls;
+
+		if (dw_go_find_entry_branch(e->buf + off, f->size, f->vaddr, &jls) == 0)
+			f->probe_off = f->off + jls;
+	}
 	return 0;
 }
 

@@ -19,7 +19,8 @@
 
 struct dw_go_func {
 	uint64_t vaddr, size;			/* from .gopclntab */
-	uint64_t off;				/* the entry's file offset: the uprobe's */
+	uint64_t off;				/* the entry's file offset */
+	uint64_t probe_off;			/* the entry's uprobe's: the stack check's branch, else off (goret.h) */
 	uint64_t ret_off[DW_GO_MAX_RETS];	/* each RET's file offset: a uprobe each */
 	unsigned nret;
 };

@@ -54,3 +54,60 @@ out:
 	cs_close(&h);
 	return rc;
 }
+
+/* The stack check's operands: CMPQ SP or R12 against 16(R14); LEAQ -n(SP) into R12. */
+static int is_stack_cmp(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	return in->id == X86_INS_CMP && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+	       (x->operands[0].reg == X86_REG_RSP || x->operands[0].reg == X86_REG_R12) &&
+	       x->operands[1].type == X86_OP_MEM && x->operands[1].mem.base == X86_REG_R14 &&
+	       x->operands[1].mem.index == X86_REG_INVALID && x->operands[1].mem.disp == 16;
+}
+
+static int is_r12_lea(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	return in->id == X86_INS_LEA && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+	       x->operands[0].reg == X86_REG_R12 && x->operands[1].type == X86_OP_MEM &&
+	       x->operands[1].mem.base == X86_REG_RSP && x->operands[1].mem.index == X86_REG_INVALID;
+}
+
+int dw_go_find_entry_branch(const uint8_t *code, size_t len, uint64_t addr, uint32_t *off)
+{
+	const uint8_t *p = code;
+	size_t left = len;
+	uint64_t pc = addr;
+	int rc = -1, cmp = 0;
+	csh h;
+	cs_insn *in;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return -1;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	in = cs_malloc(h);
+	/* LEAQ (optional), CMPQ, JLS: three instructions at most */
+	for (int i = 0; in && i < 3 && left > 0; i++) {
+		uint64_t at = pc;
+
+		if (!cs_disasm_iter(h, &p, &left, &pc, in))
+			break;
+		if (!cmp && i == 0 && is_r12_lea(in))
+			continue;
+		if (!cmp && is_stack_cmp(in)) {
+			cmp = 1;
+			continue;
+		}
+		if (cmp && in->id == X86_INS_JBE) {
+			*off = (uint32_t)(at - addr);
+			rc = 0;
+		}
+		break;
+	}
+	if (in)
+		cs_free(in, 1);
+	cs_close(&h);
+	return rc;
+}

@@ -25,4 +25,16 @@
 int dw_go_find_rets(const uint8_t *code, size_t len, uint64_t addr, uint32_t *rets, unsigned *nret,
 		    char *why, size_t whylen);
 
+/*
+ * Where the entry's uprobe goes: a uprobe whose instruction the kernel cannot emulate is
+ * single-stepped, a debug trap each hit, which a virtual machine's host may intercept (KVM
+ * does, for every guest): 17.8-19.2 us a hit here against 4.9-6.5 us for an instruction it
+ * emulates (a conditional branch, a jump, a call, a push; bench/RESULTS.md). A Go function that
+ * may grow its stack starts with the stack check, CMPQ SP (or LEAQ -n(SP), R12; CMPQ R12),
+ * 16(R14) then JLS to morestack: the JLS runs on every call, with no argument register written
+ * before it (R12 is none of Go's), and the kernel emulates it. 0 with *off the JLS's byte offset
+ * from the function's start; -1 (the entry is probed) for any other first instructions.
+ */
+int dw_go_find_entry_branch(const uint8_t *code, size_t len, uint64_t addr, uint32_t *off);
+
 #endif
