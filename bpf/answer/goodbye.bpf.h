@@ -104,19 +104,19 @@ static __always_inline bool goodbye_inbound(const struct dw_conn *conn)
 }
 
 /*
- * An inbound request's read, ret bytes in the reader's buffer b: its
- * first read, all of it (a goodbye's length) or a MySQL packet's header
- * (DW_GOODBYE_HEAD, one byte left), or the body after such a header:
- * conn->answer.bye says whether it is a goodbye (enum dw_bye). Global, verified
- * once.
- */
-/*
  * Set once a connection read a MySQL header of COM_QUIT's (DW_BYE_HEAD): until then no 1-byte read
  * is looked at (only the body after such a header is one), so a host without MySQL clients pays
  * nothing for it (a 1-byte ping-pong's reads paid 80 ns each: 171 -> 91 ns per dw_recv).
  */
 __u32 dw_bye_heads __weak;
 
+/*
+ * An inbound request's read, ret bytes in the reader's buffer b: its
+ * first read, all of it (a goodbye's length) or a MySQL packet's header
+ * (DW_GOODBYE_HEAD, one byte left), or the body after such a header:
+ * conn->answer.bye says whether it is a goodbye (enum dw_bye). Global, verified
+ * once.
+ */
 __weak __noinline int dw_goodbye_request(struct dw_conn *conn, struct h2_bytes *b, int ret)
 {
 	__u8 p[DW_GOODBYE_PEEK] = {};
