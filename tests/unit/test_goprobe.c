@@ -63,52 +63,35 @@ static void nm_sym(const char *path, const char *sym, uint64_t *addr, uint64_t *
 		fail_msg("go tool nm: no %s in %s", sym, path);
 }
 
-/* objdump's RETs in [addr, addr+size), as offsets from addr. */
-static unsigned objdump_rets(const char *path, uint64_t addr, uint64_t size, uint64_t *rets)
+/*
+ * objdump's view of [addr, addr+size): its RETs, as offsets from addr (the count returned), and in
+ * *branch the offset of the first conditional branch among its first three instructions (-1: none).
+ */
+static unsigned objdump_insns(const char *path, uint64_t addr, uint64_t size, uint64_t *rets, long *branch)
 {
 	char cmd[1024], line[1024];
 	unsigned n = 0;
+	int seen = 0;
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx '%s'",
 		 (unsigned long long)addr, (unsigned long long)(addr + size), path);
 	f = popen(cmd, "r");
 	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a;
-		char op[32];
-
-		if (sscanf(line, " %llx: %31s", &a, op) == 2 && (!strcmp(op, "ret") || !strcmp(op, "retq")) &&
-		    n < DW_GO_MAX_RETS)
-			rets[n++] = a - addr;
-	}
-	pclose(f);
-	return n;
-}
-
-/* objdump's first conditional branch among [addr, addr+size)'s first three instructions, as an offset; -1: none. */
-static long objdump_entry_jbe(const char *path, uint64_t addr, uint64_t size)
-{
-	char cmd[1024], line[1024];
-	long at = -1;
-	int n = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx '%s'",
-		 (unsigned long long)addr, (unsigned long long)(addr + size), path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
+	*branch = -1;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a;
 		char op[32];
 
 		if (sscanf(line, " %llx: %31s", &a, op) != 2)
 			continue;
-		if (at < 0 && n++ < 3 && op[0] == 'j' && strcmp(op, "jmp"))
-			at = (long)(a - addr);
+		if (*branch < 0 && seen++ < 3 && op[0] == 'j' && strcmp(op, "jmp"))
+			*branch = (long)(a - addr);
+		if ((!strcmp(op, "ret") || !strcmp(op, "retq")) && n < DW_GO_MAX_RETS)
+			rets[n++] = a - addr;
 	}
 	pclose(f);
-	return at;
+	return n;
 }
 
 /* readelf's .text: vaddr - addr + offset is where the code is in the file. */
@@ -135,6 +118,7 @@ static uint64_t text_off(const char *path, uint64_t vaddr)
 static void check_func(const struct dw_go_func *f, const char *truth, const char *sym, const char *path)
 {
 	uint64_t a, s, rets[DW_GO_MAX_RETS];
+	long branch;
 	unsigned n;
 
 	nm_sym(truth, sym, &a, &s);
@@ -142,14 +126,14 @@ static void check_func(const struct dw_go_func *f, const char *truth, const char
 	/* nm's size is the code's; the table's runs to the next function (INT3 padding between) */
 	assert_true(f->size >= s && f->size < s + 32);
 	assert_int_equal(f->off, text_off(path, a));
-	n = objdump_rets(truth, a, s, rets);
+	n = objdump_insns(truth, a, s, rets, &branch);
 	assert_true(n >= 1);
 	assert_int_equal(f->nret, n);
 	for (unsigned i = 0; i < n; i++)
 		assert_int_equal(f->ret_off[i], f->off + rets[i]);
 	/* the entry's probe: the stack check's JLS (objdump's jbe), which the kernel emulates */
-	assert_true(objdump_entry_jbe(truth, a, s) > 0);
-	assert_int_equal(f->probe_off, f->off + (uint64_t)objdump_entry_jbe(truth, a, s));
+	assert_true(branch > 0);
+	assert_int_equal(f->probe_off, f->off + (uint64_t)branch);
 }
 
 /* The stack check's branch in hand-made prologues; anything else leaves the entry probed. */
