@@ -91,14 +91,19 @@ def main():
             cnt = sum(after[i][2] - before.get(i, ("", 0, 0))[2] for i in after)
             ns_hit.append(ns / cnt if cnt else 0)
             hits_req.append(cnt / a.requests)
+            # which probes the hits are: a request's entries and returns of Write and Read
+            per = {}
+            for i in after:
+                per[after[i][0]] = per.get(after[i][0], 0) + after[i][2] - before.get(i, ("", 0, 0))[2]
+            split = ", ".join("%s %.2f" % (k, v / a.requests) for k, v in sorted(per.items()) if v)
         finally:
             if holder.poll() is None:
                 holder.kill()
                 holder.wait()
             d.terminate()
             d.wait()
-        print("round %d: alone %.0f ms, probed %.0f ms, %.1f hits a request, %.0f BPF ns a hit"
-              % (r + 1, alone[-1] / 1e3, probed[-1] / 1e3, hits_req[-1], ns_hit[-1]), flush=True)
+        print("round %d: alone %.0f ms, probed %.0f ms, %.1f hits a request (%s), %.0f BPF ns a hit"
+              % (r + 1, alone[-1] / 1e3, probed[-1] / 1e3, hits_req[-1], split, ns_hit[-1]), flush=True)
     ma, mp = statistics.median(alone), statistics.median(probed)
     hits = statistics.median(hits_req)
     print("\n| figure | median of %d rounds (min-max) |\n| --- | --- |" % a.rounds)

@@ -178,7 +178,17 @@ static void probe_ok(const char *name, const char *truth, int stripped, int trim
 	assert_int_equal(p.has_symtab, !stripped);
 	check_func(&p.write, bin(truth), DW_GO_WRITE_SYM, path);
 	check_func(&p.read, bin(truth), DW_GO_READ_SYM, path);
-	/* handshakeContext's entry (the thread mark before the ClientHello): found, another function */
+	/* handshakeContext's probe (the thread mark before the ClientHello): another function's stack
+	 * check's branch, as objdump has it */
+	{
+		uint64_t a, sz, rets[DW_GO_MAX_RETS];
+		long branch;
+
+		nm_sym(bin(truth), DW_GO_SHAKE_SYM, &a, &sz);
+		objdump_insns(bin(truth), a, sz, rets, &branch);
+		assert_true(branch > 0);
+		assert_int_equal(p.shake_off, text_off(path, a) + (uint64_t)branch);
+	}
 	assert_true(p.shake_off > 0);
 	assert_true(p.shake_off < p.write.off || p.shake_off >= p.write.off + p.write.size);
 	assert_true(p.shake_off < p.read.off || p.shake_off >= p.read.off + p.read.size);

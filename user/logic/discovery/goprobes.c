@@ -73,8 +73,16 @@ int dw_go_probes_image(const void *buf, size_t len, struct dw_go_probes *out, ch
 		uint64_t va, size;
 		int64_t off;
 
-		if (dw_go_pcln_find(&p, DW_GO_SHAKE_SYM, &va, &size) == 0 && (off = dw_elf_vaddr_to_off(&e, va)) > 0)
+		if (dw_go_pcln_find(&p, DW_GO_SHAKE_SYM, &va, &size) == 0 && (off = dw_elf_vaddr_to_off(&e, va)) > 0) {
+			/* probed at its stack check's branch too (goret.h): every Read and Write calls it */
+			uint64_t n = size < 32 ? size : 32;
+			uint32_t jls;
+
 			out->shake_off = (uint64_t)off;
+			if (n && dw_elf_vaddr_to_off(&e, va + n - 1) == off + (int64_t)n - 1 &&
+			    dw_go_find_entry_branch(e.buf + off, n, va, &jls) == 0)
+				out->shake_off += jls;
+		}
 	}
 	if (dw_go_layout_table(out->build.major, out->build.minor, &out->fd) == 0)
 		out->fd_source = DW_GO_FD_TABLE;

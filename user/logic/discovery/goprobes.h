@@ -36,8 +36,9 @@ struct dw_go_probes {
 	int has_symtab;		/* 0 when stripped (-ldflags=-s): the names came from .gopclntab */
 	uint32_t pcln_magic;
 	struct dw_go_func write, read;
-	/* crypto/tls.(*Conn).handshakeContext's entry (file offset), 0 if absent: its thread is marked
-	 * so that the handshake's first send ties the conn to its socket (bpf/tls/go/gotls.bpf.c) */
+	/* crypto/tls.(*Conn).handshakeContext's probe (file offset: its stack check's branch, else its
+	 * entry), 0 if absent: its thread is marked so that the handshake's first send ties the conn to
+	 * its socket (bpf/tls/go/gotls.bpf.c). Every Read and Write calls it (5 hits a request). */
 	uint64_t shake_off;
 	struct dw_go_fdchain fd;
 	enum dw_go_fd_source fd_source;
