@@ -63,21 +63,31 @@ static void nm_sym(const char *path, const char *sym, uint64_t *addr, uint64_t *
 		fail_msg("go tool nm: no %s in %s", sym, path);
 }
 
-/*
- * objdump's view of [addr, addr+size): its RETs, as offsets from addr (the count returned), and in
- * *branch the offset of the first conditional branch among its first three instructions (-1: none).
- */
-static unsigned objdump_insns(const char *path, uint64_t addr, uint64_t size, uint64_t *rets, long *branch)
+/* objdump's disassembly of [addr, addr+size) of path, to read line by line (pclose it). */
+static FILE *objdump(const char *path, uint64_t addr, uint64_t size)
 {
-	char cmd[1024], line[1024];
-	unsigned n = 0;
-	int seen = 0;
+	char cmd[1024];
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn --start-address=0x%llx --stop-address=0x%llx '%s'",
 		 (unsigned long long)addr, (unsigned long long)(addr + size), path);
 	f = popen(cmd, "r");
 	assert_non_null(f);
+	return f;
+}
+
+/*
+ * objdump's view of [addr, addr+size): its RETs, as offsets from addr (the count returned), and in
+ * *branch the offset of the first conditional branch among its first three instructions (-1: none).
+ */
+static unsigned objdump_insns(const char *path, uint64_t addr, uint64_t size, uint64_t *rets, long *branch)
+{
+	char line[1024];
+	unsigned n = 0;
+	int seen = 0;
+	FILE *f;
+
+	f = objdump(path, addr, size);
 	*branch = -1;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a;
@@ -92,6 +102,46 @@ static unsigned objdump_insns(const char *path, uint64_t addr, uint64_t size, ui
 	}
 	pclose(f);
 	return n;
+}
+
+/*
+ * objdump's handshakeContext: the second conditional branch (the first is the stack check's) must
+ * be a `je` whose target returns within a few lines with no jump (runtime.deferreturn's call
+ * first); the offset of the instruction after it.
+ */
+static uint64_t objdump_slow_path(const char *path, uint64_t addr, uint64_t size)
+{
+	char line[1024], op[32];
+	unsigned long long a, target = 0, after = 0, prev_je = 0;
+	int branches = 0, to_ret = -1;
+	FILE *f;
+
+	f = objdump(path, addr, size);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " %llx: %31s", &a, op) != 2)
+			continue;
+		if (prev_je && !after)
+			after = a;
+		if (to_ret >= 0 && to_ret < 12) {
+			if (!strcmp(op, "ret") || !strcmp(op, "retq"))
+				to_ret = 100;
+			else if (op[0] == 'j')
+				to_ret = 200;
+			else
+				to_ret++;
+		}
+		if (a == target && target)
+			to_ret = 0;
+		if (op[0] == 'j' && strcmp(op, "jmp") && ++branches == 2) {
+			assert_string_equal(op, "je");
+			assert_int_equal(sscanf(strchr(line, 'j') + 2, " %llx", &target), 1);
+			prev_je = a;
+		}
+	}
+	pclose(f);
+	assert_true(after > 0);
+	assert_int_equal(to_ret, 100);	/* the je's target is the fast return */
+	return after - addr;
 }
 
 /* readelf's .text: vaddr - addr + offset is where the code is in the file. */
@@ -160,6 +210,41 @@ static void test_entry_branch(void **st)
 	assert_int_equal(dw_go_find_entry_branch(small, 3, 0x1000, &off), -1);	/* cut inside the cmp */
 }
 
+/* handshakeContext's slow path in hand-made code: which side of the first test returns at once. */
+static void test_slow_path(void **st)
+{
+	/*
+	 * cmp rsp,16(r14); jbe (to the end); mov edx,[rax+0x20]; cmp edx,1; je fast; slow: mov [rsp],rax;
+	 * test edx,edx; jne (back to slow); fast: call; xor eax,eax; ret; int3 padding
+	 */
+	static const uint8_t je_fast[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x14, 0x8b, 0x50, 0x20, 0x83, 0xfa, 0x01,
+					   0x74, 0x08, 0x48, 0x89, 0x04, 0x24, 0x85, 0xd2, 0x75, 0xf8, 0xe8, 0x00,
+					   0x00, 0x00, 0x00, 0x31, 0xc0, 0xc3, 0xcc, 0xcc };
+	/* the same with jne: the fall-through returns at once, the target is the slow path */
+	static const uint8_t jne_fast[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x14, 0x8b, 0x50, 0x20, 0x83, 0xfa, 0x01,
+					    0x75, 0x03, 0x31, 0xc0, 0xc3, 0x48, 0x89, 0x04, 0x24, 0x85, 0xd2, 0x75,
+					    0xf8, 0xc3, 0xcc, 0xcc };
+	/* both sides return at once: which is the handshake cannot be told */
+	static const uint8_t both_fast[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x10, 0x8b, 0x50, 0x20, 0x83, 0xfa, 0x01,
+					     0x74, 0x05, 0x48, 0x89, 0x04, 0x24, 0x90, 0x31, 0xc0, 0xc3,
+					     0xcc, 0xcc, 0xcc, 0xcc };
+	/* RAX written before the test (mov eax,[rax+0x20]): the *Conn is gone */
+	static const uint8_t rax_written[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x10, 0x8b, 0x40, 0x20, 0x83, 0xf8,
+					       0x01, 0x74, 0x05, 0x48, 0x89, 0x04, 0x24, 0x90, 0x31, 0xc0, 0xc3 };
+	/* no stack check */
+	static const uint8_t no_check[] = { 0x8b, 0x50, 0x20, 0x83, 0xfa, 0x01, 0x74, 0x01, 0x90, 0xc3 };
+	uint32_t off = 0;
+
+	(void)st;
+	assert_int_equal(dw_go_find_slow_path(je_fast, sizeof(je_fast), 0x1000, &off), 0);
+	assert_int_equal(off, 14);	/* after the je: mov [rsp],rax */
+	assert_int_equal(dw_go_find_slow_path(jne_fast, sizeof(jne_fast), 0x1000, &off), 0);
+	assert_int_equal(off, 17);	/* the jne's target: mov [rsp],rax */
+	assert_int_equal(dw_go_find_slow_path(both_fast, sizeof(both_fast), 0x1000, &off), -1);
+	assert_int_equal(dw_go_find_slow_path(rax_written, sizeof(rax_written), 0x1000, &off), -1);
+	assert_int_equal(dw_go_find_slow_path(no_check, sizeof(no_check), 0x1000, &off), -1);
+}
+
 static void probe_ok(const char *name, const char *truth, int stripped, int trimpath)
 {
 	struct dw_go_probes p;
@@ -178,16 +263,13 @@ static void probe_ok(const char *name, const char *truth, int stripped, int trim
 	assert_int_equal(p.has_symtab, !stripped);
 	check_func(&p.write, bin(truth), DW_GO_WRITE_SYM, path);
 	check_func(&p.read, bin(truth), DW_GO_READ_SYM, path);
-	/* handshakeContext's probe (the thread mark before the ClientHello): another function's stack
-	 * check's branch, as objdump has it */
+	/* handshakeContext's probe (the thread mark before the ClientHello): where the handshake runs,
+	 * the instruction after the inlined handshakeComplete()'s `je` to the return, as objdump has it */
 	{
-		uint64_t a, sz, rets[DW_GO_MAX_RETS];
-		long branch;
+		uint64_t a, sz;
 
 		nm_sym(bin(truth), DW_GO_SHAKE_SYM, &a, &sz);
-		objdump_insns(bin(truth), a, sz, rets, &branch);
-		assert_true(branch > 0);
-		assert_int_equal(p.shake_off, text_off(path, a) + (uint64_t)branch);
+		assert_int_equal(p.shake_off, text_off(path, a) + objdump_slow_path(bin(truth), a, sz));
 	}
 	assert_true(p.shake_off > 0);
 	assert_true(p.shake_off < p.write.off || p.shake_off >= p.write.off + p.write.size);
@@ -448,6 +530,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_entry_branch),
+		cmocka_unit_test(test_slow_path),
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_stripped),
 		cmocka_unit_test(test_trimpath),

@@ -74,14 +74,16 @@ int dw_go_probes_image(const void *buf, size_t len, struct dw_go_probes *out, ch
 		int64_t off;
 
 		if (dw_go_pcln_find(&p, DW_GO_SHAKE_SYM, &va, &size) == 0 && (off = dw_elf_vaddr_to_off(&e, va)) > 0) {
-			/* probed at its stack check's branch too (goret.h): every Read and Write calls it */
-			uint64_t n = size < 32 ? size : 32;
-			uint32_t jls;
+			/* every Read and Write calls it: probed where the handshake runs, else at its stack
+			 * check's branch, else its entry (goret.h) */
+			uint32_t at;
 
 			out->shake_off = (uint64_t)off;
-			if (n && dw_elf_vaddr_to_off(&e, va + n - 1) == off + (int64_t)n - 1 &&
-			    dw_go_find_entry_branch(e.buf + off, n, va, &jls) == 0)
-				out->shake_off += jls;
+			if (size && dw_elf_vaddr_to_off(&e, va + size - 1) == off + (int64_t)size - 1) {
+				if (dw_go_find_slow_path(e.buf + off, size, va, &at) == 0 ||
+				    dw_go_find_entry_branch(e.buf + off, size, va, &at) == 0)
+					out->shake_off += at;
+			}
 		}
 	}
 	if (dw_go_layout_table(out->build.major, out->build.minor, &out->fd) == 0)

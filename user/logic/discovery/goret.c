@@ -111,3 +111,113 @@ int dw_go_find_entry_branch(const uint8_t *code, size_t len, uint64_t addr, uint
 	cs_close(&h);
 	return rc;
 }
+
+/* Whether in writes RAX (or EAX, AX, AL: any part of it). */
+static int writes_rax(csh h, const cs_insn *in)
+{
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+
+	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return 1;
+	for (unsigned i = 0; i < nwr; i++)
+		if (wr[i] == X86_REG_RAX || wr[i] == X86_REG_EAX || wr[i] == X86_REG_AX || wr[i] == X86_REG_AL ||
+		    wr[i] == X86_REG_AH)
+			return 1;
+	return 0;
+}
+
+static int is_branch(const cs_insn *in)
+{
+	for (unsigned i = 0; i < in->detail->groups_count; i++) {
+		uint8_t g = in->detail->groups[i];
+
+		if (g == CS_GRP_JUMP || g == CS_GRP_CALL || g == CS_GRP_RET || g == CS_GRP_INT || g == CS_GRP_IRET)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether the code at offset at reaches a RET within 12 instructions with no jump before it (a call
+ * is allowed: Go's return from a function with a defer calls runtime.deferreturn first).
+ */
+static int returns_at_once(csh h, cs_insn *in, const uint8_t *code, size_t len, uint64_t addr, uint64_t at)
+{
+	const uint8_t *p;
+	size_t left;
+	uint64_t pc;
+
+	if (at >= len)
+		return 0;
+	p = code + at;
+	left = len - at;
+	pc = addr + at;
+	for (int i = 0; i < 12 && left > 0; i++) {
+		if (!cs_disasm_iter(h, &p, &left, &pc, in))
+			return 0;
+		if (in->id == X86_INS_RET)
+			return 1;
+		if (is_branch(in) && in->id != X86_INS_CALL)
+			return 0;
+	}
+	return 0;
+}
+
+int dw_go_find_slow_path(const uint8_t *code, size_t len, uint64_t addr, uint32_t *off)
+{
+	const uint8_t *p;
+	size_t left;
+	uint64_t pc, target, next;
+	uint32_t jls;
+	int rc = -1;
+	csh h;
+	cs_insn *in;
+
+	if (dw_go_find_entry_branch(code, len, addr, &jls) < 0)
+		return -1;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return -1;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	in = cs_malloc(h);
+	if (!in)
+		goto out;
+	p = code + jls;
+	left = len - jls;
+	pc = addr + jls;
+	/* the JLS itself, then the straight run to the first conditional branch */
+	if (!cs_disasm_iter(h, &p, &left, &pc, in) || in->id != X86_INS_JBE)
+		goto out;
+	for (int i = 0; i < 16 && left > 0; i++) {
+		if (!cs_disasm_iter(h, &p, &left, &pc, in))
+			goto out;
+		if (!is_branch(in)) {
+			if (writes_rax(h, in))
+				goto out;
+			continue;
+		}
+		/* a conditional branch to a place inside the function, and nothing else */
+		if (in->id == X86_INS_JMP || in->id == X86_INS_CALL || in->id == X86_INS_RET ||
+		    in->detail->x86.op_count != 1 || in->detail->x86.operands[0].type != X86_OP_IMM)
+			goto out;
+		target = (uint64_t)in->detail->x86.operands[0].imm - addr;
+		next = pc - addr;
+		if (target >= len)
+			goto out;
+		if (returns_at_once(h, in, code, len, addr, target) &&
+		    !returns_at_once(h, in, code, len, addr, next))
+			*off = (uint32_t)next;
+		else if (returns_at_once(h, in, code, len, addr, next) &&
+			 !returns_at_once(h, in, code, len, addr, target))
+			*off = (uint32_t)target;
+		else
+			goto out;
+		rc = 0;
+		goto out;
+	}
+out:
+	if (in)
+		cs_free(in, 1);
+	cs_close(&h);
+	return rc;
+}

@@ -37,4 +37,16 @@ int dw_go_find_rets(const uint8_t *code, size_t len, uint64_t addr, uint32_t *re
  */
 int dw_go_find_entry_branch(const uint8_t *code, size_t len, uint64_t addr, uint32_t *off);
 
+/*
+ * Where handshakeContext's probe goes: every Read and Write calls it, and its inlined
+ * handshakeComplete() test returns at once once the handshake is done, so only its other side,
+ * the handshake itself, needs the probe. After the stack check (dw_go_find_entry_branch), the
+ * straight run of instructions up to the first conditional branch must leave RAX (the *Conn)
+ * unwritten; the side of that branch that reaches a RET within a few instructions, with no jump
+ * (a call is allowed: runtime.deferreturn), is the fast return, and the other side's first
+ * instruction is the probe's; where both sides or neither do, -1. 0 with
+ * *off that offset from the function's start; -1 when the code is not of that shape.
+ */
+int dw_go_find_slow_path(const uint8_t *code, size_t len, uint64_t addr, uint32_t *off);
+
 #endif
