@@ -46,6 +46,52 @@ static __always_inline bool dns_fd_is(__u64 fd_arg, const struct sock *sk)
 }
 
 /*
+ * The current system call's message, from its saved registers (x86-64), into c: where it is
+ * (kind, arg, len), sendto's address, and whether it is a send; the registers, or NULL for a
+ * call DNS does not read (recvmmsg: which of its messages is the one at hand is not known at
+ * sock_recv_length; io_uring's, which pass no such registers).
+ */
+static __always_inline struct pt_regs *dns_regs_call(struct dns_sys_call *c)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!regs)
+		return NULL;
+	c->arg = regs->si;
+	c->len = regs->dx;
+	switch (regs->orig_ax) {
+	case DNS_NR_SENDTO:
+		c->name = regs->r8;
+		c->namelen = regs->r9;
+		/* fall through */
+	case DNS_NR_WRITE:
+		c->send = 1;
+		/* fall through */
+	case DNS_NR_READ:
+	case DNS_NR_RECVFROM:
+		c->kind = DNS_BUF;
+		return regs;
+	case DNS_NR_WRITEV:
+		c->send = 1;
+		/* fall through */
+	case DNS_NR_READV:
+		c->kind = DNS_IOV;
+		return regs;
+	case DNS_NR_SENDMSG:
+		c->send = 1;
+		/* fall through */
+	case DNS_NR_RECVMSG:
+		c->kind = DNS_MSG;
+		return regs;
+	case DNS_NR_SENDMMSG:
+		c->send = 1;
+		c->kind = DNS_MMSG;
+		return regs;
+	}
+	return NULL;
+}
+
+/*
  * sendmmsg's message now being sent: the first whose msg_len is still 0
  * (the kernel writes each one's after its send; glibc and libuv clear them).
  */
@@ -79,34 +125,13 @@ static __always_inline void dns_sock_send(const struct sock *sk, int ret)
 	if (!dw_dns_on || ret <= 0 || sk->sk_protocol != IPPROTO_UDP)
 		return;
 	now = bpf_ktime_get_ns();
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs)
+	regs = dns_regs_call(&c);
+	if (!regs || !c.send)
 		return;
-	c.arg = regs->si;
-	c.len = regs->dx;
-	switch (regs->orig_ax) {
-	case DNS_NR_WRITE:
-		c.kind = DNS_BUF;
-		break;
-	case DNS_NR_SENDTO:
-		c.kind = DNS_BUF;
-		c.name = regs->r8;
-		c.namelen = regs->r9;
-		break;
-	case DNS_NR_WRITEV:
-		c.kind = DNS_IOV;
-		break;
-	case DNS_NR_SENDMSG:
-		c.kind = DNS_MSG;
-		break;
-	case DNS_NR_SENDMMSG:
-		c.kind = DNS_MMSG;
+	if (c.kind == DNS_MMSG) {
 		i = dns_mmsg_now(c.arg, c.len);
 		if (i >= DW_DNS_MMSG)
 			return;
-		break;
-	default:
-		return;
 	}
 	if (!dns_fd_is(regs->di, sk))
 		return;
@@ -186,51 +211,20 @@ __weak __noinline int dns_sock_recv(__u64 sock, int ret)
 {
 #if defined(__TARGET_ARCH_x86)
 	const struct sock *sk = (const struct sock *)(unsigned long)sock;
-	struct dns_sys_call c = {};
+	struct dns_sys_call c = { .sk = sock };
 	struct dns_sys_rec *rec;
 	struct pt_regs *regs;
-	struct dns_part p;
 	__u32 *unseen;
 	bool fresh;
-	__u64 n;
 
 	if (ret <= 0 || !dns_may_answer(sk))
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs)
-		return 0;
-	c.arg = regs->si;
-	c.len = regs->dx;
-	switch (regs->orig_ax) {
-	case DNS_NR_READ:
-	case DNS_NR_RECVFROM:
-		c.kind = DNS_BUF;
-		break;
-	case DNS_NR_READV:
-		c.kind = DNS_IOV;
-		break;
-	case DNS_NR_RECVMSG:
-		c.kind = DNS_MSG;
-		break;
-	default:
-		return 0;
-	}
-	if (!dns_fd_is(regs->di, sk) || dns_part_of(&c, 0, &p))
+	regs = dns_regs_call(&c);
+	if (!regs || c.send || !dns_fd_is(regs->di, sk))
 		return 0;
 	rec = dns_rec_of(bpf_get_current_pid_tgid(), &fresh);
-	if (!rec)
+	if (!rec || !dns_recv_read(&c, 0, ret, &rec->k, false))
 		return 0;
-	n = (__u64)ret;
-	if (c.kind != DNS_BUF && n > p.len)
-		n = p.len;	/* the bytes in the first buffer */
-	rec->k.n = n > DW_DNS_WINDOW ? DW_DNS_WINDOW : n;
-	if (bpf_probe_read_user(rec->k.w.b, rec->k.n, (const void *)p.buf))
-		return 0;
-	dest_of(sk, &rec->k.peer);
-	if (!rec->k.peer.port)
-		rec->k.peer.family = 0;
-	rec->k.sock = dns_sock_id(sk);
-	rec->k.early = 0;
 	rec->k.quiet = 1;
 	unseen = bpf_map_lookup_elem(&dns_unseen, &rec->k.sock);
 	if (unseen) {

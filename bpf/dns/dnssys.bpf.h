@@ -54,38 +54,6 @@ static __always_inline int dns_sys_enter(const struct sock *sk, const struct dns
 	return 0;
 }
 
-/* Message i of a receive that got got bytes, into k for dns_arrived(), with its sender if known. 1: so. */
-static __always_inline int dns_recv_read(const struct dns_sys_call *c, __u32 i, __u64 got, struct dns_work *k)
-{
-	const struct sock *sk = (const struct sock *)(unsigned long)c->sk;
-	struct dns_part p;
-	__u32 namelen;
-
-	if (dns_part_of(c, i, &p))
-		return 0;
-	if (c->kind == DNS_MMSG)
-		got = p.msg_len;
-	/* the bytes in the first buffer (a plain buffer's length is what was read) */
-	if (c->kind != DNS_BUF && got > p.len)
-		got = p.len;
-	k->n = got > DW_DNS_WINDOW ? DW_DNS_WINDOW : got;
-	if (bpf_probe_read_user(k->w.b, k->n, (const void *)p.buf))
-		return 0;
-	/* the sender: the address the kernel wrote back, the connected peer, or not known */
-	namelen = p.namelen;
-	if (c->kind == DNS_BUF && p.name && bpf_probe_read_user(&namelen, sizeof(namelen), (const void *)c->namelen))
-		namelen = 0;
-	if (!(p.name && dns_peer_of_name(p.name, namelen, &k->peer))) {
-		dest_of(sk, &k->peer);
-		if (!k->peer.port)
-			k->peer.family = 0;
-	}
-	k->sock = c->sk;
-	k->quiet = 0;
-	k->early = 0;
-	return 1;
-}
-
 enum dns_read { DNS_READ_END, DNS_READ_SENT, DNS_READ_ARRIVED, DNS_READ_NONE };
 
 /*
@@ -104,7 +72,7 @@ __weak __noinline int dns_sys_read(const struct dns_sys_call *c, struct dns_work
 	if (c->send)
 		return dns_send_read((const struct sock *)(unsigned long)c->sk, c, i, c->enter_ns, k) ?
 			       DNS_READ_SENT : DNS_READ_NONE;
-	return dns_recv_read(c, i, ret, k) ? DNS_READ_ARRIVED : DNS_READ_NONE;
+	return dns_recv_read(c, i, ret, k, true) ? DNS_READ_ARRIVED : DNS_READ_NONE;
 }
 
 /*

@@ -181,4 +181,42 @@ static __always_inline struct dns_sys_rec *dns_rec_of(__u64 id, bool *fresh)
 	return bpf_map_lookup_elem(&dns_sys, &id);
 }
 
+/*
+ * Message i of a receive that got got bytes, into k for dns_arrived(), with its sender if known. named:
+ * the call wrote its address already (a system call's exit; not at sock_recv_length, which comes before
+ * recvfrom and recvmsg copy it out). 1: so.
+ */
+static __always_inline int dns_recv_read(const struct dns_sys_call *c, __u32 i, __u64 got, struct dns_work *k,
+					 bool named)
+{
+	const struct sock *sk = (const struct sock *)(unsigned long)c->sk;
+	struct dns_part p;
+	__u32 namelen;
+
+	if (dns_part_of(c, i, &p))
+		return 0;
+	if (c->kind == DNS_MMSG)
+		got = p.msg_len;
+	/* the bytes in the first buffer (a plain buffer's length is what was read) */
+	if (c->kind != DNS_BUF && got > p.len)
+		got = p.len;
+	k->n = got > DW_DNS_WINDOW ? DW_DNS_WINDOW : got;
+	if (bpf_probe_read_user(k->w.b, k->n, (const void *)p.buf))
+		return 0;
+	/* the sender: the address the kernel wrote back, the connected peer, or not known */
+	namelen = p.namelen;
+	if (named && c->kind == DNS_BUF && p.name &&
+	    bpf_probe_read_user(&namelen, sizeof(namelen), (const void *)c->namelen))
+		namelen = 0;
+	if (!(named && p.name && dns_peer_of_name(p.name, namelen, &k->peer))) {
+		dest_of(sk, &k->peer);
+		if (!k->peer.port)
+			k->peer.family = 0;
+	}
+	k->sock = c->sk;
+	k->quiet = 0;
+	k->early = 0;
+	return 1;
+}
+
 #endif /* DEPWATCH_DNSUSER_BPF_H */

@@ -5,32 +5,55 @@
 #include <capstone/capstone.h>
 #include <stdio.h>
 
+/* An x86-64 decoder and its one instruction's room (with operand details if asked). */
+struct dis {
+	csh h;
+	cs_insn *in;
+};
+
+static int dis_open(struct dis *d, int detail)
+{
+	d->in = NULL;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->h) != CS_ERR_OK)
+		return -1;
+	if (detail)
+		cs_option(d->h, CS_OPT_DETAIL, CS_OPT_ON);
+	d->in = cs_malloc(d->h);
+	if (!d->in) {
+		cs_close(&d->h);
+		return -1;
+	}
+	return 0;
+}
+
+static void dis_close(struct dis *d)
+{
+	cs_free(d->in, 1);
+	cs_close(&d->h);
+}
+
 int dw_go_find_rets(const uint8_t *code, size_t len, uint64_t addr, uint32_t *rets, unsigned *nret,
 		    char *why, size_t whylen)
 {
 	const uint8_t *p = code;
 	size_t left = len;
 	uint64_t pc = addr;
-	csh h;
+	struct dis d;
 	cs_insn *in;
 	int rc = -1;
 
 	*nret = 0;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
+	if (dis_open(&d, 0) < 0) {
 		snprintf(why, whylen, "capstone: cannot open an x86-64 decoder");
 		return -1;
 	}
-	in = cs_malloc(h);
-	if (!in) {
-		snprintf(why, whylen, "capstone: out of memory");
-		goto out;
-	}
+	in = d.in;
 	/* The linker pads between functions with INT3; the size from .gopclntab includes the
 	 * padding, which decodes too, so a stop before the end is a real decoding failure. */
 	while (left > 0) {
 		uint64_t at = pc;
 
-		if (!cs_disasm_iter(h, &p, &left, &pc, in)) {
+		if (!cs_disasm_iter(d.h, &p, &left, &pc, in)) {
 			snprintf(why, whylen, "capstone: no x86-64 instruction at +%llu of %zu bytes",
 				 (unsigned long long)(at - addr), len);
 			goto out;
@@ -49,9 +72,7 @@ int dw_go_find_rets(const uint8_t *code, size_t len, uint64_t addr, uint32_t *re
 	}
 	rc = 0;
 out:
-	if (in)
-		cs_free(in, 1);
-	cs_close(&h);
+	dis_close(&d);
 	return rc;
 }
 
@@ -75,40 +96,46 @@ static int is_r12_lea(const cs_insn *in)
 	       x->operands[1].mem.base == X86_REG_RSP && x->operands[1].mem.index == X86_REG_INVALID;
 }
 
-int dw_go_find_entry_branch(const uint8_t *code, size_t len, uint64_t addr, uint32_t *off)
+/* The stack check's JLS with an open decoder: *off its offset, *after the next instruction's. */
+static int entry_branch(struct dis *d, const uint8_t *code, size_t len, uint64_t addr, uint32_t *off,
+			uint32_t *after)
 {
 	const uint8_t *p = code;
 	size_t left = len;
 	uint64_t pc = addr;
-	int rc = -1, cmp = 0;
-	csh h;
-	cs_insn *in;
+	int cmp = 0;
 
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
-		return -1;
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	in = cs_malloc(h);
 	/* LEAQ (optional), CMPQ, JLS: three instructions at most */
-	for (int i = 0; in && i < 3 && left > 0; i++) {
+	for (int i = 0; i < 3 && left > 0; i++) {
 		uint64_t at = pc;
 
-		if (!cs_disasm_iter(h, &p, &left, &pc, in))
-			break;
-		if (!cmp && i == 0 && is_r12_lea(in))
+		if (!cs_disasm_iter(d->h, &p, &left, &pc, d->in))
+			return -1;
+		if (!cmp && i == 0 && is_r12_lea(d->in))
 			continue;
-		if (!cmp && is_stack_cmp(in)) {
+		if (!cmp && is_stack_cmp(d->in)) {
 			cmp = 1;
 			continue;
 		}
-		if (cmp && in->id == X86_INS_JBE) {
-			*off = (uint32_t)(at - addr);
-			rc = 0;
-		}
-		break;
+		if (!cmp || d->in->id != X86_INS_JBE)
+			return -1;
+		*off = (uint32_t)(at - addr);
+		*after = (uint32_t)(pc - addr);
+		return 0;
 	}
-	if (in)
-		cs_free(in, 1);
-	cs_close(&h);
+	return -1;
+}
+
+int dw_go_find_entry_branch(const uint8_t *code, size_t len, uint64_t addr, uint32_t *off)
+{
+	struct dis d;
+	uint32_t after;
+	int rc;
+
+	if (dis_open(&d, 1) < 0)
+		return -1;
+	rc = entry_branch(&d, code, len, addr, off, &after);
+	dis_close(&d);
 	return rc;
 }
 
@@ -169,55 +196,43 @@ int dw_go_find_slow_path(const uint8_t *code, size_t len, uint64_t addr, uint32_
 	const uint8_t *p;
 	size_t left;
 	uint64_t pc, target, next;
-	uint32_t jls;
-	int rc = -1;
-	csh h;
-	cs_insn *in;
+	uint32_t jls, after;
+	int rc = -1, fast_target, fast_next;
+	struct dis d;
 
-	if (dw_go_find_entry_branch(code, len, addr, &jls) < 0)
+	if (dis_open(&d, 1) < 0)
 		return -1;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
-		return -1;
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	in = cs_malloc(h);
-	if (!in)
+	if (entry_branch(&d, code, len, addr, &jls, &after) < 0)
 		goto out;
-	p = code + jls;
-	left = len - jls;
-	pc = addr + jls;
-	/* the JLS itself, then the straight run to the first conditional branch */
-	if (!cs_disasm_iter(h, &p, &left, &pc, in) || in->id != X86_INS_JBE)
-		goto out;
+	/* the straight run after the JLS to the first conditional branch */
+	p = code + after;
+	left = len - after;
+	pc = addr + after;
 	for (int i = 0; i < 16 && left > 0; i++) {
-		if (!cs_disasm_iter(h, &p, &left, &pc, in))
+		if (!cs_disasm_iter(d.h, &p, &left, &pc, d.in))
 			goto out;
-		if (!is_branch(in)) {
-			if (writes_rax(h, in))
+		if (!is_branch(d.in)) {
+			if (writes_rax(d.h, d.in))
 				goto out;
 			continue;
 		}
 		/* a conditional branch to a place inside the function, and nothing else */
-		if (in->id == X86_INS_JMP || in->id == X86_INS_CALL || in->id == X86_INS_RET ||
-		    in->detail->x86.op_count != 1 || in->detail->x86.operands[0].type != X86_OP_IMM)
+		if (d.in->id == X86_INS_JMP || d.in->id == X86_INS_CALL || d.in->id == X86_INS_RET ||
+		    d.in->detail->x86.op_count != 1 || d.in->detail->x86.operands[0].type != X86_OP_IMM)
 			goto out;
-		target = (uint64_t)in->detail->x86.operands[0].imm - addr;
+		target = (uint64_t)d.in->detail->x86.operands[0].imm - addr;
 		next = pc - addr;
 		if (target >= len)
 			goto out;
-		if (returns_at_once(h, in, code, len, addr, target) &&
-		    !returns_at_once(h, in, code, len, addr, next))
-			*off = (uint32_t)next;
-		else if (returns_at_once(h, in, code, len, addr, next) &&
-			 !returns_at_once(h, in, code, len, addr, target))
-			*off = (uint32_t)target;
-		else
+		fast_target = returns_at_once(d.h, d.in, code, len, addr, target);
+		fast_next = returns_at_once(d.h, d.in, code, len, addr, next);
+		if (fast_target == fast_next)
 			goto out;
+		*off = (uint32_t)(fast_target ? next : target);
 		rc = 0;
 		goto out;
 	}
 out:
-	if (in)
-		cs_free(in, 1);
-	cs_close(&h);
+	dis_close(&d);
 	return rc;
 }
