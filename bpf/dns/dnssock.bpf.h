@@ -239,11 +239,20 @@ __weak __noinline int dns_sock_recv(__u64 sock, int ret)
 	return 0;
 }
 
-/* A receive on sk returned ret (sock_recv_length), not TCP: a UDP socket's, to DNS (dns_sock_recv). */
+/*
+ * A receive on sk returned ret (sock_recv_length), not TCP: a UDP socket's, to DNS (dns_sock_recv).
+ * One connected to a port that is no DNS port leaves here, as at its arrival (dns_sock_data).
+ */
 static __always_inline void dns_sock_read(const struct sock *sk, int ret, int flags)
 {
-	if (dw_dns_on && ret > 0 && !(flags & MSG_PEEK) && sk->sk_protocol == IPPROTO_UDP)
-		dns_sock_recv(dns_sock_id(sk), ret);
+	__u16 dport;
+
+	if (!dw_dns_on || ret <= 0 || (flags & MSG_PEEK) || sk->sk_protocol != IPPROTO_UDP)
+		return;
+	dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (dport && !dns_port_on(dport))
+		return;
+	dns_sock_recv(dns_sock_id(sk), ret);
 }
 
 /*
