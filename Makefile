@@ -211,6 +211,12 @@ $(OUT)/tests/test_goprobe: $(OUT)/obj-san/user/discovery/golang/goprobe.o $(OUT)
 $(OUT)/tests/test_goprobe: private UNIT_LIBS += -ldw
 -include $(wildcard $(OUT)/obj-san/user/discovery/golang/*.d)
 
+# OpenSSL's inner functions (user/logic/discovery/sslinner.c) on Debian's libssl, through the symbol
+# reader (user/discovery/tls/elfsyms.c, libelf), against objdump.
+$(OUT)/tests/test_sslinner: $(OUT)/obj-san/user/discovery/tls/elfsyms.o
+$(OUT)/tests/test_sslinner: private UNIT_LIBS += -lelf
+-include $(wildcard $(OUT)/obj-san/user/discovery/tls/elfsyms.d)
+
 unit: $(UNIT_BINS)
 	$(Q)bash tests/run-unit.sh $(UNIT_BINS)
 

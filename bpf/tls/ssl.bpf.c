@@ -5,7 +5,10 @@
  * here is named dw_ssl_*; autoload is off when TLS is off.
  *
  * A call's start and end are the calls themselves (SSL_write's entry,
- * SSL_read's return with bytes), and the session is the SSL pointer. Of
+ * SSL_read's return with bytes), and the session is the SSL pointer. Where
+ * the discovery proves both API forms of a read (or a write) reach one inner
+ * function, the _ex programs go there instead of on the wrappers (its first
+ * instruction is emulated, theirs single-stepped: doc/tls.md). Of
  * the plaintext only an HTTP/2 session's frame headers are read, in the
  * kernel (bpf/tls/tlsh2.bpf.h); nothing of it leaves. Each entry marks the thread (ssl_threads)
  * for the TCP side to tie the session to its socket (bpf/tls/tlslink.bpf.h);
@@ -160,14 +163,18 @@ static __always_inline struct dw_ssl_thread *ssl_leave(void)
 	return t;
 }
 
-/* What a call returned, in bytes: ret itself, or for the _ex forms (1: done) what they put at len_at. */
+/*
+ * What a call returned, in bytes: ret itself, or for the _ex forms (1: done) what they put at
+ * len_at. OpenSSL's inner functions (where the discovery found them: user/logic/discovery/sslinner.h)
+ * have the _ex forms' signature and return what the protocol's method does, > 0 when done.
+ */
 static __always_inline __u32 ssl_done_len(const struct dw_ssl_thread *t, int ret, bool ex)
 {
 	__u64 n = 0;
 
 	if (!ex)
 		return ret > 0 ? ret : 0;
-	if (ret != 1 || !t->len_at || bpf_probe_read_user(&n, sizeof(n), (const void *)t->len_at))
+	if (ret <= 0 || !t->len_at || bpf_probe_read_user(&n, sizeof(n), (const void *)t->len_at))
 		return 0;
 	return n > 0x7fffffff ? 0x7fffffff : n;
 }

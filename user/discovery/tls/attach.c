@@ -25,6 +25,11 @@ const struct dw_tls_probe dw_tls_probes[] = {
 	/* the handshake marks the thread: a session is tied at its hello, before any record-level call */
 	{ DW_TLS_FN_DO_HANDSHAKE, "dw_ssl_do_handshake", false },
 	{ DW_TLS_FN_DO_HANDSHAKE, "dw_ssl_do_handshake_ret", true },
+	/* where both forms reach one inner function (elfsyms.h), it has their place: SSL_read_ex's signature */
+	{ DW_TLS_FN_WRITE_INNER, "dw_ssl_write_ex", false },
+	{ DW_TLS_FN_WRITE_INNER, "dw_ssl_write_ex_ret", true },
+	{ DW_TLS_FN_READ_INNER, "dw_ssl_read_ex", false },
+	{ DW_TLS_FN_READ_INNER, "dw_ssl_read_ex_ret", true },
 };
 const size_t dw_tls_nprobes = sizeof(dw_tls_probes) / sizeof(dw_tls_probes[0]);
 _Static_assert(sizeof(dw_tls_probes) / sizeof(dw_tls_probes[0]) <= DW_TLS_LINKS_MAX, "DW_TLS_LINKS_MAX");

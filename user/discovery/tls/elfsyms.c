@@ -2,7 +2,7 @@
 /*
  * An ELF object's symbols for the TLS discovery (elfsyms.h), with libelf.
  * The offsets are computed here, once per file, rather than by libbpf at
- * each of a file's nine attaches (each would parse the file again).
+ * each of a file's attaches (each would parse the file again).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "logic/discovery/tlsfind.h"
+#include "logic/discovery/sslinner.h"
 #include "discovery/tls/elfsyms.h"
 
 #define FN_NAME(id, sym, bit) [DW_TLS_FN_##id] = sym,
@@ -47,8 +48,9 @@ static void note(Elf *elf, const char *name, const GElf_Sym *s, struct dw_tls_el
 	if (name[0] == 'S' && name[1] == 'S' && name[2] == 'L' && name[3] == '_') {
 		/* every name of the table begins SSL_: the test above spares the others */
 		for (int i = 0; i < DW_TLS_FN_COUNT; i++)
-			if (!strcmp(name, fn_names[i]) && !out->offset[i]) {
+			if (fn_names[i] && !strcmp(name, fn_names[i]) && !out->offset[i]) {
 				out->offset[i] = file_offset(elf, s->st_value);
+				out->vaddr[i] = s->st_value;
 				if (out->offset[i])
 					out->syms |= fn_bits[i];
 			}
@@ -111,6 +113,33 @@ static void read_text(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, size_t shstrn
 		out->syms |= DW_TLS_SYM_RUSTLS;
 }
 
+/* The wrappers' first bytes: more than DW_SSL_WRAP_MAX instructions need. */
+#define WRAP_BYTES 96
+
+/*
+ * Where an operation's two forms (plain, ex) reach one inner function: its
+ * offset goes to inner and the wrappers' are cleared, so that only it is
+ * probed. Anything unproven leaves the wrappers as they are.
+ */
+static void find_inner(Elf *elf, int fd, struct dw_tls_elf *out, enum dw_tls_fn plain, enum dw_tls_fn ex,
+		       enum dw_tls_fn inner)
+{
+	uint8_t a[WRAP_BYTES], b[WRAP_BYTES];
+	uint64_t at, off;
+
+	if (!out->offset[plain] || !out->offset[ex] ||
+	    pread(fd, a, sizeof(a), (off_t)out->offset[ex]) != (ssize_t)sizeof(a) ||
+	    pread(fd, b, sizeof(b), (off_t)out->offset[plain]) != (ssize_t)sizeof(b) ||
+	    dw_ssl_find_inner(a, sizeof(a), out->vaddr[ex], b, sizeof(b), out->vaddr[plain], &at))
+		return;
+	off = file_offset(elf, at);
+	if (!off)
+		return;
+	out->offset[inner] = off;
+	out->vaddr[inner] = at;
+	out->offset[plain] = out->offset[ex] = 0;
+}
+
 int dw_tls_elf_read(const char *path, struct dw_tls_elf *out, char *err, size_t errlen)
 {
 	Elf_Scn *scn = NULL;
@@ -147,6 +176,8 @@ int dw_tls_elf_read(const char *path, struct dw_tls_elf *out, char *err, size_t 
 		else if (shstrndx)
 			read_text(elf, scn, &sh, shstrndx, out);
 	}
+	find_inner(elf, fd, out, DW_TLS_FN_READ, DW_TLS_FN_READ_EX, DW_TLS_FN_READ_INNER);
+	find_inner(elf, fd, out, DW_TLS_FN_WRITE, DW_TLS_FN_WRITE_EX, DW_TLS_FN_WRITE_INNER);
 out:
 	if (elf)
 		elf_end(elf);

@@ -13,7 +13,9 @@
 
 /*
  * The functions the uprobes attach to: X(id, symbol, DW_TLS_SYM_* bit or 0).
- * A new one is a line here and its rows in attach.c's dw_tls_probes[].
+ * A new one is a line here and its rows in attach.c's dw_tls_probes[]. The
+ * inner ones have no symbol: found by decoding the wrappers
+ * (logic/discovery/sslinner.h), they take the place of both API forms.
  */
 #define DW_TLS_FNS(X)							\
 	X(WRITE, "SSL_write", DW_TLS_SYM_SSL_WRITE)			\
@@ -21,7 +23,9 @@
 	X(READ, "SSL_read", DW_TLS_SYM_SSL_READ)			\
 	X(READ_EX, "SSL_read_ex", DW_TLS_SYM_SSL_READ_EX)		\
 	X(FREE, "SSL_free", DW_TLS_SYM_SSL_FREE)				\
-	X(DO_HANDSHAKE, "SSL_do_handshake", 0)
+	X(DO_HANDSHAKE, "SSL_do_handshake", 0)				\
+	X(WRITE_INNER, NULL, 0)						\
+	X(READ_INNER, NULL, 0)
 
 enum dw_tls_fn {
 #define DW_TLS_FN_ENUM(id, sym, bit) DW_TLS_FN_##id,
@@ -32,11 +36,16 @@ enum dw_tls_fn {
 
 struct dw_tls_elf {
 	unsigned syms;				/* DW_TLS_SYM_* */
-	uint64_t offset[DW_TLS_FN_COUNT];	/* in the file, for the uprobe; 0: absent */
+	uint64_t offset[DW_TLS_FN_COUNT];	/* in the file, for the uprobe; 0: absent (or taken by an inner one) */
+	uint64_t vaddr[DW_TLS_FN_COUNT];	/* the symbol's address as linked */
 };
 
 /*
- * Reads path's .dynsym and .symtab (defined functions only). 0, or -errno
+ * Reads path's .dynsym and .symtab (defined functions only), and where both
+ * forms of a read (SSL_read, SSL_read_ex) or of a write reach one inner
+ * function, puts its offset in WRITE_INNER or READ_INNER and clears the
+ * wrappers' (sslinner.h: one uprobe pair on an emulated instruction for
+ * two on single-stepped ones). 0, or -errno
  * (-ENOEXEC: not ELF); err gets a line on failure.
  */
 int dw_tls_elf_read(const char *path, struct dw_tls_elf *out, char *err, size_t errlen);

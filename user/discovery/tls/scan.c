@@ -69,8 +69,9 @@ static void attach(struct dw_tls *t, struct dw_tls_file *f, const char *root, co
 	f->state = DW_TLS_FILE_ATTACHED;
 	f->probes = t->att[t->natt].links.n;
 	t->att[t->natt++].file = (int)(f - t->files->e);
-	dw_info("tls: %u uprobes on %s (%s, dev %u:%u inode %llu)", f->probes, shown(&p, f->path),
-		dw_tls_kind_name(f->kind), major(f->dev), minor(f->dev), (unsigned long long)f->ino);
+	dw_info("tls: %u uprobes on %s (%s, dev %u:%u inode %llu; reads at %s, writes at %s)", f->probes,
+		shown(&p, f->path), dw_tls_kind_name(f->kind), major(f->dev), minor(f->dev), (unsigned long long)f->ino,
+		e->offset[DW_TLS_FN_READ_INNER] ? "the inner function" : "the API", e->offset[DW_TLS_FN_WRITE_INNER] ? "the inner function" : "the API");
 	dw_buf_free(&p);
 }
 

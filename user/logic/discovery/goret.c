@@ -2,35 +2,8 @@
 /* The RET finder (goret.h): Capstone's iterator over one function. */
 #include "logic/discovery/goret.h"
 
-#include <capstone/capstone.h>
 #include <stdio.h>
-
-/* An x86-64 decoder and its one instruction's room (with operand details if asked). */
-struct dis {
-	csh h;
-	cs_insn *in;
-};
-
-static int dis_open(struct dis *d, int detail)
-{
-	d->in = NULL;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->h) != CS_ERR_OK)
-		return -1;
-	if (detail)
-		cs_option(d->h, CS_OPT_DETAIL, CS_OPT_ON);
-	d->in = cs_malloc(d->h);
-	if (!d->in) {
-		cs_close(&d->h);
-		return -1;
-	}
-	return 0;
-}
-
-static void dis_close(struct dis *d)
-{
-	cs_free(d->in, 1);
-	cs_close(&d->h);
-}
+#include "logic/discovery/x86dis.h"
 
 int dw_go_find_rets(const uint8_t *code, size_t len, uint64_t addr, uint32_t *rets, unsigned *nret,
 		    char *why, size_t whylen)
@@ -139,32 +112,6 @@ int dw_go_find_entry_branch(const uint8_t *code, size_t len, uint64_t addr, uint
 	return rc;
 }
 
-/* Whether in writes RAX (or EAX, AX, AL: any part of it). */
-static int writes_rax(csh h, const cs_insn *in)
-{
-	cs_regs rd, wr;
-	uint8_t nrd = 0, nwr = 0;
-
-	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
-		return 1;
-	for (unsigned i = 0; i < nwr; i++)
-		if (wr[i] == X86_REG_RAX || wr[i] == X86_REG_EAX || wr[i] == X86_REG_AX || wr[i] == X86_REG_AL ||
-		    wr[i] == X86_REG_AH)
-			return 1;
-	return 0;
-}
-
-static int is_branch(const cs_insn *in)
-{
-	for (unsigned i = 0; i < in->detail->groups_count; i++) {
-		uint8_t g = in->detail->groups[i];
-
-		if (g == CS_GRP_JUMP || g == CS_GRP_CALL || g == CS_GRP_RET || g == CS_GRP_INT || g == CS_GRP_IRET)
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * Whether the code at offset at reaches a RET within 12 instructions with no jump before it (a call
  * is allowed: Go's return from a function with a defer calls runtime.deferreturn first).
@@ -185,7 +132,7 @@ static int returns_at_once(csh h, cs_insn *in, const uint8_t *code, size_t len, 
 			return 0;
 		if (in->id == X86_INS_RET)
 			return 1;
-		if (is_branch(in) && in->id != X86_INS_CALL)
+		if (dis_is_branch(in) && in->id != X86_INS_CALL)
 			return 0;
 	}
 	return 0;
@@ -211,8 +158,8 @@ int dw_go_find_slow_path(const uint8_t *code, size_t len, uint64_t addr, uint32_
 	for (int i = 0; i < 16 && left > 0; i++) {
 		if (!cs_disasm_iter(d.h, &p, &left, &pc, d.in))
 			goto out;
-		if (!is_branch(d.in)) {
-			if (writes_rax(d.h, d.in))
+		if (!dis_is_branch(d.in)) {
+			if (dis_writes(d.h, d.in, X86_REG_RAX))
 				goto out;
 			continue;
 		}
