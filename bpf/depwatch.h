@@ -394,6 +394,8 @@ struct dw_pending_entry {
 	  "Go TLS writes and reads whose socket fd was not read.") \
 	X(go_tls_reads, go_tls_reads,						\
 	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.") \
+	X(go_tls_ret_unread, go_tls_ret_unread,					\
+	  "Go TLS reads whose result, taken in the caller's frame at its deferred closure, did not read.") \
 	/* HTTP/2 header blocks to the daemon's HPACK decoder (bpf/h2/hblock.bpf.h, issue 33) */ \
 	X(hblocks_lost, hblocks_lost,						\
 	  "Header-block records lost: the ring was full.")		\

@@ -113,6 +113,7 @@ FAMILIES = {
     "depwatch_kernel_go_tls_writes_total": "counter",
     "depwatch_kernel_go_tls_fd_unread_total": "counter",
     "depwatch_kernel_go_tls_reads_total": "counter",
+    "depwatch_kernel_go_tls_ret_unread_total": "counter",
     "depwatch_kernel_hblocks_lost_total": "counter",
     "depwatch_kernel_tls_linked_total": "counter",
     "depwatch_kernel_tls_unlinked_total": "counter",

@@ -165,6 +165,86 @@ static uint64_t text_off(const char *path, uint64_t vaddr)
 	return vaddr - a + o;
 }
 
+/*
+ * objdump's view of F's exits: for each RET (offsets from addr, in order), how many indirect calls
+ * (`call *%reg`: the deferred closures) run since the last jump, direct call or RET before it, and
+ * for the last exit with the most of them, the slot the epilogue loads RAX from after them. The
+ * exits with the most are those past all the defers; the count returned.
+ */
+static unsigned objdump_exits(const char *path, uint64_t addr, uint64_t size, uint64_t *rets, int *calls,
+			      long *result)
+{
+	char line[1024], op[32], arg[256];
+	unsigned n = 0;
+	int since = 0;
+	long slot = -1;
+	FILE *f;
+
+	f = objdump(path, addr, size);
+	*result = -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, d;
+
+		arg[0] = 0;
+		if (sscanf(line, " %llx: %31s %255s", &a, op, arg) < 2)
+			continue;
+		if (!strcmp(op, "call") && arg[0] == '*') {
+			since++;
+			slot = -1;
+		} else if (!strcmp(op, "mov") && since && slot < 0 && sscanf(arg, "0x%llx(%%rsp),%%rax", &d) == 1) {
+			slot = (long)d;
+		} else if (!strcmp(op, "ret") || !strcmp(op, "retq")) {
+			if (n < DW_GO_MAX_RETS) {
+				rets[n] = a - addr;
+				calls[n++] = since;
+			}
+			if (since && slot >= 0)
+				*result = slot;
+			since = 0;
+		} else if (op[0] == 'j' || !strcmp(op, "call")) {
+			since = 0;
+		}
+	}
+	pclose(f);
+	return n;
+}
+
+/*
+ * The exits past F's defers (godefer.h) against objdump: those with the most closure calls are
+ * taken at the closure's stack check (objdump's jbe in `closure`, by go tool nm's address), the
+ * others keep their RETs, and n is read where the epilogue loads RAX from.
+ */
+static void check_defer(const struct dw_go_func *f, const char *truth, const char *path, const char *closure)
+{
+	uint64_t rets[DW_GO_MAX_RETS], crets[DW_GO_MAX_RETS], ca, cs;
+	int calls[DW_GO_MAX_RETS], most = 0;
+	unsigned n, kept = 0, taken = 0;
+	long result, branch;
+
+	n = objdump_exits(truth, f->vaddr, f->size, rets, calls, &result);
+	for (unsigned i = 0; i < n; i++)
+		if (calls[i] > most)
+			most = calls[i];
+	assert_true(most >= 1);
+	for (unsigned i = 0; i < n; i++) {
+		if (calls[i] == most) {
+			taken++;
+			continue;
+		}
+		assert_true(kept < f->nkeep);
+		assert_int_equal(f->keep_off[kept++], f->off + rets[i]);
+	}
+	assert_int_equal(f->nkeep, kept);
+	assert_int_equal(f->defer_exits, taken);
+	assert_true(taken >= 4);
+	assert_int_equal(f->defer_result, result);
+	nm_sym(truth, closure, &ca, &cs);
+	assert_int_not_equal(objdump_insns(truth, ca, cs, crets, &branch), 0);
+	assert_true(branch > 0);
+	assert_int_equal(f->defer_off, text_off(path, ca) + (uint64_t)branch);
+	assert_int_equal(f->defer_lo, (int64_t)f->vaddr - (int64_t)(ca + (uint64_t)branch));
+}
+
 static void check_func(const struct dw_go_func *f, const char *truth, const char *sym, const char *path)
 {
 	uint64_t a, s, rets[DW_GO_MAX_RETS];
@@ -245,6 +325,101 @@ static void test_slow_path(void **st)
 	assert_int_equal(dw_go_find_slow_path(no_check, sizeof(no_check), 0x1000, &off), -1);
 }
 
+/*
+ * The deferred exits in hand-made code: at 0x1000, a defer site (the closure at 0x2000 stored on
+ * the stack, its address into slot 0x58), n stored at 0x20, the closure called, n loaded back, RET;
+ * then each condition broken in turn.
+ */
+static void test_defer_exits(void **st)
+{
+	static const uint8_t site[] = {
+		0x48, 0x8d, 0x3d, 0xf9, 0x0f, 0x00, 0x00,	/* lea rdi,[rip+0xff9]: 0x2000 */
+		0x48, 0x89, 0x7c, 0x24, 0x48,			/* mov [rsp+0x48],rdi: its function word */
+		0x48, 0x8d, 0x7c, 0x24, 0x48,			/* lea rdi,[rsp+0x48] */
+		0x48, 0x89, 0x7c, 0x24, 0x58,			/* mov [rsp+0x58],rdi: the defer's slot */
+	};
+	static const uint8_t exit_[] = {
+		0x48, 0x89, 0x4c, 0x24, 0x20,			/* mov [rsp+0x20],rcx: n */
+		0x48, 0x8b, 0x54, 0x24, 0x58,			/* mov rdx,[rsp+0x58] */
+		0x48, 0x8b, 0x02,				/* mov rax,[rdx] */
+		0xff, 0xd0,					/* call rax */
+		0x48, 0x8b, 0x44, 0x24, 0x20,			/* mov rax,[rsp+0x20] */
+		0x48, 0x83, 0xc4, 0x68,				/* add rsp,0x68 */
+		0xc3,						/* ret */
+	};
+	uint8_t code[128];
+	size_t n;
+	struct dw_go_defer d;
+
+	(void)st;
+	memcpy(code, site, sizeof(site));
+	memcpy(code + sizeof(site), exit_, sizeof(exit_));
+	n = sizeof(site) + sizeof(exit_);
+	assert_int_equal(dw_go_find_defer_exits(code, n, 0x1000, &d), 0);
+	assert_int_equal(d.closure, 0x2000);
+	assert_int_equal(d.result, 0x20);
+	assert_int_equal(d.nexits, 1);
+	assert_int_equal(d.nkeep, 0);
+	/* an early RET before the defer (xor eax,eax; ret) is kept */
+	{
+		uint8_t c2[128] = { 0x31, 0xc0, 0xc3 };
+
+		memcpy(c2 + 3, code, n);
+		/* the LEA's displacement is relative to its end: 3 bytes later, 3 less */
+		c2[3 + 3] = 0xf6;
+		assert_int_equal(dw_go_find_defer_exits(c2, n + 3, 0x1000, &d), 0);
+		assert_int_equal(d.closure, 0x2000);
+		assert_int_equal(d.nkeep, 1);
+		assert_int_equal(d.keep[0], 2);
+	}
+	/* a jump landing on the closure's load (after its slot's): that path's closure is not known */
+	code[n] = 0xeb;
+	code[n + 1] = (uint8_t)(int8_t)((int)(sizeof(site) + 10) - (int)(n + 2));	/* jmp to mov rax,[rdx] */
+	assert_int_equal(dw_go_find_defer_exits(code, n + 2, 0x1000, &d), -1);
+	/* the slot stored from a register that holds no stack closure (mov rdi,rsi for the lea) */
+	memcpy(code + 12, (const uint8_t[]){ 0x48, 0x89, 0xf7, 0x90, 0x90 }, 5);
+	assert_int_equal(dw_go_find_defer_exits(code, n, 0x1000, &d), -1);
+	memcpy(code, site, sizeof(site));
+	/* a second site storing another closure (0x3000) into the same slot, after the RET */
+	{
+		uint8_t c3[160];
+		size_t m = n;
+
+		memcpy(c3, code, n);
+		memcpy(c3 + m, site, sizeof(site));
+		/* lea rdi,[rip+d]: 0x1000 + m + 7 + d = 0x3000 */
+		{
+			int32_t rel = (int32_t)(0x3000 - (0x1000 + m + 7));
+
+			memcpy(c3 + m + 3, &rel, 4);
+		}
+		m += sizeof(site);
+		c3[m++] = 0xc3;
+		assert_int_equal(dw_go_find_defer_exits(c3, m, 0x1000, &d), -1);
+		/* the same closure again is fine */
+		{
+			int32_t rel = (int32_t)(0x2000 - (0x1000 + n + 7));
+
+			memcpy(c3 + n + 3, &rel, 4);
+		}
+		assert_int_equal(dw_go_find_defer_exits(c3, m, 0x1000, &d), 0);
+		assert_int_equal(d.nkeep, 1);
+	}
+	/* a direct call (runtime.deferreturn) where the closure's was: no deferred exit */
+	memcpy(code + sizeof(site) + 5, (const uint8_t[]){ 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xe8,
+							    0x00, 0x00, 0x00, 0x00 }, 13);
+	memmove(code + sizeof(site) + 5 + 10, code + sizeof(site) + 5 + 13, n - (sizeof(site) + 5 + 13));
+	assert_int_equal(dw_go_find_defer_exits(code, n - 3, 0x1000, &d), -1);
+	/* RAX not loaded back after the call (the result is not in the frame) */
+	memcpy(code, site, sizeof(site));
+	memcpy(code + sizeof(site), exit_, sizeof(exit_));
+	code[sizeof(site) + 15 + 2] = 0x5c;	/* mov rbx,[rsp+0x20] */
+	assert_int_equal(dw_go_find_defer_exits(code, n, 0x1000, &d), -1);
+	/* nothing at all, and bytes that are no code */
+	assert_int_equal(dw_go_find_defer_exits(code, 0, 0x1000, &d), -1);
+	assert_int_equal(dw_go_find_defer_exits((const uint8_t[]){ 0x06, 0x07 }, 2, 0x1000, &d), -1);
+}
+
 static void probe_ok(const char *name, const char *truth, int stripped, int trimpath)
 {
 	struct dw_go_probes p;
@@ -263,6 +438,9 @@ static void probe_ok(const char *name, const char *truth, int stripped, int trim
 	assert_int_equal(p.has_symtab, !stripped);
 	check_func(&p.write, bin(truth), DW_GO_WRITE_SYM, path);
 	check_func(&p.read, bin(truth), DW_GO_READ_SYM, path);
+	/* Go 1.19: Write's `defer c.out.Unlock()` is its second closure, Read's `defer c.in.Unlock()` its one */
+	check_defer(&p.write, bin(truth), path, DW_GO_WRITE_SYM ".func2");
+	check_defer(&p.read, bin(truth), path, DW_GO_READ_SYM ".func1");
 	/* handshakeContext's probe (the thread mark before the ClientHello): where the handshake runs,
 	 * the instruction after the inlined handshakeComplete()'s `je` to the return, as objdump has it */
 	{
@@ -279,9 +457,11 @@ static void probe_ok(const char *name, const char *truth, int stripped, int trim
 	assert_int_equal(dw_go_layout_table(1, 19, &t), 0);
 	assert_memory_equal(&p.fd, &t, sizeof(t));
 	(void)trimpath;
-	printf("  %s: %s, Write at file offset 0x%llx (%llu bytes, %u RETs), Read at 0x%llx (%llu bytes, %u RETs), fd from %s\n",
+	printf("  %s: %s, Write at file offset 0x%llx (%llu bytes, %u RETs, %u past its defers), Read at 0x%llx "
+	       "(%llu bytes, %u RETs, %u past its defer), fd from %s\n",
 	       name, p.build.version, (unsigned long long)p.write.off, (unsigned long long)p.write.size, p.write.nret,
-	       (unsigned long long)p.read.off, (unsigned long long)p.read.size, p.read.nret,
+	       p.write.defer_exits, (unsigned long long)p.read.off, (unsigned long long)p.read.size, p.read.nret,
+	       p.read.defer_exits,
 	       p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table");
 }
 
@@ -531,6 +711,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_entry_branch),
 		cmocka_unit_test(test_slow_path),
+		cmocka_unit_test(test_defer_exits),
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_stripped),
 		cmocka_unit_test(test_trimpath),

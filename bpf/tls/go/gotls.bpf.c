@@ -48,6 +48,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* x86's EFLAGS bits (arch/x86/include/uapi/asm/processor-flags.h; vmlinux.h has no macros) */
+#define DW_EFLAGS_CF 0x0001
+#define DW_EFLAGS_ZF 0x0040
+
 /* The *tls.Conn -> fd chain: the fd, -1 for a closed conn, DW_GO_FD_UNREAD if a read faults. */
 static __always_inline __s64 go_conn_fd(__u64 conn, const struct dw_go_layout *l)
 {
@@ -243,9 +247,8 @@ int dw_go_tls_write(struct pt_regs *ctx)
 	return 0;
 }
 
-/* At each RET of crypto/tls.(*Conn).Write: n in RAX. */
-SEC("uprobe")
-int dw_go_tls_write_ret(struct pt_regs *ctx)
+/* Write's return with n bytes written, at a RET or at its deferred closure. */
+static __always_inline int go_write_done(struct pt_regs *ctx, __u64 n)
 {
 	struct dw_go_gstate *s = go_leave(ctx);
 
@@ -253,13 +256,20 @@ int dw_go_tls_write_ret(struct pt_regs *ctx)
 		return 0;
 	s->returns++;
 	s->in_write = 0;
-	/* n <= len on every path; a wild RAX (a RET we misplaced) would show as bytes over */
-	s->bytes_written += ctx->ax;
+	/* n <= len on every path; a wild n (a RET or a slot we misplaced) would show as bytes over */
+	s->bytes_written += n;
 	go_unmark(s);
 	/* the Write that tied the session: its bytes, as of its entry */
 	if (!s->tx_fed)
-		go_plain(ctx, s, H2_TX, ctx->ax, s->start_ns);
+		go_plain(ctx, s, H2_TX, n, s->start_ns);
 	return 0;
+}
+
+/* At each RET of crypto/tls.(*Conn).Write: n in RAX. */
+SEC("uprobe")
+int dw_go_tls_write_ret(struct pt_regs *ctx)
+{
+	return go_write_done(ctx, ctx->ax);
 }
 
 SEC("uprobe")
@@ -278,9 +288,8 @@ int dw_go_tls_read(struct pt_regs *ctx)
 	return 0;
 }
 
-/* At each RET of crypto/tls.(*Conn).Read: n in RAX (0 with an error, at EOF among them). */
-SEC("uprobe")
-int dw_go_tls_read_ret(struct pt_regs *ctx)
+/* Read's return with n bytes, at a RET or at its deferred closure. */
+static __always_inline int go_read_done(struct pt_regs *ctx, __u64 n)
 {
 	struct dw_go_gstate *s = go_leave(ctx);
 
@@ -288,8 +297,59 @@ int dw_go_tls_read_ret(struct pt_regs *ctx)
 		return 0;
 	s->read_returns++;
 	s->in_read = 0;
-	s->bytes_read += ctx->ax;
+	s->bytes_read += n;
 	go_unmark(s);
-	go_plain(ctx, s, H2_RX, ctx->ax, bpf_ktime_get_ns());
+	go_plain(ctx, s, H2_RX, n, bpf_ktime_get_ns());
 	return 0;
+}
+
+/* At each RET of crypto/tls.(*Conn).Read: n in RAX (0 with an error, at EOF among them). */
+SEC("uprobe")
+int dw_go_tls_read_ret(struct pt_regs *ctx)
+{
+	return go_read_done(ctx, ctx->ax);
+}
+
+/*
+ * The return on each exit past F's defers (Read's `defer c.in.Unlock()`; user/logic/discovery/godefer.h):
+ * at the deferred closure's stack check, which the kernel emulates where a RET is single-stepped.
+ * F's frame is 8 bytes above (the return address), n at the cookie's result offset in it. Only
+ * for a call from F's own code (the return address inside it: not the runtime's panic or
+ * deferreturn), and not when the check is about to grow the stack: CF or ZF from the CMP against
+ * the stack guard take the JLS to runtime.morestack, and the closure comes here again after it.
+ */
+static __always_inline int go_defer_n(struct pt_regs *ctx, __u64 *n)
+{
+	__u64 ck = bpf_get_attach_cookie(ctx), ret = 0;
+	__s64 at;
+
+	if (ctx->flags & (DW_EFLAGS_CF | DW_EFLAGS_ZF))
+		return -1;
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)ctx->sp))
+		return -1;
+	at = (__s64)(ret - ctx->ip) - DW_GO_CK_LO(ck);
+	if (at <= 0 || at >= DW_GO_CK_SIZE(ck))
+		return -1;
+	if (bpf_probe_read_user(n, sizeof(*n), (void *)(ctx->sp + 8 + DW_GO_CK_RESULT(ck)))) {
+		global_count(G_go_tls_ret_unread);
+		return -1;
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int dw_go_tls_read_defer(struct pt_regs *ctx)
+{
+	__u64 n = 0;
+
+	return go_defer_n(ctx, &n) ? 0 : go_read_done(ctx, n);
+}
+
+/* The same for Write's exits past its `defer c.out.Unlock()` (its first closure call there). */
+SEC("uprobe")
+int dw_go_tls_write_defer(struct pt_regs *ctx)
+{
+	__u64 n = 0;
+
+	return go_defer_n(ctx, &n) ? 0 : go_write_done(ctx, n);
 }

@@ -22,6 +22,20 @@
  */
 #define DW_GO_FD_UNREAD (-2)
 
+/*
+ * A Go probe's attach cookie: the layout's index (go_layouts) in its low 8 bits. A deferred-exit
+ * probe's (dw_go_tls_read_defer, user/logic/discovery/godefer.h) also holds the function's first
+ * result's offset in its frame (bits 8-23), the function's size (24-39) and its start less the
+ * probe's address (40-63, signed): enough to tell its own exits' calls of the closure from the
+ * runtime's, and to read n, with no per-file map.
+ */
+#define DW_GO_CK_LAYOUT(c) ((__u32)((c) & 0xff))
+#define DW_GO_CK_RESULT(c) ((__u32)(((c) >> 8) & 0xffff))
+#define DW_GO_CK_SIZE(c) ((__u32)(((c) >> 24) & 0xffff))
+#define DW_GO_CK_LO(c) ((__s64)(c) >> 40)
+#define DW_GO_CK(layout, result, size, lo)                                                         \
+	((__u64)(layout) | ((__u64)(result) << 8) | ((__u64)(size) << 24) | ((__u64)(lo) << 40))
+
 /* user/logic/discovery/golayout.h's struct dw_go_fdchain, as the kernel reads it. */
 struct dw_go_layout {
 	__u32 valid;		/* 0: a slot user space has not filled; the probe reads nothing */

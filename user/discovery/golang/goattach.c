@@ -38,10 +38,10 @@ static int layout_slot(struct bpf_object *obj, const struct dw_go_fdchain *c, ch
 	return (int)nlay++;
 }
 
-static int attach_one(struct bpf_object *obj, const char *prog, const char *path, uint64_t off, int cookie,
+static int attach_one(struct bpf_object *obj, const char *prog, const char *path, uint64_t off, __u64 cookie,
 		      struct dw_tls_links *out, char *why, size_t whylen)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = (__u64)cookie);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
 	struct bpf_program *p = bpf_object__find_program_by_name(obj, prog);
 	struct bpf_link *link;
 	long err;
@@ -79,19 +79,27 @@ int dw_go_attach_file(struct bpf_object *obj, const char *path, struct dw_tls_li
 	if (slot < 0)
 		return -1;
 	rc |= attach_one(obj, "dw_go_tls_write", path, p.write.probe_off, slot, out, why, whylen);
-	for (unsigned i = 0; !rc && i < p.write.nret; i++)
-		rc |= attach_one(obj, "dw_go_tls_write_ret", path, p.write.ret_off[i], slot, out, why, whylen);
+	/* the exits past the defers: one probe at the closure's stack check, the other RETs as before */
+	if (!rc && p.write.defer_off)
+		rc |= attach_one(obj, "dw_go_tls_write_defer", path, p.write.defer_off,
+				 DW_GO_CK(slot, p.write.defer_result, p.write.size, p.write.defer_lo), out, why, whylen);
+	for (unsigned i = 0; !rc && i < p.write.nkeep; i++)
+		rc |= attach_one(obj, "dw_go_tls_write_ret", path, p.write.keep_off[i], slot, out, why, whylen);
 	if (!rc)
 		rc |= attach_one(obj, "dw_go_tls_read", path, p.read.probe_off, slot, out, why, whylen);
-	for (unsigned i = 0; !rc && i < p.read.nret; i++)
-		rc |= attach_one(obj, "dw_go_tls_read_ret", path, p.read.ret_off[i], slot, out, why, whylen);
+	if (!rc && p.read.defer_off)
+		rc |= attach_one(obj, "dw_go_tls_read_defer", path, p.read.defer_off,
+				 DW_GO_CK(slot, p.read.defer_result, p.read.size, p.read.defer_lo), out, why, whylen);
+	for (unsigned i = 0; !rc && i < p.read.nkeep; i++)
+		rc |= attach_one(obj, "dw_go_tls_read_ret", path, p.read.keep_off[i], slot, out, why, whylen);
 	if (!rc && p.shake_off)
 		rc |= attach_one(obj, "dw_go_tls_handshake", path, p.shake_off, slot, out, why, whylen);
 	if (rc) {
 		dw_tls_detach_file(out);
 		return -1;
 	}
-	snprintf(why, whylen, "%s, %u RETs in Write, %u in Read, struct offsets from %s", p.build.version,
-		 p.write.nret, p.read.nret, p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table");
+	snprintf(why, whylen, "%s, %u RETs in Write (%u exits at its deferred closure), %u in Read (%u), "
+		 "struct offsets from %s", p.build.version, p.write.nkeep, p.write.defer_exits, p.read.nkeep,
+		 p.read.defer_exits, p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table");
 	return 0;
 }

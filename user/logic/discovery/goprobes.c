@@ -41,7 +41,46 @@ static int locate(const struct dw_elf *e, const struct dw_go_pcln *p, const char
 		if (dw_go_find_entry_branch(e->buf + off, f->size, f->vaddr, &jls) == 0)
 			f->probe_off = f->off + jls;
 	}
+	memcpy(f->keep_off, f->ret_off, sizeof(f->keep_off));
+	f->nkeep = f->nret;
 	return 0;
+}
+
+/*
+ * F's exits past its defers: their return at the closure's stack check (godefer.h),
+ * where the closure is a function of the table with that branch, and the cookie has room; else
+ * nothing changes (every RET probed).
+ */
+static void locate_defer(const struct dw_elf *e, const struct dw_go_pcln *p, struct dw_go_func *f)
+{
+	struct dw_go_defer g;
+	uint64_t entry = 0, size = 0;
+	uint32_t jls;
+	int64_t coff, lo;
+	const char *name;
+
+	if (dw_go_find_defer_exits(e->buf + f->off, f->size, f->vaddr, &g) < 0)
+		return;
+	for (uint64_t i = 0; i < p->nfunc; i++)
+		if (dw_go_pcln_func(p, i, &entry, &size, &name) == 0 && entry == g.closure)
+			break;
+	if (entry != g.closure || !size)
+		return;
+	coff = dw_elf_vaddr_to_off(e, entry);
+	if (coff < 0 || dw_elf_vaddr_to_off(e, entry + size - 1) != coff + (int64_t)size - 1 ||
+	    dw_go_find_entry_branch(e->buf + coff, size, entry, &jls) < 0)
+		return;
+	lo = (int64_t)f->vaddr - (int64_t)(entry + jls);
+	if (g.result > DW_GO_DEFER_RESULT_MAX || f->size > DW_GO_DEFER_SIZE_MAX || lo > DW_GO_DEFER_LO_MAX ||
+	    lo < -DW_GO_DEFER_LO_MAX)
+		return;
+	f->defer_off = (uint64_t)coff + jls;
+	f->defer_result = g.result;
+	f->defer_lo = lo;
+	f->defer_exits = g.nexits;
+	f->nkeep = g.nkeep;
+	for (unsigned i = 0; i < g.nkeep; i++)
+		f->keep_off[i] = f->off + g.keep[i];
 }
 
 int dw_go_probes_image(const void *buf, size_t len, struct dw_go_probes *out, char *why, size_t whylen)
@@ -69,6 +108,8 @@ int dw_go_probes_image(const void *buf, size_t len, struct dw_go_probes *out, ch
 	if (locate(&e, &p, DW_GO_WRITE_SYM, &out->write, why, whylen) < 0 ||
 	    locate(&e, &p, DW_GO_READ_SYM, &out->read, why, whylen) < 0)
 		return -1;
+	locate_defer(&e, &p, &out->write);
+	locate_defer(&e, &p, &out->read);
 	{
 		uint64_t va, size;
 		int64_t off;

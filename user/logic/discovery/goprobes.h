@@ -15,15 +15,33 @@
 
 #include "logic/discovery/gobuild.h"
 #include "logic/discovery/golayout.h"
+#include "logic/discovery/godefer.h"
 #include "logic/discovery/goret.h"
 
 struct dw_go_func {
 	uint64_t vaddr, size;			/* from .gopclntab */
 	uint64_t off;				/* the entry's file offset */
 	uint64_t probe_off;			/* the entry's uprobe's: the stack check's branch, else off (goret.h) */
-	uint64_t ret_off[DW_GO_MAX_RETS];	/* each RET's file offset: a uprobe each */
+	uint64_t ret_off[DW_GO_MAX_RETS];	/* each RET's file offset */
 	unsigned nret;
+	/*
+	 * Where the return of the exits after the function's one defer is taken instead of at their
+	 * RETs (godefer.h): the deferred closure's stack-check branch's file offset, 0 if not; the
+	 * function's first result's offset in its frame; its start less the probe's address. Then
+	 * keep_off[] holds the RETs still probed (the others' paths), else all of ret_off[].
+	 */
+	uint64_t defer_off;
+	uint32_t defer_result;
+	int64_t defer_lo;
+	unsigned defer_exits;
+	uint64_t keep_off[DW_GO_MAX_RETS];
+	unsigned nkeep;
 };
+
+/* What a deferred-exit probe's attach cookie holds room for (bpf/tls/go/gotls.h's DW_GO_CK_*). */
+#define DW_GO_DEFER_RESULT_MAX 0xffff
+#define DW_GO_DEFER_SIZE_MAX 0xffff
+#define DW_GO_DEFER_LO_MAX ((1 << 23) - 1)	/* |start - probe| */
 
 enum dw_go_fd_source {
 	DW_GO_FD_NONE,		/* no offsets known: the program is not probed */
