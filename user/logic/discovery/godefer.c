@@ -56,32 +56,30 @@ static int decode_all(struct dis *d, struct fn *f)
 	return 0;
 }
 
-/* MOV reg64, [RSP + disp] (no index): 0 with *reg and *disp. */
-static int load_from_sp(const cs_insn *in, x86_reg *reg, int64_t *disp)
+/* A 64-bit MOV between a register and [RSP + disp] (no index), the memory operand at mem (0: a store, 1: a load). */
+static int sp_move(const cs_insn *in, int mem, x86_reg *reg, int64_t *disp)
 {
 	const cs_x86 *x = &in->detail->x86;
 
-	if (in->id != X86_INS_MOV || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
-	    x->operands[1].type != X86_OP_MEM || x->operands[1].mem.base != X86_REG_RSP ||
-	    x->operands[1].mem.index != X86_REG_INVALID || x->operands[1].size != 8)
+	if (in->id != X86_INS_MOV || x->op_count != 2 || x->operands[!mem].type != X86_OP_REG ||
+	    x->operands[mem].type != X86_OP_MEM || x->operands[mem].mem.base != X86_REG_RSP ||
+	    x->operands[mem].mem.index != X86_REG_INVALID || x->operands[mem].size != 8)
 		return -1;
-	*reg = x->operands[0].reg;
-	*disp = x->operands[1].mem.disp;
+	*reg = x->operands[!mem].reg;
+	*disp = x->operands[mem].mem.disp;
 	return 0;
 }
 
-/* MOV [RSP + disp] (no index), reg64: 0 with *reg and *disp. */
+/* MOV reg64, [RSP + disp]: 0 with *reg and *disp. */
+static int load_from_sp(const cs_insn *in, x86_reg *reg, int64_t *disp)
+{
+	return sp_move(in, 1, reg, disp);
+}
+
+/* MOV [RSP + disp], reg64: 0 with *reg and *disp. */
 static int store_to_sp(const cs_insn *in, x86_reg *reg, int64_t *disp)
 {
-	const cs_x86 *x = &in->detail->x86;
-
-	if (in->id != X86_INS_MOV || x->op_count != 2 || x->operands[1].type != X86_OP_REG ||
-	    x->operands[0].type != X86_OP_MEM || x->operands[0].mem.base != X86_REG_RSP ||
-	    x->operands[0].mem.index != X86_REG_INVALID || x->operands[0].size != 8)
-		return -1;
-	*reg = x->operands[1].reg;
-	*disp = x->operands[0].mem.disp;
-	return 0;
+	return sp_move(in, 0, reg, disp);
 }
 
 /* MOV [RSP + disp], imm8: an open-coded defer's bit mask updated between the closures' calls. */
