@@ -16,7 +16,9 @@ measured in this one run (arms interleaved in time, medians over rounds).
   churn run that fills the TIME_WAIT table to its steady state (bench/run.sh's CHURN).
 - OpenSSL over TLS at saturation, both ends traced: one nginx (HTTP/2 over TLS, HTTPS/1.1,
   h2c) on CPU 0, h2load -c 1 on CPU 1 (-m 8 for HTTP/2, --h1 for the keep-alive HTTPS/1.1 client), arms
-  depwatch `--without tls` and depwatch, on each backend; h2c in the same arms.
+  depwatch `--without tls` and depwatch, on each backend; h2c in the same arms. Then, once, the
+  probed SSL calls a request (the dw_ssl_* entry programs' runs, kernel.bpf_stats_enabled, 5 000
+  requests of each; every call is an entry hit and a return).
 - Go over TLS at saturation: build/go/gotls-stripped-trimpath (client and server in one
   process, one HTTP/1.1 connection) alone and under depwatch (sock) once it attached the file;
   the dw_go_* programs' hits per request from kernel.bpf_stats_enabled.
@@ -202,6 +204,29 @@ def tcp_rows(args, backends, table, notes):
               % (ns["depwatch"], ns["floor"], ns["depwatch"] / ns["floor"]), ns["depwatch"] <= 1.3 * ns["floor"])
 
 
+def ssl_calls(port, n=5000):
+    """The probed SSL calls a request, both ends (each an entry and a return: two uprobe hits), from
+    the dw_ssl_* entry programs' runs with kernel.bpf_stats_enabled, over n requests of each kind."""
+    def entries():
+        return sum(q.get("run_cnt", 0) for q in bpfprogs.loaded()
+                   if q.get("name", "").startswith("dw_ssl_") and not q["name"].endswith("_ret"))
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        saved = f.read().strip()
+    out = {}
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        for k, url, h1 in (("h2 over TLS", "https://127.0.0.1:%d/" % port, False),
+                           ("HTTPS/1.1 keep-alive", "https://127.0.0.1:%d/" % (port + 1), True)):
+            before = entries()
+            tlscost.h2load(url, n, h1=h1, cpu=1)
+            out[k] = (entries() - before) / n
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(saved)
+    return out
+
+
 def tls_rows(args, backends, table, notes):
     p = args.port
     ngx = tlscost.start_nginx(p, cpu=0)
@@ -221,6 +246,7 @@ def tls_rows(args, backends, table, notes):
                     for k, v in got.items():
                         res[(b, t, k)].append(v)
             print("budgets: TLS round %d done" % (r + 1), file=sys.stderr, flush=True)
+        calls = under((backends[0], True), lambda _: ssl_calls(p))
     finally:
         ngx.kill()
         ngx.wait()
@@ -228,9 +254,10 @@ def tls_rows(args, backends, table, notes):
         for k in ("h2 over TLS", "HTTPS/1.1 keep-alive"):
             on, off = res[(b, True, k)], res[(b, False, k)]
             ratio = [on[i] / off[i] for i in range(len(on))]
-            table.add("OpenSSL at saturation, %s (h2load%s, %s): ≥ 80%% of `--without tls`"
+            table.add("OpenSSL at saturation, %s (h2load%s, %s): ≥ 80%% of `--without tls`; probed SSL calls a request"
                       % (k, " --h1" if "1.1" in k else " -m 8", b),
-                      "%s (%.0f vs %.0f req/s)" % (span(ratio, "%.2f"), med(on), med(off)), med(ratio) >= 0.80)
+                      "%s (%.0f vs %.0f req/s); %.2f SSL calls a request" % (span(ratio, "%.2f"), med(on), med(off),
+                                                                          calls[k]), med(ratio) >= 0.80)
         on, off = res[(b, True, "h2c")], res[(b, False, "h2c")]
         d = [100 * (off[i] - on[i]) / off[i] for i in range(len(on))]
         table.add("h2c with TLS on (%s): within 1 point of `--without tls`" % b,
