@@ -393,7 +393,7 @@ struct dw_pending_entry {
 	X(go_tls_fd_unread, go_tls_fd_unread,					\
 	  "Go TLS writes and reads whose socket fd was not read.") \
 	X(go_tls_reads, go_tls_reads,						\
-	  "Entries of Go's crypto/tls.(*Conn).Read in probed Go programs.") \
+	  "Go's crypto/tls.(*Conn).Read calls in probed Go programs: entries, or returns where only those are probed.") \
 	X(go_tls_ret_unread, go_tls_ret_unread,					\
 	  "Go TLS reads whose result, taken in the caller's frame at its deferred closure, did not read.") \
 	/* HTTP/2 header blocks to the daemon's HPACK decoder (bpf/h2/hblock.bpf.h, issue 33) */ \

@@ -111,13 +111,13 @@ static __always_inline void go_unmark(struct dw_go_gstate *s)
  * n bytes of plaintext, one way: to the session's link, if it is tied (this program
  * may end here, in the walker's tail call). False: not tied.
  */
-static __always_inline bool go_plain(void *ctx, struct dw_go_gstate *s, __u8 way, __u64 n, __u64 at)
+static __always_inline bool go_plain_of(void *ctx, __u64 conn, __u64 buf, __u64 len, __u8 way, __u64 n, __u64 at)
 {
-	struct dw_tls_key key = { .ssl = s->conn, .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct dw_tls_key key = { .ssl = conn, .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct dw_conn *l;
 	__u32 seq;
 
-	if (!n || n > s->len || n > 0x7fffffff)
+	if (!n || n > len || n > 0x7fffffff)
 		return false;
 	l = bpf_map_lookup_elem(&tls_links, &key);
 	if (!l)
@@ -129,14 +129,19 @@ static __always_inline bool go_plain(void *ctx, struct dw_go_gstate *s, __u8 way
 		seq = l->tls.rx;
 		l->tls.rx += n;
 	}
-	tls_bytes(ctx, l, &key, way, s->buf, (__u32)n, seq, at);
+	tls_bytes(ctx, l, &key, way, buf, (__u32)n, seq, at);
 	return true;
+}
+
+static __always_inline bool go_plain(void *ctx, struct dw_go_gstate *s, __u8 way, __u64 n, __u64 at)
+{
+	return go_plain_of(ctx, s->conn, s->buf, s->len, way, n, at);
 }
 
 /* Write's or Read's entry: the goroutine's state with the conn's fd, created if new. */
 static __always_inline struct dw_go_gstate *go_enter(struct pt_regs *ctx)
 {
-	__u32 idx = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 idx = DW_GO_CK_LAYOUT(bpf_get_attach_cookie(ctx));
 	const struct dw_go_layout *l = bpf_map_lookup_elem(&go_layouts, &idx);
 	struct dw_go_gkey k = {};
 	struct dw_go_gstate *s, ns = {};
@@ -191,7 +196,7 @@ static __always_inline struct dw_go_gstate *go_leave(struct pt_regs *ctx)
 SEC("uprobe")
 int dw_go_tls_handshake(struct pt_regs *ctx)
 {
-	__u32 idx = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 idx = DW_GO_CK_LAYOUT(bpf_get_attach_cookie(ctx));
 	const struct dw_go_layout *l = bpf_map_lookup_elem(&go_layouts, &idx);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dw_ssl_thread t = { .ssl = ctx->ax, .op = DW_SSL_GO, .inside = 1 };
@@ -343,6 +348,30 @@ int dw_go_tls_read_defer(struct pt_regs *ctx)
 	__u64 n = 0;
 
 	return go_defer_n(ctx, &n) ? 0 : go_read_done(ctx, n);
+}
+
+/*
+ * Read seen at its return alone, where the finder proved it keeps its arguments in its frame
+ * (user/logic/discovery/godefer.h's dw_go_find_arg_spill: Go 1.19 spills RAX, RBX, RCX at once and
+ * never writes them again): the *Conn, the buffer and its length read there with n, and no entry
+ * probe (3 hits a HTTP/1.1 request fewer). Its exits before the defer (a failed handshake, a
+ * zero-length buffer) return nothing and are not probed. No thread mark: a Read ties nothing (the
+ * handshake and Write's sends do).
+ */
+SEC("uprobe")
+int dw_go_tls_read_done(struct pt_regs *ctx)
+{
+	__u64 ck = bpf_get_attach_cookie(ctx), n = 0, args[3] = {};
+
+	if (go_defer_n(ctx, &n))
+		return 0;
+	global_count(G_go_tls_reads);
+	if (bpf_probe_read_user(args, sizeof(args), (void *)(ctx->sp + 8 + DW_GO_CK_SPILL(ck)))) {
+		global_count(G_go_tls_ret_unread);
+		return 0;
+	}
+	go_plain_of(ctx, args[0], args[1], args[2], H2_RX, n, bpf_ktime_get_ns());
+	return 0;
 }
 
 /* The same for Write's exits past its `defer c.out.Unlock()` (its first closure call there). */

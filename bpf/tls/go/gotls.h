@@ -10,7 +10,7 @@
 #define DEPWATCH_GOTLS_H
 
 /* Distinct Go layouts loaded at once (one per Go version among the probed binaries). */
-#define DW_GO_LAYOUTS 16
+#define DW_GO_LAYOUTS 16	/* DW_GO_CK_LAYOUT's 4 bits */
 /* Goroutines inside a probed Write or Read at once, over all Go programs. */
 #define DW_GO_GOROUTINES 16384
 
@@ -23,18 +23,21 @@
 #define DW_GO_FD_UNREAD (-2)
 
 /*
- * A Go probe's attach cookie: the layout's index (go_layouts) in its low 8 bits. A deferred-exit
- * probe's (dw_go_tls_read_defer, user/logic/discovery/godefer.h) also holds the function's first
- * result's offset in its frame (bits 8-23), the function's size (24-39) and its start less the
- * probe's address (40-63, signed): enough to tell its own exits' calls of the closure from the
- * runtime's, and to read n, with no per-file map.
+ * A Go probe's attach cookie: the layout's index (go_layouts) in its low 4 bits. A deferred-exit
+ * probe's (dw_go_tls_{read,write}_defer, dw_go_tls_read_done; user/logic/discovery/godefer.h) also
+ * holds the function's first result's offset in its frame (bits 4-15), where it keeps its
+ * arguments (16-27; 0: not known, dw_go_tls_read_done only), the function's size (28-43) and its
+ * start less the probe's address (44-63, signed): enough to tell its own exits' calls of the
+ * closure from the runtime's and to read n and the arguments, with no per-file map.
  */
-#define DW_GO_CK_LAYOUT(c) ((__u32)((c) & 0xff))
-#define DW_GO_CK_RESULT(c) ((__u32)(((c) >> 8) & 0xffff))
-#define DW_GO_CK_SIZE(c) ((__u32)(((c) >> 24) & 0xffff))
-#define DW_GO_CK_LO(c) ((__s64)(c) >> 40)
-#define DW_GO_CK(layout, result, size, lo)                                                         \
-	((__u64)(layout) | ((__u64)(result) << 8) | ((__u64)(size) << 24) | ((__u64)(lo) << 40))
+#define DW_GO_CK_LAYOUT(c) ((__u32)((c) & 0xf))
+#define DW_GO_CK_RESULT(c) ((__u32)(((c) >> 4) & 0xfff))
+#define DW_GO_CK_SPILL(c) ((__u32)(((c) >> 16) & 0xfff))
+#define DW_GO_CK_SIZE(c) ((__u32)(((c) >> 28) & 0xffff))
+#define DW_GO_CK_LO(c) ((__s64)(c) >> 44)
+#define DW_GO_CK(layout, result, spill, size, lo)                                                  \
+	((__u64)(layout) | ((__u64)(result) << 4) | ((__u64)(spill) << 16) | ((__u64)(size) << 28) |     \
+	 ((__u64)(lo) << 44))
 
 /* user/logic/discovery/golayout.h's struct dw_go_fdchain, as the kernel reads it. */
 struct dw_go_layout {

@@ -82,24 +82,38 @@ int dw_go_attach_file(struct bpf_object *obj, const char *path, struct dw_tls_li
 	/* the exits past the defers: one probe at the closure's stack check, the other RETs as before */
 	if (!rc && p.write.defer_off)
 		rc |= attach_one(obj, "dw_go_tls_write_defer", path, p.write.defer_off,
-				 DW_GO_CK(slot, p.write.defer_result, p.write.size, p.write.defer_lo), out, why, whylen);
+				 DW_GO_CK(slot, p.write.defer_result, 0, p.write.size, p.write.defer_lo), out, why, whylen);
 	for (unsigned i = 0; !rc && i < p.write.nkeep; i++)
 		rc |= attach_one(obj, "dw_go_tls_write_ret", path, p.write.keep_off[i], slot, out, why, whylen);
-	if (!rc)
-		rc |= attach_one(obj, "dw_go_tls_read", path, p.read.probe_off, slot, out, why, whylen);
-	if (!rc && p.read.defer_off)
-		rc |= attach_one(obj, "dw_go_tls_read_defer", path, p.read.defer_off,
-				 DW_GO_CK(slot, p.read.defer_result, p.read.size, p.read.defer_lo), out, why, whylen);
-	for (unsigned i = 0; !rc && i < p.read.nkeep; i++)
-		rc |= attach_one(obj, "dw_go_tls_read_ret", path, p.read.keep_off[i], slot, out, why, whylen);
+	if (!rc && p.read.defer_spill) {
+		/* Read seen at its return alone: its arguments in its frame; its other exits return nothing */
+		rc |= attach_one(obj, "dw_go_tls_read_done", path, p.read.defer_off,
+				 DW_GO_CK(slot, p.read.defer_result, p.read.defer_spill, p.read.size, p.read.defer_lo),
+				 out, why, whylen);
+	} else {
+		if (!rc)
+			rc |= attach_one(obj, "dw_go_tls_read", path, p.read.probe_off, slot, out, why, whylen);
+		if (!rc && p.read.defer_off)
+			rc |= attach_one(obj, "dw_go_tls_read_defer", path, p.read.defer_off,
+					 DW_GO_CK(slot, p.read.defer_result, 0, p.read.size, p.read.defer_lo), out, why,
+					 whylen);
+		for (unsigned i = 0; !rc && i < p.read.nkeep; i++)
+			rc |= attach_one(obj, "dw_go_tls_read_ret", path, p.read.keep_off[i], slot, out, why, whylen);
+	}
 	if (!rc && p.shake_off)
 		rc |= attach_one(obj, "dw_go_tls_handshake", path, p.shake_off, slot, out, why, whylen);
 	if (rc) {
 		dw_tls_detach_file(out);
 		return -1;
 	}
-	snprintf(why, whylen, "%s, %u RETs in Write (%u exits at its deferred closure), %u in Read (%u), "
-		 "struct offsets from %s", p.build.version, p.write.nkeep, p.write.defer_exits, p.read.nkeep,
-		 p.read.defer_exits, p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table");
+	if (p.read.defer_spill)
+		snprintf(why, whylen, "%s, %u RETs in Write (%u exits at its deferred closure), Read at its deferred "
+			 "closure alone (%u exits, its arguments in its frame), struct offsets from %s", p.build.version,
+			 p.write.nkeep, p.write.defer_exits, p.read.defer_exits,
+			 p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table");
+	else
+		snprintf(why, whylen, "%s, %u RETs in Write (%u exits at its deferred closure), %u in Read (%u), "
+			 "struct offsets from %s", p.build.version, p.write.nkeep, p.write.defer_exits, p.read.nkeep,
+			 p.read.defer_exits, p.fd_source == DW_GO_FD_DWARF ? "DWARF" : "the table");
 	return 0;
 }

@@ -348,3 +348,97 @@ out:
 		memset(out, 0, sizeof(*out));
 	return rc;
 }
+
+/* Whether in writes memory over [RSP + lo, RSP + hi), or through RBP, or through RSP with an index. */
+static int writes_frame(const cs_insn *in, int64_t lo, int64_t hi)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	for (unsigned o = 0; o < x->op_count; o++) {
+		const cs_x86_op *op = &x->operands[o];
+
+		if (op->type != X86_OP_MEM || !(op->access & CS_AC_WRITE))
+			continue;
+		if (op->mem.base == X86_REG_RBP)
+			return 1;
+		if (op->mem.base != X86_REG_RSP)
+			continue;
+		if (op->mem.index != X86_REG_INVALID || (op->mem.disp + op->size > lo && op->mem.disp < hi))
+			return 1;
+	}
+	return 0;
+}
+
+int dw_go_find_arg_spill(const uint8_t *code, size_t len, uint64_t addr, uint32_t *base)
+{
+	static const x86_reg args[3] = { X86_REG_RAX, X86_REG_RBX, X86_REG_RCX };
+	struct fn f = { .code = code, .len = len, .addr = addr };
+	int64_t at[3] = { -1, -1, -1 };
+	unsigned store[3] = { 0 }, written = 0, run;
+	int sub = 0, rc = -1;
+	struct dis d;
+
+	if (!len || dis_open(&d, 1) < 0)
+		return -1;
+	f.off = calloc(DW_GO_DEFER_INSNS + 1, sizeof(*f.off));
+	f.target = calloc(len, 1);
+	if (!f.off || !f.target || decode_all(&d, &f) < 0)
+		goto out;
+	/* the straight run from the entry: the stack check's branch is the only one allowed */
+	for (run = 0; run < f.n && run < 32; run++) {
+		const cs_x86 *x;
+		x86_reg reg;
+		int64_t disp;
+
+		if (insn(&d, &f, run) < 0)
+			goto out;
+		x = &d.in->detail->x86;
+		if (dis_is_branch(d.in)) {
+			if (run < 3 && d.in->id == X86_INS_JBE)
+				continue;
+			break;
+		}
+		if (d.in->id == X86_INS_SUB && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		    x->operands[0].reg == X86_REG_RSP && x->operands[1].type == X86_OP_IMM && !sub) {
+			sub = 1;
+			continue;
+		}
+		if (sub && store_to_sp(d.in, &reg, &disp) == 0) {
+			for (int a = 0; a < 3; a++)
+				if (reg == args[a] && !(written & (1u << a)) && at[a] < 0) {
+					at[a] = disp;
+					store[a] = run;
+				}
+		}
+		{
+			cs_regs rd, wr;
+			uint8_t nrd = 0, nwr = 0;
+
+			if (cs_regs_access(d.h, d.in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+				goto out;
+			for (unsigned w = 0; w < nwr; w++) {
+				if (wr[w] == X86_REG_RSP)
+					goto out;
+			}
+		}
+		for (int a = 0; a < 3; a++)
+			if (dis_writes(d.h, d.in, args[a]))
+				written |= 1u << a;
+	}
+	if (at[0] < 0 || at[1] != at[0] + 8 || at[2] != at[0] + 16 || at[0] > 0xffff)
+		goto out;
+	/* nothing else in F writes over them */
+	for (unsigned i = 0; i < f.n; i++) {
+		if (i == store[0] || i == store[1] || i == store[2])
+			continue;
+		if (insn(&d, &f, i) < 0 || writes_frame(d.in, at[0], at[0] + 24))
+			goto out;
+	}
+	*base = (uint32_t)at[0];
+	rc = 0;
+out:
+	free(f.off);
+	free(f.target);
+	dis_close(&d);
+	return rc;
+}

@@ -46,4 +46,15 @@ struct dw_go_defer {
  */
 int dw_go_find_defer_exits(const uint8_t *code, size_t len, uint64_t addr, struct dw_go_defer *out);
 
+/*
+ * Where F keeps its first three register arguments (RAX, RBX, RCX: a method's receiver and a
+ * slice: crypto/tls.(*Conn).Read's c and b) for its whole run, so that its return can read them
+ * from the frame with no entry probe: in the straight run from its entry (past the stack check's
+ * JLS, after the frame's one SUB from SP), the three stored unchanged to consecutive stack slots
+ * (MOVQ AX, base(SP); MOVQ BX, base+8(SP); MOVQ CX, base+16(SP): Go's spill area), and no other
+ * instruction of F writing over them (nor anything through BP, which could alias them). 0 with
+ * *base; -1 otherwise.
+ */
+int dw_go_find_arg_spill(const uint8_t *code, size_t len, uint64_t addr, uint32_t *base);
+
 #endif

@@ -76,6 +76,13 @@ static void locate_defer(const struct dw_elf *e, const struct dw_go_pcln *p, str
 		return;
 	f->defer_off = (uint64_t)coff + jls;
 	f->defer_result = g.result;
+	{
+		uint32_t spill;
+
+		if (dw_go_find_arg_spill(e->buf + f->off, f->size, f->vaddr, &spill) == 0 && spill &&
+		    spill <= DW_GO_DEFER_SPILL_MAX)
+			f->defer_spill = spill;
+	}
 	f->defer_lo = lo;
 	f->defer_exits = g.nexits;
 	f->nkeep = g.nkeep;

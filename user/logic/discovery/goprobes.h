@@ -32,6 +32,7 @@ struct dw_go_func {
 	 */
 	uint64_t defer_off;
 	uint32_t defer_result;
+	uint32_t defer_spill;		/* where it keeps RAX, RBX, RCX (dw_go_find_arg_spill), 0: not known */
 	int64_t defer_lo;
 	unsigned defer_exits;
 	uint64_t keep_off[DW_GO_MAX_RETS];
@@ -39,9 +40,10 @@ struct dw_go_func {
 };
 
 /* What a deferred-exit probe's attach cookie holds room for (bpf/tls/go/gotls.h's DW_GO_CK_*). */
-#define DW_GO_DEFER_RESULT_MAX 0xffff
+#define DW_GO_DEFER_RESULT_MAX 0xfff
+#define DW_GO_DEFER_SPILL_MAX 0xfff
 #define DW_GO_DEFER_SIZE_MAX 0xffff
-#define DW_GO_DEFER_LO_MAX ((1 << 23) - 1)	/* |start - probe| */
+#define DW_GO_DEFER_LO_MAX ((1 << 19) - 1)	/* |start - probe| */
 
 enum dw_go_fd_source {
 	DW_GO_FD_NONE,		/* no offsets known: the program is not probed */
