@@ -56,6 +56,29 @@ static int decode_all(struct dis *d, struct fn *f)
 	return 0;
 }
 
+/* A decoder with details, and F decoded into f: 0, or -1 (nothing left to close). */
+static int fn_open(struct dis *d, struct fn *f, const uint8_t *code, size_t len, uint64_t addr)
+{
+	*f = (struct fn){ .code = code, .len = len, .addr = addr };
+	if (!len || dis_open(d, 1) < 0)
+		return -1;
+	f->off = calloc(DW_GO_DEFER_INSNS + 1, sizeof(*f->off));
+	f->target = calloc(len, 1);
+	if (f->off && f->target && decode_all(d, f) == 0)
+		return 0;
+	free(f->off);
+	free(f->target);
+	dis_close(d);
+	return -1;
+}
+
+static void fn_close(struct dis *d, struct fn *f)
+{
+	free(f->off);
+	free(f->target);
+	dis_close(d);
+}
+
 /* A 64-bit MOV between a register and [RSP + disp] (no index), the memory operand at mem (0: a store, 1: a load). */
 static int sp_move(const cs_insn *in, int mem, x86_reg *reg, int64_t *disp)
 {
@@ -273,24 +296,16 @@ next:
 
 int dw_go_find_defer_exits(const uint8_t *code, size_t len, uint64_t addr, struct dw_go_defer *out)
 {
-	struct fn f = { .code = code, .len = len, .addr = addr };
-	int64_t (*chain)[DW_GO_DEFER_CHAIN] = NULL, *result = NULL, dslot = -1, res = -1;
-	int *nchain = NULL;
-	unsigned *rets = NULL, nret = 0, longest = 0;
+	int64_t chain[DW_GO_MAX_RETS][DW_GO_DEFER_CHAIN], result[DW_GO_MAX_RETS], dslot = -1, res = -1;
+	int nchain[DW_GO_MAX_RETS];
+	unsigned rets[DW_GO_MAX_RETS], nret = 0, longest = 0;
+	struct fn f;
 	struct dis d;
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (!len || dis_open(&d, 1) < 0)
+	if (fn_open(&d, &f, code, len, addr) < 0)
 		return -1;
-	f.off = calloc(DW_GO_DEFER_INSNS + 1, sizeof(*f.off));
-	f.target = calloc(len, 1);
-	chain = calloc(DW_GO_MAX_RETS, sizeof(*chain));
-	result = calloc(DW_GO_MAX_RETS, sizeof(*result));
-	nchain = calloc(DW_GO_MAX_RETS, sizeof(*nchain));
-	rets = calloc(DW_GO_MAX_RETS, sizeof(*rets));
-	if (!f.off || !f.target || !chain || !result || !nchain || !rets || decode_all(&d, &f) < 0)
-		goto out;
 	for (unsigned i = 0; i < f.n; i++) {
 		if (insn(&d, &f, i) < 0)
 			goto out;
@@ -337,13 +352,7 @@ int dw_go_find_defer_exits(const uint8_t *code, size_t len, uint64_t addr, struc
 	out->result = (uint32_t)res;
 	rc = 0;
 out:
-	free(f.off);
-	free(f.target);
-	free(chain);
-	free(result);
-	free(nchain);
-	free(rets);
-	dis_close(&d);
+	fn_close(&d, &f);
 	if (rc)
 		memset(out, 0, sizeof(*out));
 	return rc;
@@ -372,18 +381,14 @@ static int writes_frame(const cs_insn *in, int64_t lo, int64_t hi)
 int dw_go_find_arg_spill(const uint8_t *code, size_t len, uint64_t addr, uint32_t *base)
 {
 	static const x86_reg args[3] = { X86_REG_RAX, X86_REG_RBX, X86_REG_RCX };
-	struct fn f = { .code = code, .len = len, .addr = addr };
 	int64_t at[3] = { -1, -1, -1 };
 	unsigned store[3] = { 0 }, written = 0, run;
 	int sub = 0, rc = -1;
+	struct fn f;
 	struct dis d;
 
-	if (!len || dis_open(&d, 1) < 0)
+	if (fn_open(&d, &f, code, len, addr) < 0)
 		return -1;
-	f.off = calloc(DW_GO_DEFER_INSNS + 1, sizeof(*f.off));
-	f.target = calloc(len, 1);
-	if (!f.off || !f.target || decode_all(&d, &f) < 0)
-		goto out;
 	/* the straight run from the entry: the stack check's branch is the only one allowed */
 	for (run = 0; run < f.n && run < 32; run++) {
 		const cs_x86 *x;
@@ -410,17 +415,8 @@ int dw_go_find_arg_spill(const uint8_t *code, size_t len, uint64_t addr, uint32_
 					store[a] = run;
 				}
 		}
-		{
-			cs_regs rd, wr;
-			uint8_t nrd = 0, nwr = 0;
-
-			if (cs_regs_access(d.h, d.in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
-				goto out;
-			for (unsigned w = 0; w < nwr; w++) {
-				if (wr[w] == X86_REG_RSP)
-					goto out;
-			}
-		}
+		if (dis_writes(d.h, d.in, X86_REG_RSP))
+			goto out;
 		for (int a = 0; a < 3; a++)
 			if (dis_writes(d.h, d.in, args[a]))
 				written |= 1u << a;
@@ -437,8 +433,6 @@ int dw_go_find_arg_spill(const uint8_t *code, size_t len, uint64_t addr, uint32_
 	*base = (uint32_t)at[0];
 	rc = 0;
 out:
-	free(f.off);
-	free(f.target);
-	dis_close(&d);
+	fn_close(&d, &f);
 	return rc;
 }

@@ -76,13 +76,6 @@ static void locate_defer(const struct dw_elf *e, const struct dw_go_pcln *p, str
 		return;
 	f->defer_off = (uint64_t)coff + jls;
 	f->defer_result = g.result;
-	{
-		uint32_t spill;
-
-		if (dw_go_find_arg_spill(e->buf + f->off, f->size, f->vaddr, &spill) == 0 && spill &&
-		    spill <= DW_GO_DEFER_SPILL_MAX)
-			f->defer_spill = spill;
-	}
 	f->defer_lo = lo;
 	f->defer_exits = g.nexits;
 	f->nkeep = g.nkeep;
@@ -117,6 +110,14 @@ int dw_go_probes_image(const void *buf, size_t len, struct dw_go_probes *out, ch
 		return -1;
 	locate_defer(&e, &p, &out->write);
 	locate_defer(&e, &p, &out->read);
+	/* Read's arguments in its frame: its return alone is probed then (goattach.c); Write keeps its entry */
+	if (out->read.defer_off) {
+		uint32_t spill;
+
+		if (dw_go_find_arg_spill(e.buf + out->read.off, out->read.size, out->read.vaddr, &spill) == 0 && spill &&
+		    spill <= DW_GO_DEFER_SPILL_MAX)
+			out->read.defer_spill = spill;
+	}
 	{
 		uint64_t va, size;
 		int64_t off;

@@ -32,7 +32,7 @@ struct dw_go_func {
 	 */
 	uint64_t defer_off;
 	uint32_t defer_result;
-	uint32_t defer_spill;		/* where it keeps RAX, RBX, RCX (dw_go_find_arg_spill), 0: not known */
+	uint32_t defer_spill;		/* Read: where it keeps RAX, RBX, RCX (dw_go_find_arg_spill), 0: not known */
 	int64_t defer_lo;
 	unsigned defer_exits;
 	uint64_t keep_off[DW_GO_MAX_RETS];

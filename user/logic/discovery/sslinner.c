@@ -5,6 +5,12 @@
 
 static const x86_reg pass_regs[] = { X86_REG_RDI, X86_REG_RSI, X86_REG_RDX, X86_REG_RCX };
 
+/*
+ * The first call in a wrapper's code (code[0..len), loaded at addr): 0 with *target its destination
+ * when it is a direct call reached by a straight run that writes none of the registers in pass and
+ * neither returns, jumps nor traps before it (a conditional branch, to an error path, only when
+ * allow_cond); -1 otherwise.
+ */
 static int first_call(struct dis *d, const uint8_t *code, size_t len, uint64_t addr, unsigned pass,
 		      int allow_cond, uint64_t *target)
 {
@@ -39,19 +45,6 @@ static int first_call(struct dis *d, const uint8_t *code, size_t len, uint64_t a
 				return -1;
 	}
 	return -1;
-}
-
-int dw_ssl_first_call(const uint8_t *code, size_t len, uint64_t addr, unsigned pass, int allow_cond,
-		      uint64_t *target)
-{
-	struct dis d;
-	int rc;
-
-	if (dis_open(&d, 1) < 0)
-		return -1;
-	rc = first_call(&d, code, len, addr, pass, allow_cond, target);
-	dis_close(&d);
-	return rc;
 }
 
 int dw_ssl_find_inner(const uint8_t *ex, size_t exlen, uint64_t exaddr, const uint8_t *plain, size_t plainlen,

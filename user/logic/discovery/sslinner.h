@@ -30,15 +30,6 @@ enum {
 #define DW_SSL_WRAP_MAX 16
 
 /*
- * The first call in a wrapper's code (code[0..len), loaded at addr): 0 with *target its
- * destination when it is a direct call, reached by a straight run that writes none of the
- * registers in pass and neither returns, jumps nor traps before it (a conditional branch, to
- * an error path, only when allow_cond); -1 otherwise.
- */
-int dw_ssl_first_call(const uint8_t *code, size_t len, uint64_t addr, unsigned pass, int allow_cond,
-		      uint64_t *target);
-
-/*
  * The inner function both forms of one operation reach: from the _ex form (ex[0..exlen) at
  * exaddr), a straight run with all four arguments untouched to its first call; from the plain
  * form (plain[0..plainlen) at plainaddr), with the SSL * and the buffer untouched (it turns its

@@ -17,7 +17,7 @@ struct dis {
 /* 0, or -1 when Capstone cannot open a decoder. */
 int dis_open(struct dis *d, int detail);
 void dis_close(struct dis *d);
-/* Whether in (decoded with details) writes any part of reg (RAX, RBX, RCX, RDX, RSI or RDI; any other: as if written). */
+/* Whether in (decoded with details) writes any part of reg (RAX, RBX, RCX, RDX, RSI, RDI or RSP; any other: as if written). */
 int dis_writes(csh h, const cs_insn *in, x86_reg reg);
 /* Whether in jumps, calls, returns or traps (decoded with details). */
 int dis_is_branch(const cs_insn *in);
